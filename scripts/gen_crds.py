@@ -1,0 +1,659 @@
+#!/usr/bin/env python3
+"""Generate the UnitedDeployment CustomResourceDefinitions from one Python source.
+
+Two CRDs are written, sharing one OpenAPI v3 schema (built by :func:`ud_schema`):
+
+* ``crds/apps.united.io_uniteddeployments.yaml`` -- group ``apps.united.io``, version ``v1alpha1``;
+* ``crds/compat/apps.kruise.io_uniteddeployments.yaml`` -- group ``apps.kruise.io``, versions
+  ``v1alpha1`` and ``v1beta1`` (storage), conversion ``None``, for clusters without OpenKruise.
+
+The ``spec`` schema is compatible with OpenKruise's UnitedDeployment (``apps.kruise.io``
+v1alpha1 and v1beta1 share one spec). The ``status`` schema is the union of Kruise's v1alpha1
+and v1beta1 status plus the fields the ``united`` controller writes; structural pruning silently
+drops any status field that is not declared here, so the status writer must stay within it.
+
+Kubernetes 1.20 is the oldest supported API server: no ``x-kubernetes-validations`` (CEL) -- 1.20
+drops it silently -- only types, enums, minimums, patterns and defaults. Cross-field rules live in
+the controller.
+
+Usage::
+
+    python scripts/gen_crds.py           # (re)write the files
+    python scripts/gen_crds.py --check   # exit 1 if a committed file is out of date
+
+``tests/unit/test_crds.py`` asserts that the committed files equal :func:`render_all`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Schema = dict[str, Any]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+UNITED_GROUP = "apps.united.io"
+KRUISE_GROUP = "apps.kruise.io"
+UNITED_CRD_PATH = Path("crds") / f"{UNITED_GROUP}_uniteddeployments.yaml"
+KRUISE_CRD_PATH = Path("crds") / "compat" / f"{KRUISE_GROUP}_uniteddeployments.yaml"
+
+DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+ATOMIC_MAP: dict[str, Any] = {"x-kubernetes-map-type": "atomic"}
+
+# --------------------------------------------------------------------------------------------------
+# Schema building blocks
+# --------------------------------------------------------------------------------------------------
+
+
+def _with(node: Schema, description: str | None, extra: dict[str, Any]) -> Schema:
+    if description:
+        node["description"] = description
+    node.update(extra)
+    return node
+
+
+def string(description: str | None = None, **extra: Any) -> Schema:
+    return _with({"type": "string"}, description, extra)
+
+
+def boolean(description: str | None = None, **extra: Any) -> Schema:
+    return _with({"type": "boolean"}, description, extra)
+
+
+def int32(description: str | None = None, **extra: Any) -> Schema:
+    return _with({"type": "integer", "format": "int32"}, description, extra)
+
+
+def int64(description: str | None = None, **extra: Any) -> Schema:
+    return _with({"type": "integer", "format": "int64"}, description, extra)
+
+
+def date_time(description: str | None = None) -> Schema:
+    return string(description, format="date-time")
+
+
+def int_or_string(description: str) -> Schema:
+    # One of the two anyOf patterns the API server allows next to x-kubernetes-int-or-string.
+    return {
+        "description": description,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+    }
+
+
+def array(items: Schema, description: str | None = None, **extra: Any) -> Schema:
+    return _with({"type": "array", "items": items}, description, extra)
+
+
+def obj(
+    properties: dict[str, Schema],
+    description: str | None = None,
+    *,
+    required: list[str] | None = None,
+    extensions: dict[str, Any] | None = None,
+) -> Schema:
+    node: Schema = {"type": "object", "properties": properties}
+    if required:
+        node["required"] = required
+    return _with(node, description, extensions or {})
+
+
+def map_of(values: Schema, description: str | None = None) -> Schema:
+    return _with({"type": "object", "additionalProperties": values}, description, {})
+
+
+def schemaless(description: str | None = None) -> Schema:
+    return _with({"type": "object", "x-kubernetes-preserve-unknown-fields": True}, description, {})
+
+
+def list_map(items: Schema, keys: list[str], description: str) -> Schema:
+    return array(
+        items,
+        description,
+        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Kubernetes types used by the spec (shapes of k8s.io/api core/v1 and meta/v1)
+# --------------------------------------------------------------------------------------------------
+
+
+def label_selector(description: str) -> Schema:
+    requirement = obj(
+        {
+            "key": string("The label key the selector applies to."),
+            "operator": string("One of In, NotIn, Exists, DoesNotExist."),
+            "values": array(
+                string(),
+                "Values for In/NotIn (non-empty); must be empty for Exists/DoesNotExist.",
+                **{"x-kubernetes-list-type": "atomic"},
+            ),
+        },
+        "A label selector requirement: a key, an operator and values.",
+        required=["key", "operator"],
+    )
+    return obj(
+        {
+            "matchExpressions": array(
+                requirement,
+                "Label selector requirements, ANDed.",
+                **{"x-kubernetes-list-type": "atomic"},
+            ),
+            "matchLabels": map_of(
+                string(), "Map of {key: value} pairs, each equivalent to an In requirement."
+            ),
+        },
+        description,
+        extensions=ATOMIC_MAP,
+    )
+
+
+def node_selector_term(description: str) -> Schema:
+    def requirements(description: str) -> Schema:
+        requirement = obj(
+            {
+                "key": string("The label (or field) key the selector applies to."),
+                "operator": string("One of In, NotIn, Exists, DoesNotExist, Gt, Lt."),
+                "values": array(
+                    string(),
+                    "Values; non-empty for In/NotIn, empty for Exists/DoesNotExist, "
+                    "a single integer for Gt/Lt.",
+                    **{"x-kubernetes-list-type": "atomic"},
+                ),
+            },
+            "A node selector requirement: a key, an operator and values.",
+            required=["key", "operator"],
+        )
+        return array(requirement, description, **{"x-kubernetes-list-type": "atomic"})
+
+    return obj(
+        {
+            "matchExpressions": requirements("Node selector requirements on node labels."),
+            "matchFields": requirements(
+                "Node selector requirements on node fields. Accepted for compatibility; "
+                "like OpenKruise, only matchExpressions are applied to the pods."
+            ),
+        },
+        description,
+        extensions=ATOMIC_MAP,
+    )
+
+
+def toleration() -> Schema:
+    return obj(
+        {
+            "effect": string(
+                "Taint effect to match (NoSchedule, PreferNoSchedule, NoExecute); "
+                "empty matches all."
+            ),
+            "key": string("Taint key; empty with operator Exists matches all taints."),
+            "operator": string("Exists or Equal (default Equal)."),
+            "tolerationSeconds": int64(
+                "For NoExecute taints: how long the pod stays bound after the taint appears."
+            ),
+            "value": string("Taint value to match; empty when the operator is Exists."),
+        },
+        "A toleration appended to the pods of this subset (typed like core/v1 Toleration).",
+    )
+
+
+def condition(description: str, with_generation: bool) -> Schema:
+    properties: dict[str, Schema] = {
+        "type": string("Type of the condition."),
+        "status": string("Status of the condition: True, False or Unknown."),
+    }
+    if with_generation:
+        properties["observedGeneration"] = int64(
+            "metadata.generation of the UnitedDeployment when the condition was set."
+        )
+    properties.update(
+        {
+            "lastTransitionTime": date_time("Last time the status (or reason) changed."),
+            "reason": string("Machine-readable reason for the last transition (CamelCase)."),
+            "message": string("Human-readable details about the last transition."),
+        }
+    )
+    # `type` is the list-map key, so it must be required; everything else is optional.
+    return obj(properties, description, required=["type"])
+
+
+# --------------------------------------------------------------------------------------------------
+# UnitedDeployment
+# --------------------------------------------------------------------------------------------------
+
+
+def workload_template(description: str, spec: Schema) -> Schema:
+    return obj(
+        {
+            "metadata": schemaless(
+                "Labels and annotations copied to every child workload (ObjectMeta, schemaless)."
+            ),
+            "spec": spec,
+        },
+        description,
+        required=["spec"],
+    )
+
+
+def kruise_workload_spec(kind: str) -> Schema:
+    # Kruise types these two specs fully and requires selector and template; we keep the pod
+    # template schemaless (the API server validates the child workload when it is created) but keep
+    # the required fields so that manifests rejected by Kruise's CRD are rejected here too.
+    node = schemaless(
+        f"The {kind} spec (schemaless apart from selector and template). Leave replicas unset: "
+        "the UnitedDeployment allocates replicas per subset."
+    )
+    node["properties"] = {
+        "selector": label_selector(
+            "Label selector of the workload; replaced by the UnitedDeployment's selector plus the "
+            "subset label."
+        ),
+        "template": schemaless("The pod template (core/v1 PodTemplateSpec, schemaless)."),
+    }
+    node["required"] = ["selector", "template"]
+    return node
+
+
+def template_schema() -> Schema:
+    return obj(
+        {
+            "statefulSetTemplate": workload_template(
+                "Template for apps/v1 StatefulSet subsets.",
+                schemaless(
+                    "apps/v1 StatefulSetSpec (schemaless). Leave replicas and "
+                    "updateStrategy.rollingUpdate.partition unset."
+                ),
+            ),
+            "advancedStatefulSetTemplate": workload_template(
+                "Template for OpenKruise Advanced StatefulSet (apps.kruise.io) subsets.",
+                kruise_workload_spec("Advanced StatefulSet"),
+            ),
+            "cloneSetTemplate": workload_template(
+                "Template for OpenKruise CloneSet (apps.kruise.io) subsets.",
+                kruise_workload_spec("CloneSet"),
+            ),
+            "deploymentTemplate": workload_template(
+                "Template for apps/v1 Deployment subsets.",
+                schemaless("apps/v1 DeploymentSpec (schemaless). Leave replicas unset."),
+            ),
+        },
+        "The workload created for every subset. Exactly one variant must be set.",
+    )
+
+
+def subset_schema() -> Schema:
+    return obj(
+        {
+            "name": string(
+                "Subset name, a DNS-1123 label unique within the UnitedDeployment. Child workloads "
+                "are named '<unitedDeployment>-<subset>-<random>' and labelled with it.",
+                pattern=DNS1123_LABEL_PATTERN,
+                maxLength=63,
+            ),
+            "nodeSelectorTerm": node_selector_term(
+                "Node selector of the subset: its matchExpressions are ANDed into every required "
+                "node-affinity term of the pods. Must not change for an existing subset."
+            ),
+            "tolerations": array(
+                toleration(),
+                "Tolerations appended to the pods of the subset. Must not change for an existing "
+                "subset.",
+            ),
+            "replicas": int_or_string(
+                "Pods in this subset: an integer >= 0 or a percentage 'N%' (N in 0..100, rounded "
+                "half up) of spec.replicas. Unset: the remainder is shared evenly. Mutually "
+                "exclusive with minReplicas/maxReplicas; forbidden with the Adaptive strategy."
+            ),
+            "minReplicas": int_or_string(
+                "Elastic mode: lower bound (integer or 'N%'), satisfied in subset order. "
+                "Defaults to 0."
+            ),
+            "maxReplicas": int_or_string(
+                "Elastic mode: upper bound (integer or 'N%'); unset means unbounded. At least one "
+                "subset must be unbounded."
+            ),
+            "patch": schemaless(
+                "A strategic merge patch applied to this subset's pod template (PodTemplateSpec: "
+                "metadata and spec; containers merge by name)."
+            ),
+        },
+        "One subset: a group of nodes and the share of the pods they run.",
+        required=["name"],
+    )
+
+
+def schedule_strategy_schema() -> Schema:
+    return obj(
+        {
+            "type": string(
+                "Fixed (default; pods stay in their subset) or Adaptive (pods that stay "
+                "unschedulable move to later subsets).",
+                enum=["Adaptive", "Fixed", ""],
+            ),
+            "adaptive": obj(
+                {
+                    "rescheduleCriticalSeconds": int32(
+                        "Seconds a pod may stay unschedulable before its subset is treated as "
+                        "unschedulable (or the pod as reserved).",
+                        minimum=0,
+                        default=30,
+                    ),
+                    "unschedulableDuration": int32(
+                        "Seconds a subset stays marked unschedulable; in reservation mode, how "
+                        "long a reserved pod must stay Ready to count as recovered.",
+                        minimum=0,
+                        default=300,
+                    ),
+                    "unschedulableLastSeconds": int32(
+                        "Deprecated: the OpenKruise v1.8 name of unschedulableDuration. Declared "
+                        "only so that older manifests are not silently pruned; use "
+                        "unschedulableDuration.",
+                        minimum=0,
+                    ),
+                    "reserveUnschedulablePods": boolean(
+                        "Reservation mode: keep unschedulable pods and run temporary substitutes "
+                        "in later subsets until they recover. Deployment and CloneSet only."
+                    ),
+                },
+                "Parameters of the Adaptive strategy.",
+            ),
+        },
+        "How pods are placed across subsets when a subset cannot schedule them.",
+    )
+
+
+def spec_schema() -> Schema:
+    return obj(
+        {
+            "replicas": int32(
+                "Total desired pods over all subsets. Defaults to 1.", minimum=0, default=1
+            ),
+            "selector": label_selector(
+                "Label selector over the pods and child workloads; must match the template's "
+                "labels. Use matchLabels."
+            ),
+            "template": template_schema(),
+            "topology": obj(
+                {
+                    "subsets": list_map(
+                        subset_schema(),
+                        ["name"],
+                        "Ordered subsets; the order matters for elastic and adaptive allocation.",
+                    ),
+                    "scheduleStrategy": schedule_strategy_schema(),
+                },
+                "How the pods are spread over subsets.",
+            ),
+            "updateStrategy": obj(
+                {
+                    "type": string("Manual (the default; '' means Manual).", enum=["Manual", ""]),
+                    "manualUpdate": obj(
+                        {
+                            "partitions": map_of(
+                                int32(minimum=0),
+                                "Subset name -> number of pods kept at the old revision. "
+                                "Keys must be subset names; missing keys mean 0.",
+                            ),
+                        },
+                        "Parameters of the Manual update strategy.",
+                    ),
+                },
+                "How a template change is rolled out to the subsets.",
+            ),
+            "revisionHistoryLimit": int32(
+                "Number of old revisions kept. Defaults to 10.", minimum=0, default=10
+            ),
+        },
+        "Desired state of the UnitedDeployment (field-compatible with OpenKruise).",
+        required=["selector"],
+    )
+
+
+def subset_status_schema() -> Schema:
+    return obj(
+        {
+            "name": string("Subset name."),
+            "desired": int32("Replicas allocated to the subset by the controller."),
+            "replicas": int32(
+                "Target replicas of the subset (OpenKruise v1beta1 meaning: the allocation)."
+            ),
+            "readyReplicas": int32("Ready pods reported by the subset's workload."),
+            "updatedReplicas": int32("Active pods of the subset at the updated revision."),
+            "updatedReadyReplicas": int32("Ready pods of the subset at the updated revision."),
+            "reservedPods": int32("Reserved (unschedulable, kept) pods in reservation mode."),
+            "partition": int32("Effective partition requested for the subset."),
+            "partitionApplied": boolean(
+                "Whether the workload honours the partition (false for Deployment subsets)."
+            ),
+            "reason": string("Machine-readable reason for the subset's state."),
+            "message": string("Human-readable details about the subset's state."),
+            "conditions": list_map(
+                condition("A subset condition (e.g. Schedulable).", with_generation=False),
+                ["type"],
+                "Conditions of the subset.",
+            ),
+        },
+        "Observed state of one subset.",
+        required=["name"],
+    )
+
+
+def status_schema() -> Schema:
+    return obj(
+        {
+            "observedGeneration": int64("metadata.generation observed by the last status write."),
+            "replicas": int32("Pods of all child workloads, excluding reserved pods."),
+            "readyReplicas": int32("Ready pods of all child workloads."),
+            "updatedReplicas": int32("Active pods at the updated revision."),
+            "updatedReadyReplicas": int32("Ready pods at the updated revision."),
+            "reservedPods": int32("Reserved pods (reservation mode)."),
+            "collisionCount": int32("Revision-name hash collision count."),
+            "currentRevision": string("Revision considered fully rolled out."),
+            "updatedRevision": string("Latest revision of the template."),
+            "labelSelector": string(
+                "Canonical label selector string of the pods, for the scale subresource (HPA)."
+            ),
+            "updateStatus": obj(
+                {
+                    "updatedRevision": string("Latest revision (v1alpha1 legacy field)."),
+                    "currentPartitions": map_of(
+                        int32(), "Subset name -> effective partition (v1alpha1 legacy map)."
+                    ),
+                },
+                "Update progress (OpenKruise v1alpha1 legacy shape).",
+            ),
+            "subsetReplicas": map_of(
+                int32(), "Subset name -> target replicas (OpenKruise v1alpha1 legacy map)."
+            ),
+            "subsetStatuses": list_map(
+                subset_status_schema(), ["name"], "Observed state per subset."
+            ),
+            "conditions": list_map(
+                condition("A UnitedDeployment condition.", with_generation=True),
+                ["type"],
+                "Latest observations of the UnitedDeployment's state.",
+            ),
+        },
+        "Observed state of the UnitedDeployment, written by the controller.",
+    )
+
+
+def ud_schema() -> Schema:
+    """The openAPIV3Schema shared by every served version of both CRDs."""
+    return obj(
+        {
+            "apiVersion": string("Versioned schema of this object."),
+            "kind": string("REST resource kind: UnitedDeployment."),
+            "metadata": {"type": "object"},
+            "spec": spec_schema(),
+            "status": status_schema(),
+        },
+        "UnitedDeployment runs one workload template as several child workloads (subsets) spread "
+        "over groups of nodes, allocating the total replicas between them.",
+    )
+
+
+def printer_columns() -> list[Schema]:
+    def column(name: str, type_: str, path: str, description: str, **extra: Any) -> Schema:
+        return {"name": name, "type": type_, "jsonPath": path, "description": description, **extra}
+
+    return [
+        column("DESIRED", "integer", ".spec.replicas", "The desired number of pods."),
+        column("CURRENT", "integer", ".status.replicas", "The current number of pods."),
+        column("UPDATED", "integer", ".status.updatedReplicas", "Pods at the updated revision."),
+        column("READY", "integer", ".status.readyReplicas", "Ready pods."),
+        column("AGE", "date", ".metadata.creationTimestamp", "Time since creation."),
+        column(
+            "REVISION",
+            "string",
+            ".status.updatedRevision",
+            "The updated revision.",
+            priority=1,
+        ),
+    ]
+
+
+def subresources() -> Schema:
+    return {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.labelSelector",
+        },
+    }
+
+
+def version(name: str, storage: bool) -> Schema:
+    return {
+        "name": name,
+        "served": True,
+        "storage": storage,
+        "schema": {"openAPIV3Schema": ud_schema()},
+        "subresources": subresources(),
+        "additionalPrinterColumns": printer_columns(),
+    }
+
+
+def crd(group: str, versions: list[Schema], conversion: Schema | None = None) -> Schema:
+    spec: Schema = {
+        "group": group,
+        "names": {
+            "kind": "UnitedDeployment",
+            "listKind": "UnitedDeploymentList",
+            "plural": "uniteddeployments",
+            "singular": "uniteddeployment",
+            "shortNames": ["ud"],
+        },
+        "scope": "Namespaced",
+        "versions": versions,
+    }
+    if conversion is not None:
+        spec["conversion"] = conversion
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"uniteddeployments.{group}",
+            "labels": {"app.kubernetes.io/part-of": "united"},
+        },
+        "spec": spec,
+    }
+
+
+def united_crd() -> Schema:
+    return crd(UNITED_GROUP, [version("v1alpha1", storage=True)])
+
+
+def kruise_compat_crd() -> Schema:
+    return crd(
+        KRUISE_GROUP,
+        [version("v1alpha1", storage=False), version("v1beta1", storage=True)],
+        conversion={"strategy": "None"},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------------
+
+_GENERATED = (
+    "# Generated by scripts/gen_crds.py from one schema; do not edit by hand.\n"
+    "# Regenerate with `python scripts/gen_crds.py` (tests/unit/test_crds.py checks it).\n"
+)
+
+UNITED_HEADER = (
+    _GENERATED + "# UnitedDeployment, apps.united.io/v1alpha1.\n"
+    "# Install or upgrade: kubectl apply --server-side -f crds/\n"
+)
+
+KRUISE_HEADER = (
+    _GENERATED + "# Compatibility CRD: UnitedDeployment as apps.kruise.io/v1alpha1 and v1beta1\n"
+    "# (v1beta1 stored; one schema, conversion None) so that OpenKruise manifests work\n"
+    "# unchanged on clusters WITHOUT OpenKruise.\n"
+    "# Never install it next to OpenKruise: it would replace Kruise's own CRD.\n"
+)
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that indents block sequences under their key (kubectl style)."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def to_yaml(document: Schema, header: str) -> str:
+    body = yaml.dump(
+        document,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=100,
+    )
+    return f"{header}---\n{body}"
+
+
+def render_all() -> dict[Path, str]:
+    """Relative path -> file text of every generated CRD."""
+    return {
+        UNITED_CRD_PATH: to_yaml(united_crd(), UNITED_HEADER),
+        KRUISE_CRD_PATH: to_yaml(kruise_compat_crd(), KRUISE_HEADER),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--check", action="store_true", help="fail if the committed files are out of date"
+    )
+    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root")
+    args = parser.parse_args(argv)
+    root: Path = args.root
+    stale: list[Path] = []
+    for relative, text in render_all().items():
+        path = root / relative
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        if args.check:
+            stale.append(relative)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {relative}")
+    if stale:
+        for relative in stale:
+            print(f"out of date: {relative} (run python scripts/gen_crds.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
