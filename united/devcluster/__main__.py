@@ -1,0 +1,65 @@
+"""``python -m united.devcluster provision|start``.
+
+``provision`` builds (or confirms) the cached binaries; CI runs it before the tests
+so a build failure is reported as such, with the build log's tail. ``start`` brings
+up a bare control plane, prints its kubeconfig and waits for Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
+from united.devcluster.cluster import ClusterError, LocalCluster, describe
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m united.devcluster", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    prov = commands.add_parser("provision", help="build or confirm the cached binaries")
+    prov.add_argument("--force", action="store_true", help="rebuild even if the cache is complete")
+    prov.add_argument("--check", action="store_true",
+                      help="only report whether the cache is complete (exit 1 if not)")
+    commands.add_parser("start", help="start a control plane and wait for Ctrl-C")
+    args = parser.parse_args(argv)
+
+    layout = Layout.default()
+    if args.command == "provision" and args.check:
+        done = is_provisioned(layout)
+        print(f"{layout.root}: {'complete' if done else 'not provisioned'}")
+        return 0 if done else 1
+    try:
+        binaries = provision(layout=layout, force=getattr(args, "force", False))
+    except ProvisionError as exc:
+        print(f"provisioning failed: {exc}", file=sys.stderr)
+        print(f"--- last lines of {exc.log} ---\n{tail(exc.log)}", file=sys.stderr)
+        return 1
+    if args.command == "provision":
+        print(f"binaries ready in {layout.bin_dir} (etcd: {binaries.etcd})")
+        return 0
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with LocalCluster(binaries) as cluster:
+            print(describe(cluster))
+            print(f"export KUBECONFIG={cluster.admin_kubeconfig}")
+            print("control plane running; Ctrl-C stops it", flush=True)
+            try:
+                while not stop.wait(2.0):
+                    cluster.check_alive()
+            except KeyboardInterrupt:
+                pass
+            print("stopping", flush=True)
+    except ClusterError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,482 @@
+"""Start and stop one local control plane: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler, all on 127.0.0.1.
+
+Every process gets its own process group and is stopped through it (SIGTERM, then
+SIGKILL), and asks the kernel to SIGTERM it should the starting process die first,
+so no etcd or apiserver outlives a test run. Ports are picked free at random, so
+several clusters (two pytest sessions) can coexist. A failed start (or a run that
+ended with an exception) keeps its logs and names their directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+from united.devcluster import certs as certs_mod
+from united.devcluster.build import Binaries, tail
+from united.devcluster.credentials import (
+    StaticUser,
+    admin_user,
+    render_kubeconfig,
+    render_token_file,
+    write_kubeconfig,
+)
+from united.devcluster.wait import WaitTimeoutError, eventually, wait_until
+from united.kube.client import SECRETS, SERVICE_ACCOUNTS, KubeClient
+from united.kube.errors import NotFound
+
+HOST = "127.0.0.1"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+# Service IPs are only allocated in etcd (nothing routes or connects to them).
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+# Node lifecycle is deliberately absent: the node simulator owns node health.
+DEFAULT_CONTROLLERS = (
+    "serviceaccount-token",
+    "serviceaccount",
+    "namespace",
+    "garbagecollector",
+    "deployment",
+    "replicaset",
+    "statefulset",
+)
+
+
+class ClusterError(RuntimeError):
+    """The control plane could not be started (or died); ``log_dir`` has the logs."""
+
+    def __init__(self, message: str, *, log_dir: Path) -> None:
+        super().__init__(f"{message}\nlogs kept in {log_dir}")
+        self.log_dir = log_dir
+
+
+def free_ports(count: int, *, host: str = HOST) -> list[int]:
+    """``count`` distinct free TCP ports on ``host``, found by binding port 0.
+
+    All sockets are held open until every port is known, so the answers differ; a
+    port could still be taken by someone else before the component binds it.
+    """
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The ports of one cluster."""
+
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+
+    @classmethod
+    def pick(cls) -> Ports:
+        return cls(*free_ports(5))
+
+
+def etcd_args(*, name: str, data_dir: Path, ports: Ports) -> list[str]:
+    """etcd's command-line flags: a one-member cluster on loopback."""
+    client = f"http://{HOST}:{ports.etcd_client}"
+    peer = f"http://{HOST}:{ports.etcd_peer}"
+    return [
+        f"--name={name}",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster={name}={peer}",
+        "--initial-cluster-state=new",
+        "--logger=zap",
+        "--log-outputs=stderr",
+    ]
+
+
+def apiserver_args(*, ports: Ports, certs: certs_mod.CertificateSet, token_file: Path) -> list[str]:
+    """kube-apiserver 1.20's flags: TLS, static tokens, RBAC, ServiceAccount tokens."""
+    return [
+        f"--advertise-address={HOST}",
+        f"--bind-address={HOST}",
+        f"--secure-port={ports.apiserver}",
+        "--insecure-port=0",
+        f"--etcd-servers=http://{HOST}:{ports.etcd_client}",
+        f"--tls-cert-file={certs.serving_cert}",
+        f"--tls-private-key-file={certs.serving_key}",
+        f"--client-ca-file={certs.ca_cert}",
+        f"--token-auth-file={token_file}",
+        "--authorization-mode=Node,RBAC",
+        f"--service-account-key-file={certs.service_account_pub}",
+        f"--service-account-signing-key-file={certs.service_account_key}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def controller_manager_args(
+    *,
+    ports: Ports,
+    kubeconfig: Path,
+    certs: certs_mod.CertificateSet,
+    controllers: Sequence[str],
+) -> list[str]:
+    """kube-controller-manager's flags: only ``controllers``, no leader election."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--bind-address={HOST}",
+        f"--secure-port={ports.controller_manager}",
+        "--port=0",
+        "--leader-elect=false",
+        f"--controllers={','.join(controllers)}",
+        f"--service-account-private-key-file={certs.service_account_key}",
+        f"--root-ca-file={certs.ca_cert}",
+        "--use-service-account-credentials=false",
+        "--controller-start-interval=0",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def scheduler_args(*, ports: Ports, kubeconfig: Path) -> list[str]:
+    """kube-scheduler's flags: no leader election, loopback only."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--bind-address={HOST}",
+        f"--secure-port={ports.scheduler}",
+        "--port=0",
+        "--leader-elect=false",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the parent dies (PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)
+
+
+class _Process:
+    """One component in its own process group, output to ``<log_dir>/<name>.log``."""
+
+    def __init__(self, name: str, argv: Sequence[str], log_dir: Path) -> None:
+        self.name = name
+        self.log = log_dir / f"{name}.log"
+        self._log_file: IO[bytes] = self.log.open("wb")
+        self._log_file.write(f"$ {' '.join(argv)}\n".encode())
+        self._log_file.flush()
+        self.proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """SIGTERM the process group, then SIGKILL it if it lingers; always reaps."""
+        if self.proc.poll() is None:
+            self._signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._signal(signal.SIGKILL)
+                self.proc.wait()
+        # Children the component may have left in its group.
+        self._signal(signal.SIGKILL)
+        self._log_file.close()
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+
+class LocalCluster:
+    """One local control plane. Use as a context manager, or ``start()``/``stop()``.
+
+    ``users`` are extra static-token users (RBAC decides what they may do); each gets
+    a kubeconfig via :meth:`kubeconfig_for`. ``admin_kubeconfig`` is for tests and
+    ``kubectl``.
+    """
+
+    def __init__(
+        self,
+        binaries: Binaries,
+        *,
+        users: Sequence[StaticUser] = (),
+        controllers: Sequence[str] = DEFAULT_CONTROLLERS,
+        startup_timeout: float = 90.0,
+        log_root: Path | None = None,
+    ) -> None:
+        self.binaries = binaries
+        self.admin = admin_user()
+        self.users = {u.name: u for u in (self.admin, *users)}
+        self.controllers = tuple(controllers)
+        self.startup_timeout = startup_timeout
+        self._log_root = log_root
+        self.workdir = Path(tempfile.mkdtemp(prefix="united-kube-", dir=log_root))
+        self.log_dir = self.workdir / "logs"
+        self.log_dir.mkdir()
+        self._etcd_dir = Path(tempfile.mkdtemp(prefix="united-etcd-", dir=_fast_tmp()))
+        self.ports = Ports.pick()
+        self.server = f"https://{HOST}:{self.ports.apiserver}"
+        self._processes: list[_Process] = []
+        self._certs: certs_mod.CertificateSet | None = None
+        self.keep_logs = False
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.workdir / "pki" / "ca.crt"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.workdir / "admin.kubeconfig"
+
+    def kubeconfig_for(self, user: str, *, namespace: str | None = None) -> Path:
+        """A kubeconfig for a static user given at construction."""
+        static = self.users[user]
+        name = f"{user}.{namespace}.kubeconfig" if namespace else f"{user}.kubeconfig"
+        config = render_kubeconfig(
+            server=self.server, ca_cert=self.ca_cert, user=user, token=static.token,
+            namespace=namespace,
+        )
+        return write_kubeconfig(self.workdir / name, config)
+
+    async def service_account_kubeconfig(
+        self, client: KubeClient, *, namespace: str, name: str, within: float = 30.0
+    ) -> Path:
+        """A kubeconfig with the token of ServiceAccount ``namespace/name`` — the
+        identity the controller has in a real cluster. Waits for the token
+        controller to have issued the token Secret."""
+
+        async def token() -> str:
+            account = await client.get(SERVICE_ACCOUNTS, name, namespace=namespace)
+            for ref in account.get("secrets") or []:
+                secret = await client.get(SECRETS, ref["name"], namespace=namespace)
+                if secret.get("type") == "kubernetes.io/service-account-token":
+                    data = secret.get("data") or {}
+                    assert "token" in data, f"secret {ref['name']} has no token yet"
+                    return base64.b64decode(data["token"]).decode()
+            raise AssertionError(f"ServiceAccount {namespace}/{name} has no token secret yet")
+
+        value = await eventually(
+            token, within=within, what=f"token of {namespace}/{name}",
+            retry_on=(AssertionError, NotFound),
+        )
+        user = f"system:serviceaccount:{namespace}:{name}"
+        config = render_kubeconfig(
+            server=self.server, ca_cert=self.ca_cert, user=user, token=value, namespace=namespace
+        )
+        return write_kubeconfig(self.workdir / f"sa-{namespace}-{name}.kubeconfig", config)
+
+    def start(self) -> None:
+        """Start all components and wait until each is healthy; on failure stop
+        whatever started, keep the logs and raise :class:`ClusterError`."""
+        try:
+            self._start()
+        except BaseException as exc:
+            self.keep_logs = True
+            self.stop()
+            if isinstance(exc, ClusterError | WaitTimeoutError | certs_mod.CertificateError | OSError):
+                raise ClusterError(
+                    f"local control plane failed to start: {exc}{self._failure_tails()}",
+                    log_dir=self.log_dir,
+                ) from exc
+            raise
+
+    def _start(self) -> None:
+        pki = self.workdir / "pki"
+        self._certs = certs_mod.generate(pki)
+        token_file = self.workdir / "tokens.csv"
+        token_file.write_text(render_token_file(self.users.values()))
+        token_file.chmod(0o600)
+        write_kubeconfig(
+            self.admin_kubeconfig,
+            render_kubeconfig(server=self.server, ca_cert=self.ca_cert, user=self.admin.name,
+                              token=self.admin.token),
+        )
+        deadline = time.monotonic() + self.startup_timeout
+
+        etcd = self._spawn("etcd", [str(self.binaries.etcd),
+                                    *etcd_args(name="united", data_dir=self._etcd_dir / "data",
+                                               ports=self.ports)])
+        self._wait(etcd, f"http://{HOST}:{self.ports.etcd_client}/health", deadline,
+                   accept=lambda body: '"health":"true"' in body.replace(" ", ""))
+
+        apiserver = self._spawn("kube-apiserver", [
+            str(self.binaries.kube_apiserver),
+            *apiserver_args(ports=self.ports, certs=self._certs, token_file=token_file),
+        ])
+        self._wait(apiserver, f"{self.server}/readyz", deadline, token=self.admin.token)
+
+        manager = self._spawn("kube-controller-manager", [
+            str(self.binaries.kube_controller_manager),
+            *controller_manager_args(ports=self.ports, kubeconfig=self.admin_kubeconfig,
+                                     certs=self._certs, controllers=self.controllers),
+        ])
+        scheduler = self._spawn("kube-scheduler", [
+            str(self.binaries.kube_scheduler),
+            *scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig),
+        ])
+        self._wait(manager, f"https://{HOST}:{self.ports.controller_manager}/healthz", deadline,
+                   verify=False)
+        self._wait(scheduler, f"https://{HOST}:{self.ports.scheduler}/healthz", deadline,
+                   verify=False)
+
+    def _spawn(self, name: str, argv: list[str]) -> _Process:
+        process = _Process(name, argv, self.log_dir)
+        self._processes.append(process)
+        return process
+
+    def _wait(
+        self,
+        process: _Process,
+        url: str,
+        deadline: float,
+        *,
+        token: str | None = None,
+        verify: bool = True,
+        accept: object = None,
+    ) -> None:
+        def healthy() -> bool:
+            if not process.alive():
+                raise ClusterError(
+                    f"{process.name} exited with code {process.proc.returncode}",
+                    log_dir=self.log_dir,
+                )
+            status, body = _http_get(url, ca=self.ca_cert if verify else None, token=token)
+            if status != 200:
+                raise AssertionError(f"{url} answered {status}: {body[:300]}")
+            return bool(accept(body)) if callable(accept) else True
+
+        wait_until(
+            healthy,
+            timeout=max(deadline - time.monotonic(), 1.0),
+            interval=0.25,
+            what=f"{process.name} healthy at {url}",
+            retry_on=(AssertionError, OSError),
+        )
+
+    def _failure_tails(self) -> str:
+        parts = []
+        for process in self._processes:
+            if process.alive() and process.proc.returncode is None:
+                continue
+            parts.append(f"\n--- last lines of {process.log} ---\n{tail(process.log, 25)}")
+        if not parts and self._processes:
+            last = self._processes[-1]
+            parts.append(f"\n--- last lines of {last.log} ---\n{tail(last.log, 25)}")
+        return "".join(parts)
+
+    def check_alive(self) -> None:
+        """Raise :class:`ClusterError` if a component has died since start."""
+        for process in self._processes:
+            if not process.alive():
+                self.keep_logs = True
+                raise ClusterError(
+                    f"{process.name} died with code {process.proc.returncode}:\n"
+                    f"{tail(process.log, 25)}",
+                    log_dir=self.log_dir,
+                )
+
+    def stop(self) -> None:
+        """Stop exactly the processes this cluster started (newest first) and remove
+        its files, except the logs when ``keep_logs`` is set."""
+        for process in reversed(self._processes):
+            process.stop()
+        self._processes.clear()
+        shutil.rmtree(self._etcd_dir, ignore_errors=True)
+        if self.keep_logs:
+            for secret in (self.workdir / "pki", self.workdir / "tokens.csv"):
+                if secret.is_dir():
+                    shutil.rmtree(secret, ignore_errors=True)
+                else:
+                    secret.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):
+            self.keep_logs = True
+        self.stop()
+
+
+def _fast_tmp() -> str | None:
+    """etcd fsyncs a lot; on tmpfs that is free, and the data dies with the run anyway."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def _http_get(url: str, *, ca: Path | None, token: str | None) -> tuple[int, str]:
+    """GET ``url`` on loopback; verifies TLS against ``ca`` unless it is None
+    (the controller-manager and scheduler serve throwaway self-signed certs)."""
+    context: ssl.SSLContext | None = None
+    if url.startswith("https:"):
+        if ca is None:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context = ssl.create_default_context(cafile=str(ca))
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as resp:
+            return int(resp.status), resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return int(exc.code), exc.read().decode("utf-8", "replace")
+
+
+def describe(cluster: LocalCluster) -> str:
+    """Human-readable facts about a running cluster (for the CLI and the demo)."""
+    facts = {
+        "server": cluster.server,
+        "kubeconfig": str(cluster.admin_kubeconfig),
+        "kubectl": str(cluster.binaries.kubectl),
+        "logs": str(cluster.log_dir),
+    }
+    return json.dumps(facts, indent=2)

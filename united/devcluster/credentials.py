@@ -1,0 +1,96 @@
+"""Who may talk to the local API server: static token users and their kubeconfigs.
+
+The API server authenticates bearer tokens from a static CSV file (read once at
+start, so every static user must be known before the cluster starts), and RBAC
+decides what each identity may do. The admin is in ``system:masters``; tests add
+unprivileged users (or use real ServiceAccount tokens, see
+:meth:`united.devcluster.cluster.LocalCluster.service_account_kubeconfig`) to run
+the controller with exactly the permissions its manifests grant.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ADMIN_USER = "united-admin"
+MASTERS_GROUP = "system:masters"
+
+
+def new_token() -> str:
+    """A random bearer token."""
+    return secrets.token_hex(24)
+
+
+@dataclass(frozen=True)
+class StaticUser:
+    """A user of the static token file: ``token`` authenticates as ``name``."""
+
+    name: str
+    token: str = field(default_factory=new_token, repr=False)
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+
+
+def admin_user() -> StaticUser:
+    """A fresh cluster admin (group ``system:masters``, which RBAC always allows)."""
+    return StaticUser(name=ADMIN_USER, groups=(MASTERS_GROUP,), uid=ADMIN_USER)
+
+
+def render_token_file(users: Iterable[StaticUser]) -> str:
+    """The ``--token-auth-file`` CSV: ``token,user,uid,"group1,group2"``."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    seen: set[str] = set()
+    for user in users:
+        if user.name in seen:
+            raise ValueError(f"duplicate static user {user.name!r}")
+        seen.add(user.name)
+        if not user.token or "," in user.token:
+            raise ValueError(f"bad token for {user.name!r}")
+        row = [user.token, user.name, user.uid or user.name]
+        if user.groups:
+            row.append(",".join(user.groups))
+        writer.writerow(row)
+    return out.getvalue()
+
+
+def render_kubeconfig(
+    *,
+    server: str,
+    ca_cert: Path,
+    user: str,
+    token: str,
+    cluster: str = "united-dev",
+    namespace: str | None = None,
+) -> dict[str, Any]:
+    """A kubeconfig for one user of one cluster, authenticating with a bearer token."""
+    context: dict[str, Any] = {"cluster": cluster, "user": user}
+    if namespace:
+        context["namespace"] = namespace
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": cluster, "cluster": {"server": server, "certificate-authority": str(ca_cert)}}
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": f"{user}@{cluster}", "context": context}],
+        "current-context": f"{user}@{cluster}",
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(path: Path, config: dict[str, Any]) -> Path:
+    """Write a kubeconfig readable by its owner only (it holds a token)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path

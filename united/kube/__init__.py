@@ -1,0 +1,47 @@
+"""The runtime's edge to the Kubernetes API: a generic async client and typed errors.
+
+Only ``united.kube.client`` imports ``kubernetes_asyncio``; everything else talks to
+the cluster through :class:`~united.kube.client.KubeClient` and plain dicts.
+"""
+
+from united.kube.client import (
+    JSON,
+    KubeClient,
+    ObjectList,
+    PatchType,
+    Resource,
+    WatchEvent,
+    WatchStream,
+)
+from united.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    TooManyRequests,
+    TransientError,
+    Unauthorized,
+)
+
+__all__ = [
+    "JSON",
+    "AlreadyExists",
+    "ApiError",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "KubeClient",
+    "NotFound",
+    "ObjectList",
+    "PatchType",
+    "Resource",
+    "TooManyRequests",
+    "TransientError",
+    "Unauthorized",
+    "WatchEvent",
+    "WatchStream",
+]

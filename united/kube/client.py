@@ -1,0 +1,579 @@
+"""A thin, generic, async REST client for the Kubernetes API.
+
+This is the only module that imports ``kubernetes_asyncio``. It borrows the library's
+configuration loading (kubeconfig, later in-cluster) and its ``ApiClient`` transport
+(TLS, bearer tokens, aiohttp session), but not its generated typed APIs: every call
+goes through :meth:`KubeClient._request` with ``_preload_content=False`` and plain
+JSON dicts in and out. That sidesteps the library's known traps in one place:
+
+* a custom-object PATCH with a dict body silently defaults to json-patch; here the
+  patch type is a *required* keyword, so nothing defaults;
+* with ``_preload_content=False`` the library never checks the HTTP status; here
+  every answer is checked and non-2xx statuses become typed errors (``errors.py``);
+* ``Watch`` builds its own ``ApiClient`` and retries a 410 once on its own; here a
+  watch is an ``async with`` stream on the shared session that raises ``Gone`` and
+  lets the caller own the re-list loop;
+* the typed stubs lack ``_content_type``; the generic path never needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from types import TracebackType
+from typing import Any, NamedTuple, Self
+from urllib.parse import quote
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from united.kube.errors import ApiError, TransientError, error_from_status
+
+JSON = dict[str, Any]
+JSONPatch = list[JSON]
+
+DEFAULT_USER_AGENT = "united/0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """Where a kind lives in the REST tree: enough to build every URL for it.
+
+    ``kind`` is only informational (list items come back without ``kind``; the
+    client fills it from the list's kind instead).
+    """
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    kind: str = ""
+
+    @property
+    def api_version(self) -> str:
+        """The ``apiVersion`` string of objects of this resource."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        """The URL path for a collection, an object, or an object's subresource.
+
+        A namespaced resource without a namespace addresses the collection across all
+        namespaces (list and watch only); a cluster-scoped one must not get one.
+        """
+        if not self.namespaced and namespace is not None:
+            raise ValueError(f"{self.plural} is cluster-scoped; no namespace allowed")
+        if self.namespaced and name is not None and not namespace:
+            raise ValueError(f"{self.plural} is namespaced; {name!r} needs a namespace")
+        if subresource is not None and name is None:
+            raise ValueError("a subresource needs an object name")
+        parts = [f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"]
+        if namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(quote(name, safe=""))
+        if subresource is not None:
+            parts.append(subresource)
+        return "/".join(parts)
+
+
+NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
+NODES = Resource("", "v1", "nodes", False, "Node")
+PODS = Resource("", "v1", "pods", True, "Pod")
+SECRETS = Resource("", "v1", "secrets", True, "Secret")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
+CONFIG_MAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
+EVENTS = Resource("events.k8s.io", "v1", "events", True, "Event")
+DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
+REPLICA_SETS = Resource("apps", "v1", "replicasets", True, "ReplicaSet")
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition"
+)
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", False, "ClusterRole")
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False, "ClusterRoleBinding"
+)
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding")
+CLONE_SETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")
+ADVANCED_STATEFUL_SETS = Resource("apps.kruise.io", "v1beta1", "statefulsets", True, "StatefulSet")
+
+
+class PatchType(StrEnum):
+    """PATCH content types. There is deliberately no default: see the module docstring."""
+
+    MERGE = "application/merge-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    JSON = "application/json-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+class ObjectList(NamedTuple):
+    """A list answer: the items (with ``apiVersion``/``kind`` filled in) and the
+    list's resourceVersion, which is where a watch that follows it must start."""
+
+    items: list[JSON]
+    resource_version: str
+
+
+class WatchEvent(NamedTuple):
+    """One watch event: ``ADDED``, ``MODIFIED``, ``DELETED`` or ``BOOKMARK``.
+
+    ``ERROR`` events are not yielded: they are raised as typed errors (``Gone`` for
+    an expired resourceVersion).
+    """
+
+    type: str
+    object: JSON
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
+    value = resp.headers.get("Retry-After")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+async def _read_json(resp: aiohttp.ClientResponse, what: str) -> Any:
+    try:
+        data = await resp.read()
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise TransientError(f"{what}: reading the answer failed: {exc!r}") from exc
+    finally:
+        resp.release()
+    if not data:
+        return {}
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode("utf-8", "replace")
+
+
+class WatchStream:
+    """An open watch: ``async with`` it, then ``async for`` its events.
+
+    The stream ends when the server closes it (``timeoutSeconds`` elapsed); an
+    ``ERROR`` event or a dropped connection raises. The connection is closed on exit
+    of the ``async with`` block whatever happened, so no session or socket leaks.
+    """
+
+    def __init__(self, client: KubeClient, path: str, query: list[tuple[str, str]], *,
+                 read_timeout: float) -> None:
+        self._client = client
+        self._path = path
+        self._query = query
+        self._read_timeout = read_timeout
+        self._resp: aiohttp.ClientResponse | None = None
+        self.resource_version: str = dict(query).get("resourceVersion", "")
+
+    async def __aenter__(self) -> Self:
+        self._resp = await self._client._request(
+            "GET",
+            self._path,
+            query=self._query,
+            request_timeout=aiohttp.ClientTimeout(sock_connect=30, sock_read=self._read_timeout),
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._resp is not None:
+            self._resp.close()
+            self._resp = None
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        if self._resp is None:
+            raise RuntimeError("use the watch inside 'async with'")
+        while True:
+            try:
+                line = await self._resp.content.readline()
+            except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                raise TransientError(f"watch {self._path}: stream broke: {exc!r}") from exc
+            if not line:
+                raise StopAsyncIteration
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError as exc:
+                raise TransientError(f"watch {self._path}: bad event {line[:200]!r}") from exc
+            kind = str(event.get("type", ""))
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                raise error_from_status(int(obj.get("code") or 500), obj)
+            rv = obj.get("metadata", {}).get("resourceVersion")
+            if rv:
+                self.resource_version = str(rv)
+            return WatchEvent(kind, obj)
+
+
+class KubeClient:
+    """Generic CRUD, list, watch and subresource calls on any :class:`Resource`.
+
+    Objects are plain dicts (``JSON``), exactly what the API server sends, so there
+    is no model layer whose optimistic typing hides ``None`` fields. All methods take
+    keyword-only options so that later additions do not break callers.
+    """
+
+    def __init__(self, api_client: k8s_client.ApiClient, *, request_timeout: float = 30.0) -> None:
+        self._api = api_client
+        self._timeout = request_timeout
+
+    @classmethod
+    async def from_kubeconfig(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        context: str | None = None,
+        user_agent: str = DEFAULT_USER_AGENT,
+        request_timeout: float = 30.0,
+    ) -> KubeClient:
+        """A client for the cluster and user of a kubeconfig file (its current context
+        unless ``context`` is given). Close it (or ``async with`` it) when done."""
+        configuration = k8s_client.Configuration()
+        await k8s_config.load_kube_config(
+            config_file=os.fspath(path),
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+        api = k8s_client.ApiClient(configuration)
+        api.user_agent = user_agent
+        return cls(api, request_timeout=request_timeout)
+
+    async def close(self) -> None:
+        """Close the underlying HTTP session."""
+        await self._api.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def host(self) -> str:
+        """The API server's base URL."""
+        return str(self._api.configuration.host)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: aiohttp.ClientTimeout | float | None = None,
+    ) -> aiohttp.ClientResponse:
+        """Send one request; return the open response of a 2xx answer, raise otherwise."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            resp: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self._timeout if request_timeout is None else request_timeout,
+            )
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise TransientError(f"{method} {path}: {exc!r}") from exc
+        if not 200 <= resp.status < 300:
+            answer = await _read_json(resp, f"{method} {path}")
+            raise error_from_status(resp.status, answer, retry_after=_retry_after(resp))
+        return resp
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        resp = await self._request(method, path, query=query, body=body, content_type=content_type)
+        return await _read_json(resp, f"{method} {path}")
+
+    async def get_path(self, path: str) -> str:
+        """GET a raw, non-resource path (``/readyz``, ``/version``) as text."""
+        resp = await self._request("GET", path)
+        try:
+            return await resp.text()
+        finally:
+            resp.release()
+
+    async def get(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> JSON:
+        """Read one object (or its ``status``/``scale`` subresource)."""
+        path = resource.path(namespace=namespace, name=name, subresource=subresource)
+        result: JSON = await self._json("GET", path)
+        return result
+
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> ObjectList:
+        """List objects (all pages) and the list's resourceVersion to watch from."""
+        query: list[tuple[str, str]] = [("limit", str(page_size))]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        path = resource.path(namespace=namespace)
+        items: list[JSON] = []
+        resource_version = ""
+        cont = ""
+        while True:
+            page_query = [*query, ("continue", cont)] if cont else query
+            page: JSON = await self._json("GET", path, query=page_query)
+            kind = str(page.get("kind", "")).removesuffix("List") or resource.kind
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", page.get("apiVersion", resource.api_version))
+                item.setdefault("kind", kind)
+                items.append(item)
+            meta = page.get("metadata") or {}
+            resource_version = resource_version or str(meta.get("resourceVersion", ""))
+            cont = str(meta.get("continue") or "")
+            if not cont:
+                return ObjectList(items, resource_version)
+
+    def watch(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int = 300,
+    ) -> WatchStream:
+        """A watch from ``resource_version`` (normally a list's), to be used as
+        ``async with client.watch(...) as events: async for event in events``.
+
+        The server ends the stream after ``timeout_seconds``; the read timeout is a
+        little longer, so a silently stalled connection raises ``TransientError``
+        instead of hanging forever.
+        """
+        query: list[tuple[str, str]] = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", _bool(allow_bookmarks)),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        return WatchStream(
+            self,
+            resource.path(namespace=namespace),
+            query,
+            read_timeout=timeout_seconds + 30.0,
+        )
+
+    async def create(
+        self,
+        resource: Resource,
+        body: JSON,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """Create an object; raises ``AlreadyExists`` if the name is taken."""
+        query = [("dryRun", "All")] if dry_run else []
+        result: JSON = await self._json(
+            "POST", resource.path(namespace=namespace), query=query, body=body
+        )
+        return result
+
+    async def replace(
+        self,
+        resource: Resource,
+        body: JSON,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """PUT the whole object (name from ``body.metadata.name``); with a
+        ``metadata.resourceVersion`` in the body a stale write raises ``Conflict``."""
+        name = str(body.get("metadata", {}).get("name", ""))
+        if not name:
+            raise ValueError("replace needs body.metadata.name")
+        query = [("dryRun", "All")] if dry_run else []
+        path = resource.path(namespace=namespace, name=name, subresource=subresource)
+        result: JSON = await self._json("PUT", path, query=query, body=body)
+        return result
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: JSON | JSONPatch,
+        *,
+        patch_type: PatchType,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """PATCH an object or subresource with an explicit content type.
+
+        ``STRATEGIC`` only works on built-in kinds; custom resources take ``MERGE``,
+        ``JSON`` (a list of operations) or ``APPLY`` (server-side apply, which needs a
+        ``field_manager``; ``force`` takes over conflicting fields).
+        """
+        if (patch_type is PatchType.JSON) != isinstance(body, list):
+            raise ValueError("a JSON patch is a list of operations; other patch types take a dict")
+        if patch_type is PatchType.APPLY and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        if force is not None and patch_type is not PatchType.APPLY:
+            raise ValueError("force only applies to server-side apply")
+        query: list[tuple[str, str]] = []
+        if field_manager:
+            query.append(("fieldManager", field_manager))
+        if force is not None:
+            query.append(("force", _bool(force)))
+        if dry_run:
+            query.append(("dryRun", "All"))
+        path = resource.path(namespace=namespace, name=name, subresource=subresource)
+        result: JSON = await self._json(
+            "PATCH", path, query=query, body=body, content_type=patch_type.value
+        )
+        return result
+
+    async def apply(
+        self,
+        resource: Resource,
+        body: JSON,
+        *,
+        field_manager: str,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        force: bool = False,
+    ) -> JSON:
+        """Server-side apply ``body`` (which must carry apiVersion, kind and name)."""
+        name = str(body.get("metadata", {}).get("name", ""))
+        if not name:
+            raise ValueError("apply needs body.metadata.name")
+        return await self.patch(
+            resource,
+            name,
+            body,
+            patch_type=PatchType.APPLY,
+            namespace=namespace,
+            subresource=subresource,
+            field_manager=field_manager,
+            force=force,
+        )
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> JSON:
+        """Delete an object. ``propagation_policy`` is ``Foreground``, ``Background``
+        or ``Orphan``; ``grace_period_seconds=0`` force-deletes a pod (there is no
+        kubelet to finish a graceful deletion); ``preconditions`` guards with a uid or
+        resourceVersion. Returns the server's answer (the object or a ``Status``)."""
+        options: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy is not None:
+            if propagation_policy not in ("Foreground", "Background", "Orphan"):
+                raise ValueError(f"unknown propagation policy {propagation_policy!r}")
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
+        if dry_run:
+            options["dryRun"] = ["All"]
+        path = resource.path(namespace=namespace, name=name)
+        result: JSON = await self._json("DELETE", path, body=options)
+        return result
+
+
+__all__ = [
+    "ADVANCED_STATEFUL_SETS",
+    "CLONE_SETS",
+    "CLUSTER_ROLES",
+    "CLUSTER_ROLE_BINDINGS",
+    "CONFIG_MAPS",
+    "CONTROLLER_REVISIONS",
+    "CRDS",
+    "DEPLOYMENTS",
+    "EVENTS",
+    "JSON",
+    "LEASES",
+    "NAMESPACES",
+    "NODES",
+    "PODS",
+    "REPLICA_SETS",
+    "ROLES",
+    "ROLE_BINDINGS",
+    "SECRETS",
+    "SERVICE_ACCOUNTS",
+    "STATEFUL_SETS",
+    "ApiError",
+    "JSONPatch",
+    "KubeClient",
+    "ObjectList",
+    "PatchType",
+    "Resource",
+    "WatchEvent",
+    "WatchStream",
+]

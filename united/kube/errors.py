@@ -1,0 +1,117 @@
+"""Typed API errors.
+
+Callers decide what to do from the *kind* of failure (retry, re-list, give up,
+treat as done), never from a raw HTTP status scattered through the code base, so
+every non-2xx answer of the API server is mapped here, once.
+"""
+
+# The Kubernetes reason names (NotFound, Conflict, ...) read better than *Error suffixes.
+# ruff: noqa: N818
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """A request the API server answered with a non-2xx status (or could not answer).
+
+    ``status`` is the HTTP status (0 when there was no answer at all), ``reason``
+    the ``Status.reason`` the server gave (e.g. ``NotFound``, ``AlreadyExists``)
+    and ``body`` the decoded ``Status`` object when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 0,
+        reason: str = "",
+        body: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.reason = reason
+        self.body = body or {}
+        self.retry_after = retry_after
+
+
+class NotFound(ApiError):
+    """404: the object (or its namespace, or its API) does not exist."""
+
+
+class Conflict(ApiError):
+    """409 on an update: the resourceVersion we sent is stale; re-read and retry."""
+
+
+class AlreadyExists(ApiError):
+    """409 on a create: an object with that name exists already."""
+
+
+class Gone(ApiError):
+    """410: the resourceVersion is too old for a watch or a continued list; re-list."""
+
+
+class Invalid(ApiError):
+    """422 (or 400): the object or patch was rejected by validation; retrying won't help."""
+
+
+class Unauthorized(ApiError):
+    """401: the credentials were not accepted."""
+
+
+class Forbidden(ApiError):
+    """403: authenticated, but RBAC (or an admission plugin) said no."""
+
+
+class TransientError(ApiError):
+    """5xx, 429, a timeout or a dropped connection: the same request may succeed later."""
+
+
+class TooManyRequests(TransientError):
+    """429: throttled by API priority and fairness; honour ``retry_after``."""
+
+
+def error_from_status(
+    status: int,
+    body: Any,
+    *,
+    retry_after: float | None = None,
+) -> ApiError:
+    """Build the typed error for a non-2xx answer.
+
+    ``body`` is the decoded response (normally a ``Status`` object, but a proxy may
+    answer with anything); the 409 split between ``AlreadyExists`` and ``Conflict``
+    needs the ``Status.reason``, which is why it is passed whole.
+    """
+    status_body: dict[str, Any] = body if isinstance(body, dict) else {}
+    reason = str(status_body.get("reason", ""))
+    message = str(status_body.get("message") or body or f"HTTP {status}")
+    cls: type[ApiError]
+    if status == 404:
+        cls = NotFound
+    elif status == 409:
+        cls = AlreadyExists if reason == "AlreadyExists" else Conflict
+    elif status == 410:
+        cls = Gone
+    elif status in (400, 422):
+        cls = Invalid
+    elif status == 401:
+        cls = Unauthorized
+    elif status == 403:
+        cls = Forbidden
+    elif status == 429:
+        cls = TooManyRequests
+    elif status >= 500 or status == 0:
+        cls = TransientError
+    else:
+        cls = ApiError
+    return cls(
+        f"{status} {reason or 'error'}: {message}",
+        status=status,
+        reason=reason,
+        body=status_body,
+        retry_after=retry_after,
+    )
