@@ -267,6 +267,27 @@ class KubeClient:
         api.user_agent = user_agent
         return cls(api, request_timeout=request_timeout)
 
+    @classmethod
+    def for_server(
+        cls,
+        server: str,
+        *,
+        token: str | None = None,
+        ca_cert: str | os.PathLike[str] | None = None,
+        user_agent: str = DEFAULT_USER_AGENT,
+        request_timeout: float = 30.0,
+    ) -> KubeClient:
+        """A client for ``server`` with an explicit bearer token and CA — for callers
+        that hold credentials rather than a kubeconfig (e.g. a proxy in front of the
+        API server). Must be called inside a running event loop."""
+        configuration = k8s_client.Configuration(host=server)
+        if token:
+            configuration.api_key = {"BearerToken": f"Bearer {token}"}
+        configuration.ssl_ca_cert = os.fspath(ca_cert) if ca_cert is not None else None
+        api = k8s_client.ApiClient(configuration)
+        api.user_agent = user_agent
+        return cls(api, request_timeout=request_timeout)
+
     async def close(self) -> None:
         """Close the underlying HTTP session."""
         await self._api.close()

@@ -1,0 +1,56 @@
+"""Static token file and kubeconfig rendering."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from united.devcluster.credentials import (
+    MASTERS_GROUP,
+    StaticUser,
+    admin_user,
+    render_kubeconfig,
+    render_token_file,
+    write_kubeconfig,
+)
+
+
+def test_token_file_rows_quote_the_group_list() -> None:
+    users = [
+        StaticUser("alice", token="t1", groups=("g1", "g2"), uid="u1"),
+        StaticUser("bob", token="t2"),
+    ]
+    assert render_token_file(users) == 't1,alice,u1,"g1,g2"\nt2,bob,bob\n'
+
+
+def test_admin_is_a_master_with_a_fresh_token() -> None:
+    one, two = admin_user(), admin_user()
+    assert MASTERS_GROUP in one.groups
+    assert one.token != two.token and len(one.token) >= 32
+
+
+@pytest.mark.parametrize("users", [
+    [StaticUser("a", token="x"), StaticUser("a", token="y")],
+    [StaticUser("a", token="has,comma")],
+    [StaticUser("a", token="")],
+])
+def test_bad_token_files_are_refused(users: list[StaticUser]) -> None:
+    with pytest.raises(ValueError):
+        render_token_file(users)
+
+
+def test_kubeconfig_round_trips_and_is_private(tmp_path: Path) -> None:
+    config = render_kubeconfig(
+        server="https://127.0.0.1:6443", ca_cert=tmp_path / "ca.crt", user="u", token="tok",
+        namespace="ns",
+    )
+    path = write_kubeconfig(tmp_path / "k" / "config", config)
+    loaded = yaml.safe_load(path.read_text())
+    assert loaded["clusters"][0]["cluster"] == {
+        "server": "https://127.0.0.1:6443", "certificate-authority": str(tmp_path / "ca.crt"),
+    }
+    assert loaded["users"] == [{"name": "u", "user": {"token": "tok"}}]
+    context = loaded["contexts"][0]
+    assert loaded["current-context"] == context["name"]
+    assert context["context"]["namespace"] == "ns"
+    assert path.stat().st_mode & 0o777 == 0o600

@@ -1,0 +1,79 @@
+"""Cache layout and the stamp that decides whether a build is complete."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from united.devcluster.build import (
+    KUBE_BINARIES,
+    KUBE_VERSION,
+    Layout,
+    expected_stamp,
+    is_provisioned,
+    tail,
+)
+
+
+def test_layout_honours_xdg_cache_home() -> None:
+    layout = Layout.default({"XDG_CACHE_HOME": "/c", "HOME": "/h"})
+    assert layout.root == Path(f"/c/united/kube-{KUBE_VERSION}")
+
+
+def test_layout_falls_back_to_home_cache() -> None:
+    assert Layout.default({"HOME": "/h"}).root == Path(f"/h/.cache/united/kube-{KUBE_VERSION}")
+
+
+def _complete(tmp_path: Path) -> tuple[Layout, Path]:
+    layout = Layout(tmp_path / "cache")
+    layout.bin_dir.mkdir(parents=True)
+    for name in KUBE_BINARIES:
+        binary = layout.bin_dir / name
+        binary.write_text("#!/bin/sh\n")
+        binary.chmod(0o755)
+    etcd = tmp_path / "etcd"
+    etcd.write_text("#!/bin/sh\n")
+    etcd.chmod(0o755)
+    layout.stamp.write_text(json.dumps(expected_stamp()))
+    return layout, etcd
+
+
+def test_a_complete_cache_is_provisioned(tmp_path: Path) -> None:
+    layout, etcd = _complete(tmp_path)
+    assert is_provisioned(layout, etcd=etcd)
+
+
+def test_missing_stamp_means_half_finished(tmp_path: Path) -> None:
+    layout, etcd = _complete(tmp_path)
+    layout.stamp.unlink()
+    assert not is_provisioned(layout, etcd=etcd)
+
+
+@pytest.mark.parametrize("stamp", [
+    "",
+    "{not json",
+    "[]",
+    json.dumps({**expected_stamp(), "version": "1.19.0"}),
+    json.dumps({**expected_stamp(), "binaries": ["kubectl"]}),
+])
+def test_a_foreign_or_broken_stamp_means_rebuild(tmp_path: Path, stamp: str) -> None:
+    layout, etcd = _complete(tmp_path)
+    layout.stamp.write_text(stamp)
+    assert not is_provisioned(layout, etcd=etcd)
+
+
+def test_a_missing_or_non_executable_binary_means_rebuild(tmp_path: Path) -> None:
+    layout, etcd = _complete(tmp_path)
+    (layout.bin_dir / "kube-scheduler").chmod(0o644)
+    assert not is_provisioned(layout, etcd=etcd)
+    layout, etcd = _complete(tmp_path / "again")
+    os.unlink(etcd)
+    assert not is_provisioned(layout, etcd=etcd)
+
+
+def test_tail_returns_the_last_lines(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.write_text("".join(f"line {i}\n" for i in range(100)))
+    assert tail(log, 2) == "line 98\nline 99"
+    assert tail(tmp_path / "missing") == ""

@@ -1,0 +1,139 @@
+"""The client against a small real HTTP server on loopback: status checks on every
+answer (kubernetes-asyncio skips them without preloading), content types, and
+watch-stream decoding."""
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from united.devcluster.cluster import free_ports
+from united.kube.client import CLONE_SETS, PODS, KubeClient, PatchType
+from united.kube.errors import Gone, NotFound, TooManyRequests, TransientError
+
+Seen = list[dict[str, Any]]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[str, Seen]]:
+    seen: Seen = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.append({
+            "method": request.method,
+            "path": request.path,
+            "query": dict(request.query),
+            "content_type": request.headers.get("Content-Type"),
+            "auth": request.headers.get("Authorization"),
+            "body": await request.text(),
+        })
+        if request.path.endswith("/missing"):
+            return web.json_response(
+                {"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone fishing"},
+                status=404,
+            )
+        if request.path.endswith("/busy"):
+            return web.json_response({"kind": "Status", "code": 429, "reason": "TooManyRequests"},
+                                     status=429, headers={"Retry-After": "2"})
+        if request.query.get("watch") == "true":
+            response = web.StreamResponse()
+            await response.prepare(request)
+            events = [
+                {"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "11"}}},
+                {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}},
+                {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}},
+            ]
+            for event in events:
+                await response.write((json.dumps(event) + "\n").encode())
+            await response.write_eof()
+            return response
+        if request.method == "GET":
+            return web.json_response({
+                "kind": "PodList", "apiVersion": "v1",
+                "metadata": {"resourceVersion": "10"},
+                "items": [{"metadata": {"name": "a"}}],
+            })
+        return web.json_response({"ok": True}, status=201 if request.method == "POST" else 200)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_ports(1)[0]
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{port}", seen
+    finally:
+        await runner.cleanup()
+
+
+async def test_error_statuses_raise_typed_errors(server: tuple[str, Seen]) -> None:
+    url, _ = server
+    async with KubeClient.for_server(url, token="secret") as client:
+        with pytest.raises(NotFound, match="gone fishing"):
+            await client.get(PODS, "missing", namespace="ns")
+        with pytest.raises(TooManyRequests) as info:
+            await client.get(PODS, "busy", namespace="ns")
+        assert info.value.retry_after == 2.0
+
+
+async def test_list_fills_kind_and_returns_the_list_version(server: tuple[str, Seen]) -> None:
+    url, seen = server
+    async with KubeClient.for_server(url, token="secret") as client:
+        listed = await client.list(PODS, namespace="ns", label_selector="app=web")
+    assert listed.resource_version == "10"
+    assert listed.items == [{"metadata": {"name": "a"}, "apiVersion": "v1", "kind": "Pod"}]
+    assert seen[0]["query"]["labelSelector"] == "app=web"
+    assert seen[0]["auth"] == "Bearer secret"
+
+
+async def test_patch_sends_the_requested_content_type(server: tuple[str, Seen]) -> None:
+    url, seen = server
+    async with KubeClient.for_server(url) as client:
+        await client.patch(CLONE_SETS, "c", {"spec": {"replicas": 2}}, namespace="ns",
+                           patch_type=PatchType.MERGE, subresource="scale")
+        await client.patch(CLONE_SETS, "c", {"apiVersion": "x", "kind": "y"}, namespace="ns",
+                           patch_type=PatchType.APPLY, field_manager="united", force=True)
+    assert seen[0]["content_type"] == "application/merge-patch+json"
+    assert seen[0]["path"] == "/apis/apps.kruise.io/v1alpha1/namespaces/ns/clonesets/c/scale"
+    assert json.loads(seen[0]["body"]) == {"spec": {"replicas": 2}}
+    assert seen[1]["content_type"] == "application/apply-patch+yaml"
+    assert seen[1]["query"] == {"fieldManager": "united", "force": "true"}
+
+
+async def test_delete_sends_delete_options(server: tuple[str, Seen]) -> None:
+    url, seen = server
+    async with KubeClient.for_server(url) as client:
+        await client.delete(PODS, "p", namespace="ns", grace_period_seconds=0,
+                            propagation_policy="Foreground")
+    assert json.loads(seen[0]["body"]) == {
+        "apiVersion": "v1", "kind": "DeleteOptions",
+        "propagationPolicy": "Foreground", "gracePeriodSeconds": 0,
+    }
+
+
+async def test_watch_yields_events_tracks_bookmarks_and_raises_gone(
+    server: tuple[str, Seen],
+) -> None:
+    url, seen = server
+    got = []
+    async with (
+        KubeClient.for_server(url) as client,
+        client.watch(PODS, namespace="ns", resource_version="10", timeout_seconds=5) as events,
+    ):
+        with pytest.raises(Gone):
+            async for event in events:
+                got.append((event.type, events.resource_version))
+    assert got == [("ADDED", "11"), ("BOOKMARK", "15")]
+    assert seen[0]["query"] == {"watch": "true", "allowWatchBookmarks": "true",
+                                "timeoutSeconds": "5", "resourceVersion": "10"}
+
+
+async def test_connection_refused_is_transient() -> None:
+    port = free_ports(1)[0]
+    async with KubeClient.for_server(f"http://127.0.0.1:{port}") as client:
+        with pytest.raises(TransientError):
+            await client.get(PODS, "p", namespace="ns")
