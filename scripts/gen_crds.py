@@ -346,14 +346,14 @@ def schedule_strategy_schema() -> Schema:
                     ),
                     "unschedulableDuration": int32(
                         "Seconds a subset stays marked unschedulable; in reservation mode, how "
-                        "long a reserved pod must stay Ready to count as recovered.",
+                        "long a reserved pod must stay Ready to count as recovered. Defaults to "
+                        "300, applied by the controller (no schema default, so that the legacy "
+                        "unschedulableLastSeconds can be honoured when this is unset).",
                         minimum=0,
-                        default=300,
                     ),
                     "unschedulableLastSeconds": int32(
-                        "Deprecated: the OpenKruise v1.8 name of unschedulableDuration. Declared "
-                        "only so that older manifests are not silently pruned; use "
-                        "unschedulableDuration.",
+                        "Deprecated: the OpenKruise v1.8 name of unschedulableDuration, honoured "
+                        "when unschedulableDuration is unset; use unschedulableDuration.",
                         minimum=0,
                     ),
                     "reserveUnschedulablePods": boolean(

@@ -701,7 +701,8 @@ def test_topology_schema() -> None:
     assert strategy["type"]["enum"] == ["Adaptive", "Fixed", ""]
     adaptive = strategy["adaptive"]["properties"]
     assert adaptive["rescheduleCriticalSeconds"]["default"] == 30
-    assert adaptive["unschedulableDuration"]["default"] == 300
+    # defaulted by the controller, so that the legacy spelling below can be honoured
+    assert "default" not in adaptive["unschedulableDuration"]
     assert adaptive["reserveUnschedulablePods"]["type"] == "boolean"
     # Kruise v1.8 spelling, declared so it is not pruned; no default (the controller must be able
     # to tell whether it was set).
@@ -725,7 +726,6 @@ def test_defaults_are_applied_like_the_api_server() -> None:
     assert defaulted["spec"]["revisionHistoryLimit"] == 10
     assert defaulted["spec"]["topology"]["scheduleStrategy"]["adaptive"] == {
         "rescheduleCriticalSeconds": 30,
-        "unschedulableDuration": 300,
     }
     # explicit values are kept; absent optional objects are not invented
     explicit = minimal_ud()

@@ -1,0 +1,163 @@
+"""The ``united`` command line: thin over the core and the runtime.
+
+Exit codes: 0 success; 2 bad input (one ``field.path: message`` line per error on stderr,
+never a traceback); 1 an unexpected internal failure. The JSON shapes printed with
+``-o json`` are a public interface documented in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from united import __version__, revision
+from united.allocation import AllocationError, Plan, SubsetState, allocate
+from united.api import FieldError, ManifestError, UnitedDeployment, admit
+from united.api.keys import Keys
+from united.api.validation import validate_update
+from united.manifest import load, load_state
+from united.render import render
+
+EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except ManifestError as e:
+        return _fail(e.errors, json_out=getattr(args, "output", "") == "json")
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="united", description="UnitedDeployment controller and tools.")
+    p.add_argument("--version", action="version", version=f"united {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    v = sub.add_parser("validate", help="check a manifest offline; exit 2 with field errors if invalid")
+    v.add_argument("file", metavar="FILE", help="manifest file, or - for stdin")
+    v.add_argument("--old", metavar="OLD", help="the current object: also apply the update rules")
+    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.set_defaults(func=_validate)
+
+    for name, help_text, outputs in (
+        ("plan", "show how replicas would be allocated over subsets, and why", ("table", "json")),
+        ("render", "print the child workloads exactly as the controller would create them", ("yaml", "json")),
+    ):
+        c = sub.add_parser(name, help=help_text)
+        c.add_argument("file", metavar="FILE", help="manifest file, or - for stdin")
+        c.add_argument("--replicas", type=int, metavar="N", help="what-if: override spec.replicas (as /scale would)")
+        c.add_argument("--state", metavar="STATE", help="YAML/JSON describing existing children per subset")
+        c.add_argument("-o", "--output", choices=outputs, default=outputs[0])
+        if name == "render":
+            c.add_argument("--revision", metavar="R", help="revision name for the children (default: computed)")
+        c.set_defaults(func=_plan if name == "plan" else _render)
+
+    d = sub.add_parser("demo", help="start a local control plane and show a UnitedDeployment converging")
+    d.add_argument("--sample", metavar="FILE", help="sample manifest to apply")
+    d.set_defaults(func=_demo)
+    return p
+
+
+def _load(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+    source = load(file)
+    for note in source.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return admit(source.document, replicas=replicas)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    ud = None
+    errors: list[FieldError] = []
+    try:
+        ud = _load(args.file)
+    except ManifestError as e:
+        errors = e.errors
+    if ud is not None and args.old:
+        old = _load(args.old)
+        errors = validate_update(old, ud)
+    if errors:
+        return _fail(errors, json_out=args.output == "json")
+    if args.output == "json":
+        _print_json({"valid": True, "errors": []})
+    else:
+        print("valid")
+    return EXIT_OK
+
+
+def _allocate(args: argparse.Namespace) -> tuple[UnitedDeployment, Plan]:
+    ud = _load(args.file, replicas=args.replicas)
+    state: dict[str, SubsetState] = load_state(args.state) if args.state else {}
+    names = {s.name for s in ud.spec.subsets}
+    for extra in sorted(set(state) - names):
+        print(f"note: state subset {extra!r} is not in the topology; its child would be deleted", file=sys.stderr)
+    try:
+        return ud, allocate(ud.spec, state)
+    except AllocationError as e:
+        raise ManifestError([FieldError("spec.topology.subsets", str(e))]) from e
+
+
+def _plan(args: argparse.Namespace) -> int:
+    ud, plan = _allocate(args)
+    subsets = [
+        {"name": a.name, "replicas": a.replicas, "partition": a.partition, "reason": a.reason, "message": a.message}
+        for a in plan.subsets
+    ]
+    if args.output == "json":
+        _print_json({"name": ud.name, "replicas": plan.replicas, "allocator": plan.allocator, "subsets": subsets})
+        return EXIT_OK
+    print(f"UnitedDeployment {ud.name}: {plan.replicas} replicas, allocator {plan.allocator}")
+    rows = [("SUBSET", "REPLICAS", "PARTITION", "REASON", "MESSAGE")]
+    rows += [(a.name, str(a.replicas), str(a.partition), a.reason, a.message) for a in plan.subsets]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[4])
+    return EXIT_OK
+
+
+def _render(args: argparse.Namespace) -> int:
+    ud, plan = _allocate(args)
+    template = ud.spec.template
+    assert template is not None
+    name = args.revision or revision.name(ud.name, template)
+    keys = Keys(ud.group)
+    children = [
+        render(
+            ud, subset=s, replicas=plan[s.name].replicas, partition=plan[s.name].partition, revision=name, keys=keys
+        ).object
+        for s in ud.spec.subsets
+    ]
+    if args.output == "json":
+        _print_json(children)
+    else:
+        sys.stdout.write(yaml.safe_dump_all(children, sort_keys=False, default_flow_style=False))
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from united.devcluster.demo import run
+
+    return run(sample=args.sample)
+
+
+def _fail(errors: Sequence[FieldError], *, json_out: bool) -> int:
+    if json_out:
+        _print_json({"valid": False, "errors": [e.as_dict() for e in errors]})
+    for e in errors:
+        print(e, file=sys.stderr)
+    return EXIT_INVALID
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2)
+    sys.stdout.write("\n")

@@ -1,0 +1,127 @@
+"""Read manifests and state files from disk or stdin, turning every failure into field errors.
+
+YAML is read as Kubernetes reads it (YAML 1.1 scalars via PyYAML's safe loader) except that
+timestamps stay strings: a date-looking label value must not become a Python ``date``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from united.allocation import SubsetState
+from united.api.field import FieldError, ManifestError, Path, invalid
+from united.api.model import KIND
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader without the timestamp resolver."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The UnitedDeployment found in a file, and notes about what else was there."""
+
+    document: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise ManifestError([FieldError(path, f"cannot read: {e.strerror or e}")]) from e
+    except UnicodeDecodeError as e:
+        raise ManifestError([FieldError(path, f"not UTF-8 text: {e.reason}")]) from e
+
+
+def load_documents(text: str, *, name: str) -> list[Any]:
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ManifestError([FieldError(name, f"invalid YAML{where}: {problem}")]) from e
+
+
+def load(path: str) -> Source:
+    """The first UnitedDeployment in ``path`` (``-`` for stdin)."""
+    name = "<stdin>" if path == "-" else path
+    docs = load_documents(read_text(path), name=name)
+    if not docs:
+        raise ManifestError([FieldError(name, "no YAML documents found")])
+    for i, doc in enumerate(docs):
+        if isinstance(doc, dict) and doc.get("kind") == KIND:
+            notes = []
+            if len(docs) > 1:
+                notes.append(
+                    f"{name}: using the UnitedDeployment in document {i + 1}; "
+                    f"ignoring {len(docs) - 1} other document(s)"
+                )
+            return Source(document=doc, notes=notes)
+    if len(docs) == 1:
+        return Source(document=docs[0] if isinstance(docs[0], dict) else {"": docs[0]})
+    raise ManifestError([FieldError(name, f"no UnitedDeployment among {len(docs)} documents")])
+
+
+def load_state(path: str) -> dict[str, SubsetState]:
+    """Parse a STATE file: ``{"subsets": {name: {replicas, readyReplicas, unschedulable, reservedPods}}}``."""
+    name = "<stdin>" if path == "-" else path
+    docs = load_documents(read_text(path), name=name)
+    return parse_state(docs[0] if docs else {})
+
+
+_STATE_FIELDS = {"replicas": int, "readyReplicas": int, "unschedulable": bool, "reservedPods": int}
+
+
+def parse_state(doc: Any) -> dict[str, SubsetState]:
+    root = Path("state")
+    if not isinstance(doc, Mapping) or set(doc) - {"subsets"}:
+        raise ManifestError([invalid(root, doc, 'must be an object {"subsets": {<name>: {...}}}')])
+    subsets = doc.get("subsets") or {}
+    if not isinstance(subsets, Mapping):
+        raise ManifestError([invalid(root.child("subsets"), subsets, "must be an object keyed by subset name")])
+    errors: list[FieldError] = []
+    out: dict[str, SubsetState] = {}
+    for sname, entry in subsets.items():
+        p = root.child("subsets").key(str(sname))
+        entry = {} if entry is None else entry
+        if not isinstance(entry, Mapping):
+            errors.append(invalid(p, entry, "must be an object"))
+            continue
+        values: dict[str, Any] = {}
+        for key, value in entry.items():
+            kind = _STATE_FIELDS.get(key)
+            if kind is None:
+                errors.append(
+                    FieldError(str(p.child(key)), "Unknown field: supported fields: " + ", ".join(_STATE_FIELDS))
+                )
+            elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                errors.append(invalid(p.child(key), value, f"must be {'a boolean' if kind is bool else 'an integer'}"))
+            elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                errors.append(invalid(p.child(key), value, "must be greater than or equal to 0"))
+            else:
+                values[key] = value
+        out[str(sname)] = SubsetState(
+            replicas=values.get("replicas", 0),
+            ready_replicas=values.get("readyReplicas", 0),
+            unschedulable=values.get("unschedulable", False),
+            reserved_pods=values.get("reservedPods", 0),
+        )
+    if errors:
+        raise ManifestError(errors)
+    return out

@@ -1,0 +1,132 @@
+"""Render child workloads: one per subset, exactly as the controller creates them.
+
+Everything common to all kinds lives here (reference section 10): ``generateName``
+``<ud>-<subset>-``, labels (template labels, selector labels, subset name, revision), the
+child selector (the UnitedDeployment selector plus the subset-name label), the controller
+owner reference, the pod template placed into its subset (:mod:`united.subset`), replicas,
+and the subset-patch annotation. What differs per kind sits behind :class:`ChildKind`.
+
+We also stamp ``<group>/spec-hash``: a digest of everything we render except replicas and
+partition. The API server defaults a child's spec on write, so comparing our rendering with
+the live spec would see differences forever; comparing our own digest does not.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from united.api.keys import Keys
+from united.api.model import (
+    ADVANCED_STATEFUL_SET,
+    CLONE_SET,
+    DEPLOYMENT,
+    KIND,
+    STATEFUL_SET,
+    Subset,
+    UnitedDeployment,
+)
+from united.api.names import child_prefix
+from united.render import advanced_statefulset, cloneset, deployment, statefulset
+from united.render.kind import ChildKind
+from united.subset import patch_text, place
+
+Json = dict[str, Any]
+
+KINDS: dict[str, ChildKind] = {
+    STATEFUL_SET: statefulset.KIND,
+    ADVANCED_STATEFUL_SET: advanced_statefulset.KIND,
+    CLONE_SET: cloneset.KIND,
+    DEPLOYMENT: deployment.KIND,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A rendered child, and whether its workload will really hold the partition we asked."""
+
+    object: Json
+    partition_applied: bool
+
+
+def kind_of(ud: UnitedDeployment) -> ChildKind:
+    template = ud.spec.template
+    if template is None:
+        raise ValueError("spec.template: Required value: no workload template")
+    return KINDS[template.variant]
+
+
+def child_selector(ud: UnitedDeployment, subset: str, keys: Keys) -> Json:
+    selector = ud.spec.selector.to_dict() if ud.spec.selector else {}
+    selector["matchLabels"] = {**selector.get("matchLabels", {}), keys.subset_name: subset}
+    return selector
+
+
+def owner_reference(ud: UnitedDeployment) -> Json:
+    return {
+        "apiVersion": ud.api_version,
+        "kind": KIND,
+        "name": ud.name,
+        "uid": ud.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def render(
+    ud: UnitedDeployment,
+    *,
+    subset: Subset,
+    replicas: int,
+    partition: int,
+    revision: str,
+    keys: Keys,
+) -> Rendered:
+    """Render the child of ``subset``; ``ud`` must be defaulted and valid."""
+    kind = kind_of(ud)
+    template = ud.spec.template
+    assert template is not None
+    selector_labels = dict(ud.spec.selector.match_labels) if ud.spec.selector else {}
+    labels = {
+        **template.metadata.get("labels", {}),
+        **selector_labels,
+        keys.revision: revision,
+        keys.subset_name: subset.name,
+    }
+    annotations = {**template.metadata.get("annotations", {}), keys.subset_patch: patch_text(subset.patch)}
+    spec: Json = copy.deepcopy(template.spec)
+    spec.pop("replicas", None)
+    spec["selector"] = child_selector(ud, subset.name, keys)
+    pod = copy.deepcopy(template.pod_template)
+    pod_meta = pod.setdefault("metadata", {})
+    pod_meta["labels"] = {**pod_meta.get("labels", {}), keys.subset_name: subset.name, keys.revision: revision}
+    spec["template"] = place(
+        pod,
+        node_selector_term=subset.node_selector_term,
+        tolerations=subset.tolerations,
+        patch=subset.patch,
+    )
+    annotations[keys.spec_hash] = spec_digest(labels=labels, annotations=annotations, spec=spec)
+    spec["replicas"] = replicas
+    applied = kind.set_partition(spec, partition)
+    metadata: Json = {
+        "generateName": child_prefix(ud.name, subset.name),
+        "labels": labels,
+        "annotations": annotations,
+        "ownerReferences": [owner_reference(ud)],
+    }
+    if ud.namespace:
+        metadata["namespace"] = ud.namespace
+    return Rendered(
+        object={"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata, "spec": spec},
+        partition_applied=applied,
+    )
+
+
+def spec_digest(**parts: Any) -> str:
+    """A short, stable digest of JSON data (sorted keys), for change detection only."""
+    data = json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(data).hexdigest()[:16]

@@ -1,0 +1,91 @@
+"""Label selectors: validate, match, and render them as the canonical string.
+
+The canonical string (``status.labelSelector``) is what HPA reads through the scale
+subresource, so it must be the exact format of apimachinery's ``labels.Selector.String()``:
+requirements sorted by key, ``k=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``,
+joined by commas, with values sorted inside sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from united.api.field import FieldError, Path, invalid, not_supported, required
+from united.api.names import label_key_errors, label_value_errors
+
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.operator == "In":
+            return labels.get(self.key) in self.values
+        if self.operator == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return self.key in labels
+        return self.key not in labels
+
+    def __str__(self) -> str:
+        if self.operator == "Exists":
+            return self.key
+        if self.operator == "DoesNotExist":
+            return f"!{self.key}"
+        values = ",".join(sorted(self.values))
+        if self.operator == "In" and len(self.values) == 1:
+            return f"{self.key}={values}"
+        return f"{self.key} {self.operator.lower()} ({values})"
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A parsed selector; the empty selector matches everything (as in apimachinery)."""
+
+    requirements: tuple[Requirement, ...]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in sorted(self.requirements, key=lambda r: r.key))
+
+
+def parse(selector: Mapping[str, Any]) -> Selector:
+    """Parse a ``metav1.LabelSelector`` dict; call :func:`errors` first for untrusted input."""
+    reqs = [Requirement(k, "In", (v,)) for k, v in (selector.get("matchLabels") or {}).items()]
+    for e in selector.get("matchExpressions") or ():
+        reqs.append(Requirement(e["key"], e["operator"], tuple(e.get("values") or ())))
+    return Selector(tuple(reqs))
+
+
+def errors(selector: Mapping[str, Any], path: Path) -> list[FieldError]:
+    """Validate like apimachinery's ``ValidateLabelSelector``."""
+    out: list[FieldError] = []
+    for k, v in (selector.get("matchLabels") or {}).items():
+        out += label_key_errors(k, path.child("matchLabels"))
+        out += label_value_errors(v, path.child("matchLabels").key(k))
+    for i, e in enumerate(selector.get("matchExpressions") or ()):
+        p = path.child("matchExpressions").index(i)
+        op, values = e.get("operator"), e.get("values") or []
+        if not e.get("key"):
+            out.append(required(p.child("key")))
+        else:
+            out += label_key_errors(e["key"], p.child("key"))
+        if op not in OPERATORS:
+            out.append(not_supported(p.child("operator"), op, OPERATORS))
+        elif op in ("In", "NotIn") and not values:
+            out.append(required(p.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist") and values:
+            out.append(
+                invalid(p.child("values"), values, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+            )
+        for j, v in enumerate(values):
+            out += label_value_errors(v, p.child("values").index(j))
+    return out

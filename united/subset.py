@@ -1,0 +1,59 @@
+"""Place a pod template into a subset: node affinity, tolerations, then the subset patch.
+
+This is the part of a subset that acts on pods, kept apart from workloads so that the
+same code can serve UnitedDeployment children and, later, a WorkloadSpread admission
+webhook that patches pods of an existing workload.
+
+Order and rules follow the reference (sections 10.3 and 10.4): the subset's
+``nodeSelectorTerm.matchExpressions`` are ANDed into *every* required node-selector term
+(terms are ORed, so each must carry the constraint); ``matchFields`` are ignored; the
+subset's tolerations are appended; the patch is a strategic merge patch applied last, so
+it may override anything above.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from united.patch import strategic_merge
+
+Json = dict[str, Any]
+
+
+def place(
+    pod_template: Mapping[str, Any],
+    *,
+    node_selector_term: Mapping[str, Any] | None,
+    tolerations: tuple[Json, ...] | None,
+    patch: Mapping[str, Any] | None,
+) -> Json:
+    """Return a new pod template placed into the subset; inputs are never mutated."""
+    out: Json = copy.deepcopy(dict(pod_template))
+    spec = out.setdefault("spec", {})
+    expressions = (node_selector_term or {}).get("matchExpressions") or []
+    if expressions:
+        required = (
+            spec.setdefault("affinity", {})
+            .setdefault("nodeAffinity", {})
+            .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+        )
+        terms = required.setdefault("nodeSelectorTerms", [])
+        if not terms:
+            terms.append({})
+        for term in terms:
+            term.setdefault("matchExpressions", []).extend(copy.deepcopy(expressions))
+    if tolerations is not None:
+        spec["tolerations"] = [*spec.get("tolerations", []), *copy.deepcopy(list(tolerations))]
+    if patch:
+        out = strategic_merge(out, patch)
+    return out
+
+
+def patch_text(patch: Mapping[str, Any] | None) -> str:
+    """The patch as compact JSON with sorted keys: stable, and what the API server stores."""
+    if patch is None:
+        return ""
+    return json.dumps(patch, sort_keys=True, separators=(",", ":"))
