@@ -1,0 +1,121 @@
+"""Fixtures for tests against the real local control plane.
+
+* ``cluster`` (session): provisions the binaries if needed (a first build takes
+  about 6 minutes and prints progress) and starts etcd, kube-apiserver,
+  kube-controller-manager and kube-scheduler. If that is impossible the tests
+  *fail* with the reason — they are never skipped.
+* ``simulation`` (session): three simulated Nodes (zone-a, zone-b, zone-c), the
+  Kruise test CRDs and the simulated CloneSet / Advanced StatefulSet controllers.
+* ``sim`` (per test): the same simulation, with every knob undone after the test.
+* ``kube`` (per test): an admin :class:`KubeClient` on the test's event loop.
+* ``namespace`` (per test): a fresh namespace, usable (its ``default``
+  ServiceAccount has a token, so pods can be created), deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import re
+import secrets
+import sys
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
+from united.devcluster.cluster import ClusterError, LocalCluster
+from united.devcluster.credentials import StaticUser
+from united.devcluster.nodes import zone_nodes
+from united.devcluster.simulation import Simulation
+from united.devcluster.wait import eventually
+from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient
+from united.kube.errors import NotFound
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+# A static user with no RBAC grants, for tests that check authorization.
+NOBODY = StaticUser("e2e-nobody", groups=("e2e-testers",))
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    layout = Layout.default()
+    if not is_provisioned(layout):
+        _progress(f"\ne2e: the local control plane is not provisioned in {layout.root}; "
+                  "building it now (about 6 minutes; `python -m united.devcluster provision`)")
+    try:
+        binaries = provision(layout=layout, progress=_progress)
+    except ProvisionError as exc:
+        pytest.fail(
+            f"e2e tests need the local control plane, and provisioning it failed: {exc}\n"
+            f"--- last lines of {exc.log} ---\n{tail(exc.log)}",
+            pytrace=False,
+        )
+    local = LocalCluster(binaries, users=[NOBODY])
+    try:
+        local.start()
+    except ClusterError as exc:
+        pytest.fail(f"e2e tests need the local control plane, and it did not start: {exc}",
+                    pytrace=False)
+    try:
+        yield local
+        local.check_alive()
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="session")
+def unprivileged_user() -> StaticUser:
+    """A static-token user of the cluster with no RBAC grants at all."""
+    return NOBODY
+
+
+@pytest.fixture(scope="session")
+def simulation(cluster: LocalCluster) -> Iterator[Simulation]:
+    simulation = Simulation(cluster.admin_kubeconfig, nodes=zone_nodes(ZONES),
+                            heartbeat_interval=5.0)
+    simulation.start()
+    try:
+        yield simulation
+    finally:
+        simulation.stop()
+
+
+@pytest.fixture
+async def sim(simulation: Simulation) -> AsyncIterator[Simulation]:
+    yield simulation
+    await simulation.reset()
+
+
+@pytest.fixture
+async def kube(cluster: LocalCluster) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+        yield client
+
+
+@pytest.fixture
+async def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"{slug}-{secrets.token_hex(3)}"
+    await kube.create(NAMESPACES, {
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"e2e.united.dev/test": "true"}},
+    })
+
+    async def usable() -> None:
+        account = await kube.get(SERVICE_ACCOUNTS, "default", namespace=name)
+        names = [ref["name"] for ref in account.get("secrets") or []]
+        assert names, f"namespace {name}: default ServiceAccount has no token secret yet"
+        secret = await kube.get(SECRETS, names[0], namespace=name)
+        token = (secret.get("data") or {}).get("token")
+        assert token and base64.b64decode(token), f"namespace {name}: token not issued yet"
+
+    await eventually(usable, within=30, what=f"namespace {name} usable",
+                     retry_on=(AssertionError, NotFound))
+    yield name
+    with contextlib.suppress(NotFound):
+        await kube.delete(NAMESPACES, name)
