@@ -47,20 +47,21 @@ def cluster() -> Iterator[LocalCluster]:
     if not is_provisioned(layout):
         _progress(f"\ne2e: the local control plane is not provisioned in {layout.root}; "
                   "building it now (about 6 minutes; `python -m united.devcluster provision`)")
+    problem = ""
     try:
         binaries = provision(layout=layout, progress=_progress)
     except ProvisionError as exc:
-        pytest.fail(
-            f"e2e tests need the local control plane, and provisioning it failed: {exc}\n"
-            f"--- last lines of {exc.log} ---\n{tail(exc.log)}",
-            pytrace=False,
-        )
+        problem = (f"provisioning it failed: {exc}\n"
+                   f"--- last lines of {exc.log} ---\n{tail(exc.log)}")
+    if problem:
+        pytest.fail(f"e2e tests need the local control plane, and {problem}", pytrace=False)
     local = LocalCluster(binaries, users=[NOBODY])
     try:
         local.start()
     except ClusterError as exc:
-        pytest.fail(f"e2e tests need the local control plane, and it did not start: {exc}",
-                    pytrace=False)
+        problem = f"it did not start: {exc}"
+    if problem:
+        pytest.fail(f"e2e tests need the local control plane, and {problem}", pytrace=False)
     try:
         yield local
         local.check_alive()

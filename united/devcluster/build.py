@@ -180,11 +180,14 @@ def provision(
     """
     layout = layout or Layout.default()
     report = progress or _print_progress
-    layout.root.mkdir(parents=True, exist_ok=True)
-    with _locked(layout, report):
-        if not force and is_provisioned(layout):
-            return Binaries.from_layout(layout)
-        _Builder(layout, report).run()
+    try:
+        layout.root.mkdir(parents=True, exist_ok=True)
+        with _locked(layout, report):
+            if not force and is_provisioned(layout):
+                return Binaries.from_layout(layout)
+            _Builder(layout, report).run()
+    except OSError as exc:
+        raise ProvisionError(f"cannot provision into {layout.root}: {exc}", log=layout.build_log) from exc
     if not is_provisioned(layout):
         raise ProvisionError("the build finished but the result is incomplete", log=layout.build_log)
     return Binaries.from_layout(layout)
@@ -249,9 +252,7 @@ class _Builder:
             return
         if os.geteuid() != 0:
             raise self._fail(
-                "missing Debian packages: "
-                + " ".join(missing)
-                + f"; run: sudo apt-get install -y {' '.join(missing)}"
+                "missing Debian packages: " + " ".join(missing) + f"; run: sudo apt-get install -y {' '.join(missing)}"
             )
         self.report(f"[1/6] apt packages: installing {' '.join(missing)}")
         self._run(["apt-get", "update"], label="apt-get update")
@@ -306,7 +307,7 @@ class _Builder:
 
     def _make(self, tree: Path) -> None:
         what = " ".join(f"cmd/{name}" for name in KUBE_BINARIES)
-        self.report(f"[5/6] compile: make WHAT=\"{what}\" (about 6 minutes on 2 cores)")
+        self.report(f'[5/6] compile: make WHAT="{what}" (about 6 minutes on 2 cores)')
         self._run(
             ["make", f"WHAT={what}"],
             label="make",

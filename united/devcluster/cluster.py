@@ -59,6 +59,10 @@ DEFAULT_CONTROLLERS = (
 )
 
 
+class _ComponentDiedError(RuntimeError):
+    """A component exited while we waited for it to become healthy."""
+
+
 class ClusterError(RuntimeError):
     """The control plane could not be started (or died); ``log_dir`` has the logs."""
 
@@ -270,7 +274,10 @@ class LocalCluster:
         static = self.users[user]
         name = f"{user}.{namespace}.kubeconfig" if namespace else f"{user}.kubeconfig"
         config = render_kubeconfig(
-            server=self.server, ca_cert=self.ca_cert, user=user, token=static.token,
+            server=self.server,
+            ca_cert=self.ca_cert,
+            user=user,
+            token=static.token,
             namespace=namespace,
         )
         return write_kubeconfig(self.workdir / name, config)
@@ -293,7 +300,9 @@ class LocalCluster:
             raise AssertionError(f"ServiceAccount {namespace}/{name} has no token secret yet")
 
         value = await eventually(
-            token, within=within, what=f"token of {namespace}/{name}",
+            token,
+            within=within,
+            what=f"token of {namespace}/{name}",
             retry_on=(AssertionError, NotFound),
         )
         user = f"system:serviceaccount:{namespace}:{name}"
@@ -309,12 +318,10 @@ class LocalCluster:
             self._start()
         except BaseException as exc:
             self.keep_logs = True
+            tails = self._failure_tails()
             self.stop()
-            if isinstance(exc, ClusterError | WaitTimeoutError | certs_mod.CertificateError | OSError):
-                raise ClusterError(
-                    f"local control plane failed to start: {exc}{self._failure_tails()}",
-                    log_dir=self.log_dir,
-                ) from exc
+            if isinstance(exc, _ComponentDiedError | WaitTimeoutError | certs_mod.CertificateError | OSError):
+                raise ClusterError(f"local control plane failed to start: {exc}{tails}", log_dir=self.log_dir) from exc
             raise
 
     def _start(self) -> None:
@@ -325,36 +332,48 @@ class LocalCluster:
         token_file.chmod(0o600)
         write_kubeconfig(
             self.admin_kubeconfig,
-            render_kubeconfig(server=self.server, ca_cert=self.ca_cert, user=self.admin.name,
-                              token=self.admin.token),
+            render_kubeconfig(server=self.server, ca_cert=self.ca_cert, user=self.admin.name, token=self.admin.token),
         )
         deadline = time.monotonic() + self.startup_timeout
 
-        etcd = self._spawn("etcd", [str(self.binaries.etcd),
-                                    *etcd_args(name="united", data_dir=self._etcd_dir / "data",
-                                               ports=self.ports)])
-        self._wait(etcd, f"http://{HOST}:{self.ports.etcd_client}/health", deadline,
-                   accept=lambda body: '"health":"true"' in body.replace(" ", ""))
+        etcd = self._spawn(
+            "etcd",
+            [str(self.binaries.etcd), *etcd_args(name="united", data_dir=self._etcd_dir / "data", ports=self.ports)],
+        )
+        self._wait(
+            etcd,
+            f"http://{HOST}:{self.ports.etcd_client}/health",
+            deadline,
+            accept=lambda body: '"health":"true"' in body.replace(" ", ""),
+        )
 
-        apiserver = self._spawn("kube-apiserver", [
-            str(self.binaries.kube_apiserver),
-            *apiserver_args(ports=self.ports, certs=self._certs, token_file=token_file),
-        ])
+        apiserver = self._spawn(
+            "kube-apiserver",
+            [
+                str(self.binaries.kube_apiserver),
+                *apiserver_args(ports=self.ports, certs=self._certs, token_file=token_file),
+            ],
+        )
         self._wait(apiserver, f"{self.server}/readyz", deadline, token=self.admin.token)
 
-        manager = self._spawn("kube-controller-manager", [
-            str(self.binaries.kube_controller_manager),
-            *controller_manager_args(ports=self.ports, kubeconfig=self.admin_kubeconfig,
-                                     certs=self._certs, controllers=self.controllers),
-        ])
-        scheduler = self._spawn("kube-scheduler", [
-            str(self.binaries.kube_scheduler),
-            *scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig),
-        ])
-        self._wait(manager, f"https://{HOST}:{self.ports.controller_manager}/healthz", deadline,
-                   verify=False)
-        self._wait(scheduler, f"https://{HOST}:{self.ports.scheduler}/healthz", deadline,
-                   verify=False)
+        manager = self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.binaries.kube_controller_manager),
+                *controller_manager_args(
+                    ports=self.ports, kubeconfig=self.admin_kubeconfig, certs=self._certs, controllers=self.controllers
+                ),
+            ],
+        )
+        scheduler = self._spawn(
+            "kube-scheduler",
+            [
+                str(self.binaries.kube_scheduler),
+                *scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig),
+            ],
+        )
+        self._wait(manager, f"https://{HOST}:{self.ports.controller_manager}/healthz", deadline, verify=False)
+        self._wait(scheduler, f"https://{HOST}:{self.ports.scheduler}/healthz", deadline, verify=False)
 
     def _spawn(self, name: str, argv: list[str]) -> _Process:
         process = _Process(name, argv, self.log_dir)
@@ -373,10 +392,7 @@ class LocalCluster:
     ) -> None:
         def healthy() -> bool:
             if not process.alive():
-                raise ClusterError(
-                    f"{process.name} exited with code {process.proc.returncode}",
-                    log_dir=self.log_dir,
-                )
+                raise _ComponentDiedError(f"{process.name} exited with code {process.proc.returncode}")
             status, body = _http_get(url, ca=self.ca_cert if verify else None, token=token)
             if status != 200:
                 raise AssertionError(f"{url} answered {status}: {body[:300]}")
@@ -391,15 +407,20 @@ class LocalCluster:
         )
 
     def _failure_tails(self) -> str:
-        parts = []
-        for process in self._processes:
-            if process.alive() and process.proc.returncode is None:
-                continue
-            parts.append(f"\n--- last lines of {process.log} ---\n{tail(process.log, 25)}")
+        parts = [
+            f"\n--- last lines of {process.log} ---\n{tail(process.log, 25)}"
+            for process in self._processes
+            if not process.alive()
+        ]
         if not parts and self._processes:
             last = self._processes[-1]
             parts.append(f"\n--- last lines of {last.log} ---\n{tail(last.log, 25)}")
         return "".join(parts)
+
+    @property
+    def pids(self) -> dict[str, int]:
+        """Process ids of the running components, by name."""
+        return {p.name: p.proc.pid for p in self._processes}
 
     def check_alive(self) -> None:
         """Raise :class:`ClusterError` if a component has died since start."""
@@ -407,8 +428,7 @@ class LocalCluster:
             if not process.alive():
                 self.keep_logs = True
                 raise ClusterError(
-                    f"{process.name} died with code {process.proc.returncode}:\n"
-                    f"{tail(process.log, 25)}",
+                    f"{process.name} died with code {process.proc.returncode}:\n{tail(process.log, 25)}",
                     log_dir=self.log_dir,
                 )
 
@@ -420,11 +440,9 @@ class LocalCluster:
         self._processes.clear()
         shutil.rmtree(self._etcd_dir, ignore_errors=True)
         if self.keep_logs:
-            for secret in (self.workdir / "pki", self.workdir / "tokens.csv"):
-                if secret.is_dir():
-                    shutil.rmtree(secret, ignore_errors=True)
-                else:
-                    secret.unlink(missing_ok=True)
+            shutil.rmtree(self.workdir / "pki", ignore_errors=True)
+            for secret in [self.workdir / "tokens.csv", *self.workdir.glob("*.kubeconfig")]:
+                secret.unlink(missing_ok=True)
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -1,0 +1,115 @@
+"""``united demo``'s backend and ``python -m united.devcluster start`` as a person
+uses them: run until Ctrl-C, usable meanwhile, nothing left behind afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from united.devcluster.demo import READY_LINE
+from united.devcluster.nodes import SIMULATED_LABEL, is_pod_ready
+from united.devcluster.wait import eventually
+from united.kube.client import DEPLOYMENTS, NODES, PODS, KubeClient
+
+pytestmark = pytest.mark.e2e
+
+
+async def _run_until_ready(argv: list[str], ready: str) -> tuple[asyncio.subprocess.Process,
+                                                                   list[str]]:
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+
+    async def until_ready() -> None:
+        assert proc.stdout is not None
+        while True:
+            raw = await proc.stdout.readline()
+            if not raw:
+                raise AssertionError("exited early:\n" + "\n".join(lines))
+            lines.append(raw.decode().rstrip())
+            if ready in lines[-1]:
+                return
+
+    try:
+        await asyncio.wait_for(until_ready(), timeout=120)
+    except BaseException:
+        proc.kill()
+        await proc.communicate()
+        raise
+    return proc, lines
+
+
+async def _interrupt(proc: asyncio.subprocess.Process) -> str:
+    proc.send_signal(signal.SIGINT)
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+    return out.decode()
+
+
+def _value(lines: list[str], prefix: str) -> str:
+    return next(line.split(prefix, 1)[1].strip() for line in lines if prefix in line)
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
+
+
+def _port_closed(server: str) -> bool:
+    url = urlparse(server)
+    with socket.socket() as sock:
+        return sock.connect_ex((url.hostname or "127.0.0.1", url.port or 443)) != 0
+
+
+async def test_demo_serves_simulated_zones_until_interrupted() -> None:
+    proc, lines = await _run_until_ready(
+        [sys.executable, "-c", "from united.devcluster.demo import run; raise SystemExit(run())"],
+        READY_LINE,
+    )
+    kubeconfig = Path(_value(lines, "kubeconfig:"))
+    server = _value(lines, "is running at")
+    assert any("controller is not available yet" in line for line in lines)
+    try:
+        async with await KubeClient.from_kubeconfig(kubeconfig) as client:
+            nodes = await client.list(NODES, label_selector=f"{SIMULATED_LABEL}=true")
+            zones = sorted(n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+                           for n in nodes.items)
+            assert zones == ["zone-a", "zone-a", "zone-b", "zone-b", "zone-c", "zone-c"]
+            await client.create(DEPLOYMENTS, {
+                "metadata": {"name": "web"},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "w", "image": "w"}]}}},
+            }, namespace="default")
+
+            async def ready() -> None:
+                pods = (await client.list(PODS, namespace="default")).items
+                assert len([p for p in pods if is_pod_ready(p)]) == 2
+
+            await eventually(ready, within=60, what="demo pods ready")
+    finally:
+        output = await _interrupt(proc)
+    assert proc.returncode == 0, output
+    assert not _exists(kubeconfig), "the demo left its files behind"
+    assert _port_closed(server), "the demo's API server still listens"
+
+
+async def test_start_command_prints_a_kubeconfig_and_stops_on_ctrl_c() -> None:
+    proc, lines = await _run_until_ready(
+        [sys.executable, "-m", "united.devcluster", "start"], "Ctrl-C stops it"
+    )
+    kubeconfig = Path(_value(lines, "export KUBECONFIG="))
+    try:
+        async with await KubeClient.from_kubeconfig(kubeconfig) as client:
+            assert await client.get_path("/readyz") == "ok"
+    finally:
+        output = await _interrupt(proc)
+    assert proc.returncode == 0, output
+    assert not _exists(kubeconfig)
