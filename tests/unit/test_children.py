@@ -1,0 +1,99 @@
+"""Claiming children: keep, adopt, release, de-duplicate (reference section 7, fixed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from united.api import admit
+from united.api.keys import Keys
+from united.children import claim
+
+KEYS = Keys()
+
+
+def ud(uid: str = "u1", deleting: bool = False) -> Any:
+    meta: dict[str, Any] = {"name": "web", "namespace": "ns", "uid": uid}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    pod = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    return admit(
+        {
+            "apiVersion": "apps.united.io/v1alpha1",
+            "kind": "UnitedDeployment",
+            "metadata": meta,
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"deploymentTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {"template": pod}}},
+                "topology": {"subsets": [{"name": "a"}, {"name": "b"}]},
+            },
+        }
+    )
+
+
+def child(
+    name: str,
+    subset: str | None,
+    *,
+    owner: str | None = "u1",
+    created: str = "2026-01-01T00:00:00Z",
+    app: str = "web",
+    **meta: Any,
+) -> dict[str, Any]:
+    labels = {"app": app}
+    if subset is not None:
+        labels[KEYS.subset_name] = subset
+    m: dict[str, Any] = {"name": name, "namespace": "ns", "labels": labels, "creationTimestamp": created, **meta}
+    if owner is not None:
+        m["ownerReferences"] = [{"uid": owner, "controller": True, "kind": "UnitedDeployment", "name": "web"}]
+    return {"metadata": m}
+
+
+def test_owned_matching_children_are_kept_per_subset() -> None:
+    c = claim(ud(), [child("a1", "a"), child("b1", "b")], KEYS)
+    assert {k: v["metadata"]["name"] for k, v in c.by_subset.items()} == {"a": "a1", "b": "b1"}
+    assert (c.adopt, c.release, c.duplicates) == ([], [], [])
+
+
+def test_foreign_children_are_never_touched() -> None:
+    c = claim(ud(), [child("x", "a", owner="someone-else")], KEYS)
+    assert c.by_subset == {} and c.adopt == [] and c.release == []
+
+
+def test_orphans_that_match_are_adopted() -> None:
+    c = claim(
+        ud(), [child("o", "a", owner=None), child("p", None, owner=None), child("q", "a", owner=None, app="db")], KEYS
+    )
+    assert [x["metadata"]["name"] for x in c.adopt] == ["o"]
+    assert c.by_subset["a"]["metadata"]["name"] == "o"
+
+
+def test_no_adoption_while_the_ud_or_the_orphan_is_being_deleted() -> None:
+    assert claim(ud(deleting=True), [child("o", "a", owner=None)], KEYS).adopt == []
+    orphan = child("o", "a", owner=None, deletionTimestamp="2026-01-01T00:00:00Z")
+    assert claim(ud(), [orphan], KEYS).adopt == []
+
+
+def test_owned_children_that_stop_matching_are_released() -> None:
+    c = claim(ud(), [child("a1", "a", app="db"), child("n", None)], KEYS)
+    assert sorted(x["metadata"]["name"] for x in c.release) == ["a1", "n"]
+    assert claim(ud(deleting=True), [child("a1", "a", app="db")], KEYS).release == []
+
+
+def test_duplicates_keep_the_oldest_then_by_name() -> None:
+    kids = [
+        child("a-new", "a", created="2026-02-01T00:00:00Z"),
+        child("a-old", "a", created="2026-01-01T00:00:00Z"),
+        child("a-old2", "a", created="2026-01-01T00:00:00Z"),
+    ]
+    c = claim(ud(), kids, KEYS)
+    assert c.by_subset["a"]["metadata"]["name"] == "a-old"
+    assert sorted(x["metadata"]["name"] for x in c.duplicates) == ["a-new", "a-old2"]
+
+
+def test_a_subset_whose_only_child_terminates_waits() -> None:
+    gone = child("a1", "a", deletionTimestamp="2026-01-01T00:00:00Z")
+    c = claim(ud(), [gone, child("b1", "b")], KEYS)
+    assert "a" not in c.by_subset and c.terminating["a"]["metadata"]["name"] == "a1"
+    live = claim(ud(), [gone, child("a2", "a")], KEYS)
+    assert live.by_subset["a"]["metadata"]["name"] == "a2" and live.duplicates == []

@@ -1,0 +1,86 @@
+"""Revision history decisions: reuse, rollback bump, create, collisions, trimming."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from united import history, revision
+from united.api import admit
+
+OWNER = {
+    "apiVersion": "apps.united.io/v1alpha1",
+    "kind": "UnitedDeployment",
+    "name": "web",
+    "uid": "u1",
+    "controller": True,
+}
+
+
+def ud(image: str, limit: int = 10) -> Any:
+    pod = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": image}]}}
+    return admit(
+        {
+            "apiVersion": "apps.united.io/v1alpha1",
+            "kind": "UnitedDeployment",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u1"},
+            "spec": {
+                "replicas": 1,
+                "revisionHistoryLimit": limit,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "cloneSetTemplate": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod},
+                    }
+                },
+                "topology": {"subsets": [{"name": "a"}]},
+            },
+        }
+    )
+
+
+def stored(image: str, number: int) -> dict[str, Any]:
+    u = ud(image)
+    hp = history.plan(u, [], owner_reference=OWNER, current=None)
+    assert hp.create is not None
+    hp.create["revision"] = number
+    return hp.create
+
+
+def test_first_revision_is_created_labelled_even_for_clonesets() -> None:
+    hp = history.plan(ud("i:1"), [], owner_reference=OWNER, current=None)
+    assert hp.create is not None and hp.bump is None and hp.delete == []
+    assert hp.create["metadata"]["name"] == hp.updated == revision.name("web", ud("i:1").spec.template)
+    assert hp.create["metadata"]["labels"]["app"] == "web"
+    assert hp.create["metadata"]["labels"]["controller.kubernetes.io/hash"] == hp.updated.rsplit("-", 1)[1]
+    assert hp.create["revision"] == 1
+    assert hp.create["metadata"]["ownerReferences"] == [OWNER]
+
+
+def test_newest_equal_revision_is_reused() -> None:
+    hp = history.plan(ud("i:1"), [stored("i:1", 1)], owner_reference=OWNER, current=None)
+    assert hp.create is None and hp.bump is None
+
+
+def test_rollback_bumps_the_old_revision() -> None:
+    revs = [stored("i:1", 1), stored("i:2", 2)]
+    hp = history.plan(ud("i:1"), revs, owner_reference=OWNER, current=None)
+    assert hp.create is None
+    assert hp.bump == (revs[0]["metadata"]["name"], 3)
+
+
+def test_collision_probes_the_next_count() -> None:
+    taken = stored("i:9", 1)
+    taken["metadata"]["name"] = revision.name("web", ud("i:1").spec.template)
+    hp = history.plan(ud("i:1"), [taken], owner_reference=OWNER, current=None)
+    assert hp.collision_count == 1
+    assert hp.updated == revision.name("web", ud("i:1").spec.template, 1)
+
+
+def test_history_is_trimmed_but_never_the_current_revision() -> None:
+    revs = [stored(f"i:{n}", n) for n in range(1, 6)]
+    current = revs[0]["metadata"]["name"]
+    hp = history.plan(ud("i:new", limit=2), revs, owner_reference=OWNER, current=current)
+    assert hp.create is not None
+    assert current not in hp.delete
+    assert hp.delete == [r["metadata"]["name"] for r in revs[1:5]]

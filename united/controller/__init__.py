@@ -1,0 +1,1 @@
+"""The UnitedDeployment controller: reconciler (domain) and manager (wiring)."""

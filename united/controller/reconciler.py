@@ -1,0 +1,407 @@
+"""Reconcile one UnitedDeployment: level-triggered, cache-read, diff-first.
+
+Every pass starts from the informer caches and the pure core and ends with the fewest writes
+that make the cluster match: revisions, children (create, patch, delete, adopt, release),
+then the status — which is written even when a child write failed, so users see why. A
+pass with nothing to change makes no write at all (``united.diff``; status compared first).
+
+Invalid input never reaches a child: the spec is admitted with the same rules as
+``united validate``; a refusal becomes a ``Stalled`` condition and a Warning Event, and the
+pass ends without touching children.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import jsonpatch
+import structlog
+
+from united import history
+from united.allocation import AllocationError, Plan, SubsetState, allocate
+from united.api import ManifestError, UnitedDeployment, admit
+from united.api.keys import Keys
+from united.api.model import TEMPLATE_VARIANTS
+from united.children import claim, controller_uid, deleting, name_of
+from united.diff import child_patch, merge_patch
+from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
+from united.kube.errors import AlreadyExists
+from united.render import KINDS, owner_reference, render
+from united.selector import parse as parse_selector
+from united.status import ChildView, Facts, Problem, compute, observe, stalled
+
+Json = dict[str, Any]
+log = structlog.get_logger(__name__)
+
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
+
+
+class Store(Protocol):
+    def get(self, key: str) -> Json | None: ...
+    def list(self) -> list[Json]: ...
+
+
+class Recorder(Protocol):
+    def record(self, obj: Mapping[str, Any], *, type: str, reason: str, message: str) -> None: ...
+
+
+@dataclass
+class Caches:
+    """Read side of the controller: informer stores, keyed by what they hold."""
+
+    uniteddeployments: Store
+    revisions: Store
+    pods: Store
+    children: dict[str, Store] = field(default_factory=dict)
+    """By template variant (``deploymentTemplate`` …); only kinds the cluster serves."""
+
+
+@dataclass(frozen=True)
+class Result:
+    requeue_after: float | None = None
+
+
+class RetryableError(Exception):
+    """Some writes failed this pass; the status says so and the key is requeued with backoff."""
+
+
+def resource_of(variant: str) -> Resource:
+    kind = KINDS[variant]
+    group, _, version = kind.api_version.rpartition("/")
+    return Resource(group, version, kind.plural, True, kind.kind)
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Reconciler:
+    """Owns no state but a record of the statuses it wrote (to compare against while the
+    cache lags behind its own writes)."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        caches: Caches,
+        recorder: Recorder,
+        ud_resource: Resource,
+        clock: Callable[[], str] = now_rfc3339,
+        field_manager: str = "united",
+    ) -> None:
+        self.client = client
+        self.caches = caches
+        self.recorder = recorder
+        self.ud_resource = ud_resource
+        self.clock = clock
+        self.field_manager = field_manager
+        self._written: dict[str, tuple[int, Json]] = {}
+
+    async def reconcile(self, key: str) -> Result:
+        obj = self.caches.uniteddeployments.get(key)
+        if obj is None:
+            self._written.pop(key, None)
+            return Result()
+        if deleting(obj):
+            return Result()
+        previous = self._previous_status(key, obj)
+        generation = int((obj.get("metadata") or {}).get("generation") or 0)
+        try:
+            ud = admit(obj)
+        except ManifestError as e:
+            lines = [str(x) for x in e.errors]
+            message = "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")
+            problem = Problem("InvalidSpec", message)
+            self.recorder.record(obj, type="Warning", reason="InvalidSpec", message=message)
+            await self._write_status(
+                key, obj, previous, stalled(previous, generation=generation, problem=problem, now=self.clock())
+            )
+            return Result()
+        pass_ = _Pass(self, ud, obj, previous, generation)
+        return await pass_.run()
+
+    def _previous_status(self, key: str, obj: Mapping[str, Any]) -> Json:
+        cached = dict(obj.get("status") or {})
+        written = self._written.get(key)
+        if written is None:
+            return cached
+        rv = _rv(obj)
+        return written[1] if rv < written[0] else cached
+
+    async def _write_status(self, key: str, obj: Mapping[str, Any], previous: Json, status: Json) -> bool:
+        if status == previous:
+            return False
+        meta = obj.get("metadata") or {}
+        patch = {"status": merge_patch(previous, status)}
+        log.info("status", changed=[op["path"] for op in jsonpatch.make_patch(previous, status)][:20])
+        answer = await self.client.patch(
+            self.ud_resource,
+            str(meta.get("name")),
+            patch,
+            patch_type=PatchType.MERGE,
+            namespace=str(meta.get("namespace")),
+            subresource="status",
+        )
+        self._written[key] = (_rv(answer), status)
+        return True
+
+
+def _rv(obj: Mapping[str, Any]) -> int:
+    """resourceVersions are opaque; comparing them as integers is the documented shortcut
+    (etcd revisions) that OpenKruise's expectations use too."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class _Pass:
+    """One reconcile of one valid UnitedDeployment."""
+
+    def __init__(self, r: Reconciler, ud: UnitedDeployment, obj: Json, previous: Json, generation: int) -> None:
+        self.r = r
+        self.ud = ud
+        self.obj = obj
+        self.previous = previous
+        self.generation = generation
+        self.keys = Keys(ud.group)
+        self.namespace = ud.namespace
+        self.errors: list[str] = []
+        self.writes = 0
+        self.requeue_after: float | None = None
+
+    def event(self, type_: str, reason: str, message: str) -> None:
+        self.r.recorder.record(self.obj, type=type_, reason=reason, message=message)
+
+    def in_namespace(self, store: Store) -> list[Json]:
+        return [o for o in store.list() if (o.get("metadata") or {}).get("namespace") == self.namespace]
+
+    async def run(self) -> Result:
+        template = self.ud.spec.template
+        assert template is not None
+        variant = template.variant
+        store = self.r.caches.children.get(variant)
+        now = self.r.clock()
+        if store is None:
+            kind = KINDS[variant]
+            message = f"{kind.kind} ({kind.api_version}) is not served by this cluster; install its CRD (OpenKruise)"
+            self.event("Warning", "ChildKindUnavailable", message)
+            status = stalled(
+                self.previous, generation=self.generation, problem=Problem("ChildKindUnavailable", message), now=now
+            )
+            await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
+            return Result()
+        owner = owner_reference(self.ud)
+        plan_ = await self.revisions(owner)
+        updated = plan_.updated
+        claimed = claim(self.ud, self.in_namespace(store), self.keys)
+        state = {
+            name: SubsetState(
+                replicas=int((c.get("spec") or {}).get("replicas") or 0),
+                ready_replicas=int((c.get("status") or {}).get("readyReplicas") or 0),
+            )
+            for name, c in claimed.by_subset.items()
+        }
+        try:
+            plan = allocate(self.ud.spec, state)
+        except AllocationError as e:
+            self.event("Warning", "AllocationFailed", str(e))
+            failed = Problem("AllocationFailed", str(e))
+            status = stalled(self.previous, generation=self.generation, problem=failed, now=now)
+            await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
+            return Result()
+        resource = resource_of(variant)
+        applied = await self.children(resource, claimed, plan, updated)
+        extra = await self.cleanup(resource, variant, claimed)
+        views = self.observe(claimed.by_subset, updated)
+        problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False) if self.errors else None
+        facts = Facts(
+            generation=self.generation,
+            previous=self.previous,
+            label_selector=str(parse_selector(self.ud.spec.selector.to_dict())) if self.ud.spec.selector else "",
+            now=now,
+            plan=plan,
+            children=views,
+            partition_applied=applied,
+            updated_revision=updated,
+            current_revision=self.previous.get("currentRevision") or None,
+            collision_count=plan_.collision_count,
+            problem=problem,
+            extra_children=extra,
+        )
+        status = compute(facts)
+        if not self.writes or self.errors:
+            await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
+        if self.errors:
+            raise RetryableError("; ".join(self.errors))
+        if claimed.terminating:
+            return Result(requeue_after=2.0)
+        return Result(requeue_after=self.requeue_after)
+
+    async def revisions(self, owner: Json) -> history.HistoryPlan:
+        owned = [r for r in self.in_namespace(self.r.caches.revisions) if controller_uid(r) == self.ud.uid]
+        current = self.previous.get("currentRevision") or None
+        count = int(self.previous.get("collisionCount") or 0)
+        hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count)
+        if hp.create is not None:
+            try:
+                await self.r.client.create(CONTROLLER_REVISIONS, hp.create, namespace=self.namespace)
+                self.writes += 1
+            except AlreadyExists:
+                pass
+        if hp.bump is not None:
+            name, number = hp.bump
+            await self.r.client.patch(
+                CONTROLLER_REVISIONS, name, {"revision": number}, patch_type=PatchType.MERGE, namespace=self.namespace
+            )
+            self.writes += 1
+        for name in hp.delete:
+            try:
+                await self.r.client.delete(CONTROLLER_REVISIONS, name, namespace=self.namespace)
+                self.writes += 1
+            except NotFound:
+                pass
+        return hp
+
+    async def children(self, resource: Resource, claimed: Any, plan: Plan, updated: str) -> dict[str, bool]:
+        applied: dict[str, bool] = {}
+        kind = KINDS[resource_variant(resource)]
+        for subset in self.ud.spec.subsets:
+            a = plan[subset.name]
+            rendered = render(
+                self.ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=updated, keys=self.keys
+            )
+            applied[subset.name] = rendered.partition_applied
+            live = claimed.by_subset.get(subset.name)
+            if live is None:
+                if subset.name in claimed.terminating:
+                    continue
+                await self.write(
+                    "create",
+                    subset.name,
+                    self.r.client.create(resource, rendered.object, namespace=self.namespace),
+                    success=(
+                        "SuccessfulCreate",
+                        f"Created {kind.kind} for subset {subset.name} with {a.replicas} replicas",
+                    ),
+                )
+                continue
+            patch = child_patch(
+                live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
+            )
+            if patch is None:
+                continue
+            before = int((live.get("spec") or {}).get("replicas") or 0)
+            what = []
+            if before != a.replicas:
+                what.append(f"scaled from {before} to {a.replicas}")
+            if (patch.get("spec") or {}).keys() - {"replicas"}:
+                what.append(f"updated to revision {updated}")
+            if "ownerReferences" in (patch.get("metadata") or {}):
+                what.append("adopted")
+            message = f"{kind.kind} {name_of(live)} of subset {subset.name}: " + (", ".join(what) or "labels updated")
+            await self.write(
+                "update",
+                subset.name,
+                self.r.client.patch(
+                    resource, name_of(live), patch, patch_type=PatchType.MERGE, namespace=self.namespace
+                ),
+                success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
+            )
+        return applied
+
+    async def cleanup(self, resource: Resource, variant: str, claimed: Any) -> int:
+        """Delete children of removed subsets, duplicates and children of other kinds; release
+        children that stopped matching. Returns how many children remain to go."""
+        topology = {s.name for s in self.ud.spec.subsets}
+        doomed = [(c, resource) for name, c in claimed.by_subset.items() if name not in topology]
+        doomed += [(c, resource) for c in claimed.duplicates]
+        for other, store in self.r.caches.children.items():
+            if other != variant:
+                res = resource_of(other)
+                doomed += [(c, res) for c in self.in_namespace(store) if controller_uid(c) == self.ud.uid]
+        remaining = 0
+        for child, res in doomed:
+            if deleting(child):
+                remaining += 1
+                continue
+            remaining += 1
+            await self.write(
+                "delete",
+                name_of(child),
+                self.r.client.delete(res, name_of(child), namespace=self.namespace, propagation_policy="Background"),
+                success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}"),
+                missing_ok=True,
+            )
+        for child in claimed.release:
+            refs = [
+                r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid
+            ]
+            await self.write(
+                "release",
+                name_of(child),
+                self.r.client.patch(
+                    resource,
+                    name_of(child),
+                    {"metadata": {"ownerReferences": refs or None}},
+                    patch_type=PatchType.MERGE,
+                    namespace=self.namespace,
+                ),
+                success=("Released", f"Released {name_of(child)}: it no longer matches the selector"),
+                missing_ok=True,
+            )
+        return remaining
+
+    async def write(
+        self, verb: str, target: str, call: Any, *, success: tuple[str, str], missing_ok: bool = False
+    ) -> None:
+        try:
+            await call
+        except NotFound:
+            if not missing_ok:
+                self.errors.append(f"{verb} {target}: not found")
+            return
+        except Conflict as e:
+            self.errors.append(f"{verb} {target}: conflict ({e})")
+            return
+        except ApiError as e:
+            self.errors.append(f"{verb} {target}: {e}")
+            self.event("Warning", f"Failed{verb.capitalize()}", f"{verb} {target}: {e}")
+            return
+        self.writes += 1
+        self.event("Normal", *success)
+
+    def observe(self, by_subset: Mapping[str, Json], updated: str) -> dict[str, ChildView]:
+        pods = self.in_namespace(self.r.caches.pods)
+        views = {}
+        for subset, child in by_subset.items():
+            sel = parse_selector((child.get("spec") or {}).get("selector") or {})
+            mine = [p for p in pods if sel.matches((p.get("metadata") or {}).get("labels") or {})]
+            views[subset] = observe(child, mine, revision_label=self.keys.revision, updated=updated)
+        return views
+
+
+def resource_variant(resource: Resource) -> str:
+    for variant in TEMPLATE_VARIANTS:
+        if resource_of(variant) == resource:
+            return variant
+    raise KeyError(resource)
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
+    """Keys of the UnitedDeployments that control ``obj`` (at most one)."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == "UnitedDeployment":
+            yield f"{meta.get('namespace')}/{ref.get('name')}"
+
+
+__all__ = ["Caches", "Reconciler", "Result", "RetryableError"]

@@ -1,0 +1,111 @@
+"""ControllerRevision history of a UnitedDeployment (reference section 6), decided from data.
+
+Each reconcile: find the revision whose Data equals the template (semantically, see
+:func:`united.revision.same`) — reuse it when it is the newest, or bump its revision number
+when an old one comes back (a rollback); otherwise create one, probing past hash collisions
+with a collision count that is returned so it can be persisted (the reference never
+persists it). History beyond ``revisionHistoryLimit`` is trimmed oldest first, never
+touching the current or updated revision (the reference can drop those from its view).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from united import revision
+from united.api.keys import REVISION_HASH_LABEL
+from united.api.model import Template, UnitedDeployment
+from united.children import name_of
+
+Json = dict[str, Any]
+
+
+@dataclass
+class HistoryPlan:
+    updated: str
+    """Name of the revision the template is at."""
+    collision_count: int
+    create: Json | None = None
+    bump: tuple[str, int] | None = None
+    """(name, new revision number) of an older revision that becomes the newest again."""
+    delete: list[str] = field(default_factory=list)
+
+
+def number(obj: Mapping[str, Any]) -> int:
+    value = obj.get("revision")
+    return value if isinstance(value, int) else 0
+
+
+def ordered(revisions: Iterable[Mapping[str, Any]]) -> list[Json]:
+    def key(o: Mapping[str, Any]) -> tuple[int, str, str]:
+        meta = o.get("metadata") or {}
+        return number(o), str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
+
+    return [dict(o) for o in sorted(revisions, key=key)]
+
+
+def plan(
+    ud: UnitedDeployment,
+    revisions: Iterable[Mapping[str, Any]],
+    *,
+    owner_reference: Json,
+    current: str | None,
+    collision_count: int = 0,
+) -> HistoryPlan:
+    """Decide what to create, bump and delete; ``revisions`` are the ones this UD owns."""
+    template = ud.spec.template
+    assert template is not None
+    history = ordered(revisions)
+    by_name = {name_of(r): r for r in history}
+    newest = number(history[-1]) if history else 0
+    result: HistoryPlan
+    equal = [r for r in history if revision.same(r.get("data") or {}, template)]
+    if equal:
+        chosen = equal[-1]
+        result = HistoryPlan(updated=name_of(chosen), collision_count=collision_count)
+        if chosen is not history[-1]:
+            result.bump = (name_of(chosen), newest + 1)
+    else:
+        count = collision_count
+        name = revision.name(ud.name, template, count)
+        while name in by_name:
+            count += 1
+            name = revision.name(ud.name, template, count)
+        result = HistoryPlan(
+            updated=name,
+            collision_count=count,
+            create=body(ud, template, name=name, number=newest + 1, owner_reference=owner_reference, count=count),
+        )
+    limit = ud.spec.revision_history_limit if ud.spec.revision_history_limit is not None else 10
+    keep = {result.updated, current or ""}
+    total = len(history) + (1 if result.create else 0)
+    for r in history:
+        if total <= max(limit, 0):
+            break
+        if name_of(r) in keep:
+            continue
+        result.delete.append(name_of(r))
+        total -= 1
+    return result
+
+
+def body(
+    ud: UnitedDeployment, template: Template, *, name: str, number: int, owner_reference: Json, count: int
+) -> Json:
+    """A ControllerRevision labelled with the template labels (for every variant: the
+    reference leaves CloneSet revisions unlabelled, so it never finds them again)."""
+    data = revision.data(template)
+    labels = {**(template.metadata.get("labels") or {}), REVISION_HASH_LABEL: revision.hash_text(data, count)}
+    meta: Json = {"name": name, "labels": labels, "ownerReferences": [owner_reference]}
+    if ud.namespace:
+        meta["namespace"] = ud.namespace
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": meta,
+        "data": json.loads(data),
+        "revision": number,
+    }
