@@ -1,0 +1,189 @@
+"""Transport-level retries for idempotent API calls.
+
+Why a separate layer: a reconcile that fails goes back to the work queue with
+per-key exponential backoff, which is the right place for "the world is not the
+way we want yet". A single GET or status PATCH that hits a dropped connection, a
+5xx during an API-server rollout or API priority-and-fairness throttling (429)
+should not cost a whole requeue, so those — and only those — are retried here,
+a few times, quickly.
+
+Rules, after kopf's request loop (nolar/kopf: ``kopf/_cogs/clients/api.py``) and
+the design brief:
+
+* retry only :class:`~united.kube.errors.TransientError` (connection errors, 5xx,
+  timeouts) and its subclass :class:`~united.kube.errors.TooManyRequests`. Conflict,
+  Invalid, NotFound, Forbidden, AlreadyExists, Gone... are answers, not accidents:
+  repeating the same request cannot change them, so they propagate at once;
+* when the server sent ``Retry-After`` (429, sometimes 503) wait exactly that long
+  (capped, so a hostile header cannot park a worker for an hour); otherwise back off
+  exponentially with jitter, so that replicas hit by the same blip do not retry in
+  lock-step;
+* stop after a number of *attempts*, never after a wall-clock delay: tenacity
+  measures elapsed time with ``time.monotonic()``, which a fast-forwarded test loop
+  (looptime) does not advance, so ``stop_after_delay`` would never fire there;
+* after the last attempt the original typed error is re-raised, not tenacity's
+  ``RetryError``, so callers keep handling one error hierarchy.
+
+Only wrap *idempotent* calls: GET/LIST, PUT with a resourceVersion (a replayed
+write then fails with Conflict instead of writing twice), server-side apply,
+merge patches of absolute values, DELETE with preconditions. A POST that timed out
+may have been applied; retrying it blindly can create twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
+import structlog
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity.wait import wait_base
+
+from united.kube.errors import TransientError
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+DEFAULT_ATTEMPTS = 4
+DEFAULT_INITIAL_DELAY = 0.2
+DEFAULT_MAX_DELAY = 5.0
+DEFAULT_JITTER = 0.2
+# The API server sends Retry-After: 1 for APF throttling; anything above a minute is not
+# something a worker should sit through — the work queue's backoff takes over instead.
+MAX_RETRY_AFTER = 60.0
+
+_log = structlog.get_logger(__name__)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for errors where the *same* request may succeed later (5xx, 429, no answer)."""
+    return isinstance(exc, TransientError)
+
+
+class _RetryAfterOrBackoff(wait_base):
+    """``Retry-After`` from the failed attempt when the server gave one, else jittered backoff."""
+
+    def __init__(self, *, initial: float, max_delay: float, jitter: float, max_retry_after: float) -> None:
+        self._backoff = wait_exponential_jitter(initial=initial, max=max_delay, jitter=jitter)
+        self._max_retry_after = max_retry_after
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        if isinstance(exc, TransientError) and exc.retry_after is not None:
+            return min(max(exc.retry_after, 0.0), self._max_retry_after)
+        return float(self._backoff(retry_state))
+
+
+def _log_before_sleep(what: str) -> Callable[[RetryCallState], None]:
+    def before_sleep(retry_state: RetryCallState) -> None:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        delay = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
+        _log.info(
+            "retrying API call",
+            call=what,
+            attempt=retry_state.attempt_number,
+            delay=round(delay, 3),
+            error=str(exc),
+            status=getattr(exc, "status", None),
+        )
+
+    return before_sleep
+
+
+def _retrying(
+    *,
+    attempts: int,
+    initial_delay: float,
+    max_delay: float,
+    jitter: float,
+    max_retry_after: float,
+    sleep: Callable[[float], Awaitable[None]],
+    what: str,
+) -> AsyncRetrying:
+    if attempts < 1:
+        raise ValueError("attempts must be at least 1")
+    return AsyncRetrying(
+        sleep=sleep,
+        stop=stop_after_attempt(attempts),
+        wait=_RetryAfterOrBackoff(
+            initial=initial_delay, max_delay=max_delay, jitter=jitter, max_retry_after=max_retry_after
+        ),
+        retry=retry_if_exception(is_retryable),
+        before_sleep=_log_before_sleep(what),
+        reraise=True,
+    )
+
+
+async def retrying(
+    call: Callable[[], Awaitable[T]],
+    *,
+    attempts: int = DEFAULT_ATTEMPTS,
+    initial_delay: float = DEFAULT_INITIAL_DELAY,
+    max_delay: float = DEFAULT_MAX_DELAY,
+    jitter: float = DEFAULT_JITTER,
+    max_retry_after: float = MAX_RETRY_AFTER,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    what: str = "",
+) -> T:
+    """Await ``call()`` up to ``attempts`` times while it fails transiently.
+
+    ``call`` must build a *new* awaitable each time (a lambda or a function, not a
+    coroutine object), e.g. ``await retrying(lambda: client.get(PODS, name, namespace=ns))``.
+    ``what`` names the call in the retry log lines. ``sleep`` is injectable for tests.
+    The last error is re-raised unchanged; non-transient errors are raised at once.
+    """
+    async for attempt in _retrying(
+        attempts=attempts,
+        initial_delay=initial_delay,
+        max_delay=max_delay,
+        jitter=jitter,
+        max_retry_after=max_retry_after,
+        sleep=sleep,
+        what=what or getattr(call, "__qualname__", "call"),
+    ):
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: tenacity re-raises after the last attempt")  # pragma: no cover
+
+
+def retry_transient(
+    *,
+    attempts: int = DEFAULT_ATTEMPTS,
+    initial_delay: float = DEFAULT_INITIAL_DELAY,
+    max_delay: float = DEFAULT_MAX_DELAY,
+    jitter: float = DEFAULT_JITTER,
+    max_retry_after: float = MAX_RETRY_AFTER,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:
+    """Decorator form of :func:`retrying` for an async function that makes one idempotent call."""
+
+    def decorate(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+        @functools.wraps(func)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+            return await retrying(
+                lambda: func(*args, **kwargs),
+                attempts=attempts,
+                initial_delay=initial_delay,
+                max_delay=max_delay,
+                jitter=jitter,
+                max_retry_after=max_retry_after,
+                sleep=sleep,
+                what=func.__qualname__,
+            )
+
+        return wrapper
+
+    return decorate
+
+
+__all__ = [
+    "DEFAULT_ATTEMPTS",
+    "MAX_RETRY_AFTER",
+    "is_retryable",
+    "retry_transient",
+    "retrying",
+]
