@@ -22,6 +22,8 @@ from united.patch import strategic_merge
 
 Json = dict[str, Any]
 
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
 
 def place(
     pod_template: Mapping[str, Any],
@@ -32,21 +34,22 @@ def place(
 ) -> Json:
     """Return a new pod template placed into the subset; inputs are never mutated."""
     out: Json = copy.deepcopy(dict(pod_template))
-    spec = out.setdefault("spec", {})
     expressions = (node_selector_term or {}).get("matchExpressions") or []
+    # A null field is an absent one, as when Go decodes it into a nil pointer or slice.
+    spec: Json = out.get("spec") or {}
+    if expressions or tolerations is not None:
+        out["spec"] = spec
     if expressions:
-        required = (
-            spec.setdefault("affinity", {})
-            .setdefault("nodeAffinity", {})
-            .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
-        )
-        terms = required.setdefault("nodeSelectorTerms", [])
+        affinity = spec["affinity"] = spec.get("affinity") or {}
+        node = affinity["nodeAffinity"] = affinity.get("nodeAffinity") or {}
+        required = node[_REQUIRED] = node.get(_REQUIRED) or {}
+        terms = required["nodeSelectorTerms"] = required.get("nodeSelectorTerms") or []
         if not terms:
             terms.append({})
         for term in terms:
-            term.setdefault("matchExpressions", []).extend(copy.deepcopy(expressions))
+            term["matchExpressions"] = [*(term.get("matchExpressions") or []), *copy.deepcopy(expressions)]
     if tolerations is not None:
-        spec["tolerations"] = [*spec.get("tolerations", []), *copy.deepcopy(list(tolerations))]
+        spec["tolerations"] = [*(spec.get("tolerations") or []), *copy.deepcopy(list(tolerations))]
     if patch:
         out = strategic_merge(out, patch)
     return out

@@ -231,6 +231,9 @@ class _Reader:
         raw = self.obj(value, path)
         out: dict[str, str] = {}
         for k, v in (raw or {}).items():
+            if v is None:
+                self.fail(invalid(path.key(k), v, "must be a string"))
+                continue
             s = self.string(v, path.key(k))
             if s is not None:
                 out[k] = s
@@ -242,10 +245,26 @@ class _Reader:
             return None
         out = []
         for i, item in enumerate(items):
+            if item is None:
+                self.fail(invalid(path.index(i), item, "must be an object"))
+                continue
             m = self.obj(item, path.index(i))
             if m is not None:
                 out.append(m)
         return tuple(out)
+
+    def requirements(self, value: Any, path: Path) -> tuple[Json, ...]:
+        """Label or node-selector requirements: ``{key, operator, values}`` objects."""
+        items = self.maps(value, path) or ()
+        for i, e in enumerate(items):
+            p = path.index(i)
+            self.string(e.get("key"), p.child("key"))
+            self.string(e.get("operator"), p.child("operator"))
+            for j, v in enumerate(self.array(e.get("values"), p.child("values")) or []):
+                if v is None:
+                    self.fail(invalid(p.child("values").index(j), v, "must be a string"))
+                self.string(v, p.child("values").index(j))
+        return items
 
 
 _SPEC_FIELDS = frozenset({"replicas", "selector", "template", "topology", "updateStrategy", "revisionHistoryLimit"})
@@ -262,13 +281,15 @@ def parse(obj: Any) -> UnitedDeployment:
     if doc is None:
         raise ManifestError(r.errors or [invalid(root, obj, "a UnitedDeployment manifest must be an object")])
     api_version = r.string(doc.get("apiVersion"), root.child("apiVersion"))
-    if api_version is None:
+    if doc.get("apiVersion") in (None, ""):
         r.fail(required(root.child("apiVersion")))
-    elif api_version not in API_VERSIONS:
+    elif api_version is not None and api_version not in API_VERSIONS:
         r.fail(not_supported(root.child("apiVersion"), api_version, API_VERSIONS))
     kind = r.string(doc.get("kind"), root.child("kind"))
-    if kind != KIND:
-        r.fail(not_supported(root.child("kind"), kind, [KIND]) if kind else required(root.child("kind")))
+    if doc.get("kind") in (None, ""):
+        r.fail(required(root.child("kind")))
+    elif kind is not None and kind != KIND:
+        r.fail(not_supported(root.child("kind"), kind, [KIND]))
     meta_path = root.child("metadata")
     meta = r.obj(doc.get("metadata"), meta_path) or {}
     name = r.string(meta.get("name"), meta_path.child("name")) or ""
@@ -313,13 +334,7 @@ def _selector(r: _Reader, value: Any, path: Path) -> Selector | None:
     raw = r.obj(value, path, frozenset({"matchLabels", "matchExpressions"}))
     if raw is None:
         return None
-    expressions = r.maps(raw.get("matchExpressions"), path.child("matchExpressions")) or ()
-    for i, e in enumerate(expressions):
-        p = path.child("matchExpressions").index(i)
-        r.string(e.get("key"), p.child("key"))
-        r.string(e.get("operator"), p.child("operator"))
-        for j, v in enumerate(r.array(e.get("values"), p.child("values")) or []):
-            r.string(v, p.child("values").index(j))
+    expressions = r.requirements(raw.get("matchExpressions"), path.child("matchExpressions"))
     return Selector(
         match_labels=r.str_map(raw.get("matchLabels"), path.child("matchLabels")),
         match_expressions=expressions,
@@ -368,13 +383,21 @@ def _subsets(r: _Reader, value: Any, path: Path) -> tuple[Subset, ...]:
         )
         if term is not None:
             for key in ("matchExpressions", "matchFields"):
-                r.maps(term.get(key), p.child("nodeSelectorTerm").child(key))
+                r.requirements(term.get(key), p.child("nodeSelectorTerm").child(key))
+        tolerations = r.maps(raw.get("tolerations"), p.child("tolerations"))
+        for j, t in enumerate(tolerations or ()):
+            tp = p.child("tolerations").index(j)
+            for key in ("key", "operator", "value", "effect"):
+                r.string(t.get(key), tp.child(key))
+            seconds = t.get("tolerationSeconds")
+            if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+                r.fail(invalid(tp.child("tolerationSeconds"), seconds, "must be an integer"))
         patch = raw.get("patch")
         out.append(
             Subset(
                 name=r.string(raw.get("name"), p.child("name")) or "",
                 node_selector_term=term,
-                tolerations=r.maps(raw.get("tolerations"), p.child("tolerations")),
+                tolerations=tolerations,
                 replicas=r.int_or_str(raw.get("replicas"), p.child("replicas")),
                 min_replicas=r.int_or_str(raw.get("minReplicas"), p.child("minReplicas")),
                 max_replicas=r.int_or_str(raw.get("maxReplicas"), p.child("maxReplicas")),

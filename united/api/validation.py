@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from united.patch import PatchError
-
 from united import selector as label_selector
 from united.api.field import (
     FieldError,
@@ -60,6 +58,7 @@ from united.api.names import (
     label_value_errors,
 )
 from united.api.replicas import resolve
+from united.patch import PatchError
 from united.subset import place
 
 SPEC = Path("spec")
@@ -196,9 +195,16 @@ def _template(spec: Spec) -> list[FieldError]:
                 f"replicas in {template.variant} will not be used",
             )
         )
+    strategy = template.spec.get("updateStrategy")
+    strategy = {} if strategy is None else strategy
+    spath = tpath.child("spec").child("updateStrategy")
+    if template.variant in (STATEFUL_SET, ADVANCED_STATEFUL_SET, CLONE_SET) and not isinstance(strategy, dict):
+        errors.append(invalid(spath, strategy, "must be an object"))
+        strategy = {}
     if template.variant in (STATEFUL_SET, ADVANCED_STATEFUL_SET):
-        strategy = template.spec.get("updateStrategy") or {}
-        rolling = strategy.get("rollingUpdate") if isinstance(strategy, dict) else None
+        rolling = strategy.get("rollingUpdate")
+        if rolling is not None and not isinstance(rolling, dict):
+            errors.append(invalid(spath.child("rollingUpdate"), rolling, "must be an object"))
         if (
             (strategy.get("type") or "RollingUpdate") == "RollingUpdate"
             and isinstance(rolling, dict)
@@ -217,8 +223,12 @@ def _template(spec: Spec) -> list[FieldError]:
     else:
         claims = {
             c["metadata"]["name"]
-            for c in template.spec.get("volumeClaimTemplates") or []
-            if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and c["metadata"].get("name")
+            for c in _items(
+                template.spec.get("volumeClaimTemplates"), tpath.child("spec").child("volumeClaimTemplates"), errors
+            )
+            if isinstance(c, dict)
+            and isinstance(c.get("metadata"), dict)
+            and isinstance(c["metadata"].get("name"), str)
         }
         errors += pod_template_errors(template.pod_template, ppath, sel, claims=claims)
     return errors
@@ -243,7 +253,10 @@ def pod_template_errors(
     lpath = path.child("metadata").child("labels")
     for k, v in labels.items():
         errors += label_key_errors(k, lpath)
-        errors += label_value_errors(v, lpath.key(k))
+        if isinstance(v, str):
+            errors += label_value_errors(v, lpath.key(k))
+        else:
+            errors.append(invalid(lpath.key(k), v, "must be a string"))
     if sel is not None and not sel.matches(labels):
         errors.append(invalid(lpath, labels, "`selector` does not match template `labels`"))
     spec = pod.get("spec")
@@ -257,18 +270,49 @@ def pod_template_errors(
         errors.append(
             forbidden(spath.child("activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported")
         )
+    errors += _placement_shape(spec, spath)
     volumes = _named(spec.get("volumes"), spath.child("volumes"), errors) | set(claims)
     seen: set[str] = set()
     containers = spec.get("containers")
     if not containers:
         errors.append(required(spath.child("containers")))
     for field in ("initContainers", "containers"):
-        items = spec.get(field) or []
-        if not isinstance(items, list):
-            errors.append(invalid(spath.child(field), items, "must be an array"))
-            continue
-        for i, c in enumerate(items):
+        for i, c in enumerate(_items(spec.get(field), spath.child(field), errors)):
             errors += _container(c, spath.child(field).index(i), seen, volumes)
+    return errors
+
+
+def _items(value: Any, path: Path, errors: list[FieldError]) -> list[Any]:
+    """A list field of a pod template; null is an empty list, anything else not a list an error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append(invalid(path, value, "must be an array"))
+        return []
+    return value
+
+
+def _placement_shape(spec: Mapping[str, Any], path: Path) -> list[FieldError]:
+    """The pod fields a subset's placement writes into must have their API types."""
+    errors: list[FieldError] = []
+    for i, t in enumerate(_items(spec.get("tolerations"), path.child("tolerations"), errors)):
+        if not isinstance(t, dict):
+            errors.append(invalid(path.child("tolerations").index(i), t, "must be an object"))
+    node = spec
+    for field in ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
+        path = path.child(field)
+        value = node.get(field)
+        if value is None:
+            return errors
+        if not isinstance(value, dict):
+            return [*errors, invalid(path, value, "must be an object")]
+        node = value
+    terms = path.child("nodeSelectorTerms")
+    for i, term in enumerate(_items(node.get("nodeSelectorTerms"), terms, errors)):
+        if not isinstance(term, dict):
+            errors.append(invalid(terms.index(i), term, "must be an object"))
+        else:
+            _items(term.get("matchExpressions"), terms.index(i).child("matchExpressions"), errors)
     return errors
 
 
@@ -308,7 +352,7 @@ def _container(c: Any, path: Path, seen: set[str], volumes: set[str]) -> list[Fi
     if not c.get("image"):
         errors.append(required(path.child("image")))
     port_names: set[str] = set()
-    for i, port in enumerate(c.get("ports") or []):
+    for i, port in enumerate(_items(c.get("ports"), path.child("ports"), errors)):
         p = path.child("ports").index(i)
         if not isinstance(port, dict):
             errors.append(invalid(p, port, "must be an object"))
@@ -322,20 +366,24 @@ def _container(c: Any, path: Path, seen: set[str], volumes: set[str]) -> list[Fi
         if protocol is not None and protocol not in _PROTOCOLS:
             errors.append(not_supported(p.child("protocol"), protocol, _PROTOCOLS))
         pname = port.get("name")
-        if pname:
+        if pname and not isinstance(pname, str):
+            errors.append(invalid(p.child("name"), pname, "must be a string"))
+        elif pname:
             if pname in port_names:
                 errors.append(duplicate(p.child("name"), pname))
             port_names.add(pname)
-    for i, env in enumerate(c.get("env") or []):
+    for i, env in enumerate(_items(c.get("env"), path.child("env"), errors)):
         if not isinstance(env, dict) or not env.get("name"):
             errors.append(required(path.child("env").index(i).child("name")))
-    for i, mount in enumerate(c.get("volumeMounts") or []):
+    for i, mount in enumerate(_items(c.get("volumeMounts"), path.child("volumeMounts"), errors)):
         m = path.child("volumeMounts").index(i)
         if not isinstance(mount, dict):
             errors.append(invalid(m, mount, "must be an object"))
             continue
         if not mount.get("name"):
             errors.append(required(m.child("name")))
+        elif not isinstance(mount["name"], str):
+            errors.append(invalid(m.child("name"), mount["name"], "must be a string"))
         elif mount["name"] not in volumes:
             errors.append(FieldError(str(m.child("name")), f"Not found: {mount['name']!r}".replace("'", '"')))
         if not mount.get("mountPath"):

@@ -91,18 +91,18 @@ def render(
     assert template is not None
     selector_labels = dict(ud.spec.selector.match_labels) if ud.spec.selector else {}
     labels = {
-        **template.metadata.get("labels", {}),
+        **(template.metadata.get("labels") or {}),
         **selector_labels,
         keys.revision: revision,
         keys.subset_name: subset.name,
     }
-    annotations = {**template.metadata.get("annotations", {}), keys.subset_patch: patch_text(subset.patch)}
+    annotations = {**(template.metadata.get("annotations") or {}), keys.subset_patch: patch_text(subset.patch)}
     spec: Json = copy.deepcopy(template.spec)
     spec.pop("replicas", None)
     spec["selector"] = child_selector(ud, subset.name, keys)
     pod = copy.deepcopy(template.pod_template)
-    pod_meta = pod.setdefault("metadata", {})
-    pod_meta["labels"] = {**pod_meta.get("labels", {}), keys.subset_name: subset.name, keys.revision: revision}
+    pod_meta = pod["metadata"] = pod.get("metadata") or {}
+    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), keys.subset_name: subset.name, keys.revision: revision}
     spec["template"] = place(
         pod,
         node_selector_term=subset.node_selector_term,

@@ -23,7 +23,8 @@ class CloneSet:
     plural = "clonesets"
 
     def set_partition(self, spec: Json, partition: int) -> bool:
-        spec.setdefault("updateStrategy", {})["partition"] = partition
+        strategy = spec["updateStrategy"] = spec.get("updateStrategy") or {}
+        strategy["partition"] = partition
         return True
 
     def read_partition(self, child: Json) -> int | None:

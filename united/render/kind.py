@@ -36,13 +36,15 @@ def rolling_partition(spec: Json, partition: int, *, set_type: bool) -> bool:
     ``set_type`` fills an empty type with ``RollingUpdate`` (apps/v1 does, Advanced
     StatefulSet leaves it empty, reference 10.2).
     """
-    strategy = spec.setdefault("updateStrategy", {})
+    strategy = spec.get("updateStrategy") or {}
     kind = strategy.get("type") or ""
     if kind not in ("", "RollingUpdate"):
         return False
+    spec["updateStrategy"] = strategy
     if set_type:
         strategy["type"] = "RollingUpdate"
-    strategy.setdefault("rollingUpdate", {})["partition"] = partition
+    rolling = strategy["rollingUpdate"] = strategy.get("rollingUpdate") or {}
+    rolling["partition"] = partition
     return True
 
 
