@@ -186,7 +186,7 @@ def _copy_directive(key: str, value: object, schema: Schema | None, path: str) -
                         raise PatchError(
                             f"can only delete scalars, not {_describe(item)}", path=f"{path}[{i}]"
                         )
-            return list(items)
+            return items
     raise PatchError(f"unknown directive {key!r}", path=path)
 
 
@@ -269,9 +269,7 @@ def _set_element_orders(
         elif field not in original:
             merged = [v for keep, v in map(_strip, new) if keep]
         else:
-            merged = _merge_list_field(
-                old, new, ls, deleting=False, path=_join(path, field)
-            )
+            merged = _merge_list_field(old, new, ls, deleting=False, path=_join(path, field))
         kind = _element_kind(old + new, here)
         by_order, rest = _partition(merged, order, merge_key, here)
         original[field] = _normalize(by_order, rest, order, old, merge_key, kind == "map", here)

@@ -23,6 +23,7 @@ markers say ``+listType=map``: ``tolerations``, ``envFrom``, ``resizePolicy``,
 ``dnsConfig`` lists, ``command``/``args``. The ``retainKeys`` half of
 ``merge,retainKeys`` (``volumes``, ``resourceClaims``) only matters when *computing* a patch;
 applying honours a ``$retainKeys`` directive wherever it appears, so it is not modelled.
+Nor is ``patchStrategy: replace`` on structs: no field of a pod carries it.
 
 Beyond merge keys the table records the JSON shape (object, list, scalar) of the composite
 fields around them, which lets the engine reject a patch whose shape contradicts the API
