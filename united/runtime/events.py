@@ -399,7 +399,7 @@ class EventRecorder:
             except ApiError as exc:
                 self._posted.pop(key, None)
                 self._count(Outcome.FAILED)
-                log.warning("aggregating a repeated event failed; dropped", event=posted.name, error=str(exc))
+                log.warning("aggregating a repeated event failed; dropped", event_name=posted.name, error=str(exc))
                 return
             posted.count += 1
             posted.last_seen = now

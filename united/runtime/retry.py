@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
 import structlog
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_base
 
 from united.kube.errors import TransientError
@@ -63,10 +64,18 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 class _RetryAfterOrBackoff(wait_base):
-    """``Retry-After`` from the failed attempt when the server gave one, else jittered backoff."""
+    """``Retry-After`` from the failed attempt when the server gave one, else jittered backoff:
+    ``min(initial * 2**(attempt-1) + uniform(0, jitter), max_delay)``.
+
+    (Computed here rather than with ``wait_exponential_jitter``, whose ``initial``
+    parameter is deprecated in newer tenacity releases and ``multiplier`` missing in
+    older ones.)
+    """
 
     def __init__(self, *, initial: float, max_delay: float, jitter: float, max_retry_after: float) -> None:
-        self._backoff = wait_exponential_jitter(initial=initial, max=max_delay, jitter=jitter)
+        self._initial = initial
+        self._max_delay = max_delay
+        self._jitter = jitter
         self._max_retry_after = max_retry_after
 
     def __call__(self, retry_state: RetryCallState) -> float:
@@ -74,7 +83,9 @@ class _RetryAfterOrBackoff(wait_base):
         exc = outcome.exception() if outcome is not None else None
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             return min(max(exc.retry_after, 0.0), self._max_retry_after)
-        return float(self._backoff(retry_state))
+        exponent = min(retry_state.attempt_number - 1, 64)  # 2**64 * anything exceeds any sane cap
+        backoff = self._initial * 2.0**exponent + random.uniform(0.0, self._jitter)
+        return min(backoff, self._max_delay)
 
 
 def _log_before_sleep(what: str) -> Callable[[RetryCallState], None]:
