@@ -37,6 +37,17 @@ ZONES = ("zone-a", "zone-b", "zone-c")
 NOBODY = StaticUser("e2e-nobody", groups=("e2e-testers",))
 
 
+# A safety net against a hung test eating CI's time; generous enough to include a
+# first provisioning (about 7 minutes) in the first test's setup.
+E2E_TIMEOUT_SECONDS = 1200
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+
+
 def _progress(message: str) -> None:
     print(message, file=sys.__stderr__, flush=True)
 

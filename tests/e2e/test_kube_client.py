@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from united.devcluster.simulation import Simulation
 from united.kube.client import CLONE_SETS, CONFIG_MAPS, JSON, KubeClient, PatchType
 from united.kube.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 
@@ -71,8 +72,9 @@ async def test_list_then_watch_sees_every_change(kube: KubeClient, namespace: st
 
 
 async def test_every_patch_type_on_a_custom_resource(
-    kube: KubeClient, namespace: str, sim: object
+    kube: KubeClient, namespace: str, sim: Simulation
 ) -> None:
+    """``sim`` is requested for the CloneSet CRD it installs."""
     body: JSON = {
         "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
         "metadata": {"name": "p"},

@@ -183,10 +183,19 @@ def scheduler_args(*, ports: Ports, kubeconfig: Path) -> list[str]:
     ]
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the parent dies (PR_SET_PDEATHSIG)."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGTERM)
+    """In the child before exec: get SIGTERM when the parent dies (PR_SET_PDEATHSIG).
+
+    libc is loaded once in the parent, so the child (forked from a possibly
+    multi-threaded process) only makes one system call before exec. The signal
+    fires when the *thread* that started the component exits, so start clusters
+    from a thread that outlives them (the main thread in tests and the demo).
+    """
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class _Process:
