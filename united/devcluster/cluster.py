@@ -20,6 +20,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -452,6 +453,7 @@ class LocalCluster:
             shutil.rmtree(self.workdir / "pki", ignore_errors=True)
             for secret in [self.workdir / "tokens.csv", *self.workdir.glob("*.kubeconfig")]:
                 secret.unlink(missing_ok=True)
+            print(f"local control plane logs kept in {self.log_dir}", file=sys.stderr)
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
