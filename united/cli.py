@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +20,9 @@ from united import __version__, revision
 from united.allocation import AllocationError, Plan, SubsetState, allocate
 from united.api import FieldError, ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
+from united.api.model import GROUP, KRUISE_GROUP
 from united.api.validation import validate_update
+from united.log import add_logging_arguments, configure_logging
 from united.manifest import load, load_state
 from united.render import render
 
@@ -62,6 +65,30 @@ def _parser() -> argparse.ArgumentParser:
         if name == "render":
             c.add_argument("--revision", metavar="R", help="revision name for the children (default: computed)")
         c.set_defaults(func=_plan if name == "plan" else _render)
+
+    r = sub.add_parser("run", help="run the controller against a cluster")
+    r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
+    r.add_argument(
+        "--api-group",
+        default=GROUP,
+        choices=(GROUP, KRUISE_GROUP),
+        help=f"serve this group's UnitedDeployments ({KRUISE_GROUP} serves OpenKruise manifests)",
+    )
+    r.add_argument("--namespace", action="append", default=[], help="namespace to serve (repeatable; default all)")
+    r.add_argument("--selector", help="label selector on UnitedDeployments, to shard over several controllers")
+    r.add_argument("--workers", type=int, default=3, help="concurrent reconciles (default 3)")
+    r.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease (for >1 replica)")
+    r.add_argument("--leader-election-namespace", default=os.environ.get("POD_NAMESPACE", "united-system"))
+    r.add_argument("--leader-election-id", default="united-controller", help="name of the Lease")
+    r.add_argument("--http-port", type=int, default=8080, help="port for /healthz, /readyz and /metrics")
+    r.add_argument(
+        "--discovery-interval",
+        type=float,
+        default=30.0,
+        help="seconds between checks for child kinds whose CRD appeared (CloneSet, Advanced StatefulSet)",
+    )
+    add_logging_arguments(r)
+    r.set_defaults(func=_run)
 
     d = sub.add_parser("demo", help="start a local control plane and show a UnitedDeployment converging")
     d.add_argument("--sample", metavar="FILE", help="sample manifest to apply")
@@ -142,6 +169,29 @@ def _render(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(yaml.safe_dump_all(children, sort_keys=False, default_flow_style=False))
     return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from united.controller.manager import Settings, run
+
+    if args.workers < 1:
+        raise ManifestError([FieldError("--workers", f"Invalid value: {args.workers}: must be at least 1")])
+    configure_logging(log_format=args.log_format, level=args.log_level)
+    settings = Settings(
+        kubeconfig=args.kubeconfig,
+        api_group=args.api_group,
+        namespaces=tuple(args.namespace),
+        selector=args.selector,
+        workers=args.workers,
+        leader_elect=args.leader_elect,
+        leader_election_namespace=args.leader_election_namespace,
+        leader_election_id=args.leader_election_id,
+        http_port=args.http_port,
+        discovery_interval=args.discovery_interval,
+    )
+    return asyncio.run(run(settings))
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from united.diff import child_patch, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.errors import AlreadyExists
 from united.render import KINDS, owner_reference, render
+from united.runtime.metrics import SubsetReplicas
 from united.selector import parse as parse_selector
 from united.status import ChildView, Facts, Problem, compute, observe, stalled
 
@@ -45,7 +46,12 @@ class Store(Protocol):
 
 
 class Recorder(Protocol):
-    def record(self, obj: Mapping[str, Any], *, type: str, reason: str, message: str) -> None: ...
+    def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None: ...
+
+
+class Gauges(Protocol):
+    def set_subsets(self, namespace: str, name: str, subsets: Mapping[str, SubsetReplicas]) -> None: ...
+    def forget_uniteddeployment(self, namespace: str, name: str) -> None: ...
 
 
 @dataclass
@@ -90,20 +96,23 @@ class Reconciler:
         recorder: Recorder,
         ud_resource: Resource,
         clock: Callable[[], str] = now_rfc3339,
-        field_manager: str = "united",
+        gauges: Gauges | None = None,
     ) -> None:
         self.client = client
         self.caches = caches
         self.recorder = recorder
         self.ud_resource = ud_resource
         self.clock = clock
-        self.field_manager = field_manager
+        self.gauges = gauges
         self._written: dict[str, tuple[int, Json]] = {}
 
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.uniteddeployments.get(key)
         if obj is None:
             self._written.pop(key, None)
+            if self.gauges is not None:
+                namespace, _, name = key.partition("/")
+                self.gauges.forget_uniteddeployment(namespace, name)
             return Result()
         if deleting(obj):
             return Result()
@@ -115,7 +124,7 @@ class Reconciler:
             lines = [str(x) for x in e.errors]
             message = "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")
             problem = Problem("InvalidSpec", message)
-            self.recorder.record(obj, type="Warning", reason="InvalidSpec", message=message)
+            self.recorder.event(obj, "Warning", "InvalidSpec", message)
             await self._write_status(
                 key, obj, previous, stalled(previous, generation=generation, problem=problem, now=self.clock())
             )
@@ -174,7 +183,7 @@ class _Pass:
         self.requeue_after: float | None = None
 
     def event(self, type_: str, reason: str, message: str) -> None:
-        self.r.recorder.record(self.obj, type=type_, reason=reason, message=message)
+        self.r.recorder.event(self.obj, type_, reason, message)
 
     def in_namespace(self, store: Store) -> list[Json]:
         return [o for o in store.list() if (o.get("metadata") or {}).get("namespace") == self.namespace]
@@ -233,6 +242,15 @@ class _Pass:
             extra_children=extra,
         )
         status = compute(facts)
+        if self.r.gauges is not None:
+            self.r.gauges.set_subsets(
+                self.namespace,
+                self.ud.name,
+                {
+                    s["name"]: SubsetReplicas(desired=s["desired"], ready=s["readyReplicas"])
+                    for s in status["subsetStatuses"]
+                },
+            )
         if not self.writes or self.errors:
             await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
         if self.errors:

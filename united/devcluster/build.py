@@ -39,11 +39,16 @@ APT_PACKAGES = (
 )
 REFLECT2_SOURCE = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
 REFLECT2_VENDORED = Path("vendor/github.com/modern-go/reflect2")
+OPENAPI_NULL_CHECK = "data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data))"
+OPENAPI_TYPE_CHECKS = (
+    Path("vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go"),
+    Path("vendor/github.com/go-openapi/validate/type.go"),
+)
 ETCD = Path("/usr/bin/etcd")
 APT_SOURCES_DIR = Path("/etc/apt/sources.list.d")
 APT_SOURCES_LIST = Path("/etc/apt/sources.list")
 DEB_SRC_FILE = APT_SOURCES_DIR / "united-deb-src.sources"
-STAMP_FORMAT = 1
+STAMP_FORMAT = 2
 
 Progress = Callable[[str], None]
 
@@ -229,6 +234,7 @@ class _Builder:
         self._deb_src()
         tree = self._fetch_source()
         self._patch_reflect2(tree)
+        self._patch_empty_strings(tree)
         self._make(tree)
         self._install(tree)
         layout.stamp.write_text(json.dumps(expected_stamp(), indent=2) + "\n")
@@ -304,6 +310,23 @@ class _Builder:
                 copied.append(new.name)
         with self.layout.build_log.open("a") as log:
             log.write(f"\n== reflect2 patch: copied {' '.join(copied)}\n")
+
+    def _patch_empty_strings(self, tree: Path) -> None:
+        """Go >= 1.18 makes ``reflect.ValueOf("")`` point at the runtime's shared zero value,
+        so the vendored OpenAPI type check ``DeepEqual(Zero(T), ValueOf(v))`` calls every
+        empty string in a custom resource ``null`` and rejects it ("must be of type string").
+        Built with the Go of its day, that comparison only ever matched ``nil``; say so."""
+        self.report("[4/6] patch: OpenAPI validation treats \"\" as null under Go >= 1.18")
+        patched = []
+        for relative in OPENAPI_TYPE_CHECKS:
+            path = tree / relative
+            text = path.read_text() if path.is_file() else ""
+            if OPENAPI_NULL_CHECK not in text:
+                raise self._fail(f"cannot patch {relative}: the null check was not found")
+            path.write_text(text.replace(OPENAPI_NULL_CHECK, "data == nil"))
+            patched.append(str(relative))
+        with self.layout.build_log.open("a") as log:
+            log.write(f"\n== empty-string patch: {' '.join(patched)}\n")
 
     def _make(self, tree: Path) -> None:
         what = " ".join(f"cmd/{name}" for name in KUBE_BINARIES)

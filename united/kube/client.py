@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+import pathlib
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
@@ -37,6 +39,7 @@ JSON = dict[str, Any]
 JSONPatch = list[JSON]
 
 DEFAULT_USER_AGENT = "united/0.1"
+_HOME_KUBECONFIG = pathlib.Path.home() / ".kube" / "config"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +102,9 @@ REPLICA_SETS = Resource("apps", "v1", "replicasets", True, "ReplicaSet")
 STATEFUL_SETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
-CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition"
-)
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", False, "ClusterRole")
-CLUSTER_ROLE_BINDINGS = Resource(
-    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False, "ClusterRoleBinding"
-)
+CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False, "ClusterRoleBinding")
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding")
 CLONE_SETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")
@@ -138,6 +137,23 @@ class WatchEvent(NamedTuple):
 
     type: str
     object: JSON
+
+
+def resource_of_path(path: str) -> str:
+    """The resource a request path addresses (``deployments``, ``uniteddeployments/status``),
+    for metric labels: bounded cardinality, no names or namespaces."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if parts[:1] == ["api"]:
+        parts = parts[2:]
+    elif parts[:1] == ["apis"]:
+        parts = parts[3:]
+    else:
+        return "nonresource"
+    if len(parts) >= 2 and parts[0] == "namespaces":
+        parts = parts[2:] if len(parts) > 2 else ["namespaces"]
+    if not parts:
+        return "discovery"
+    return parts[0] + (f"/{parts[2]}" if len(parts) > 2 else "")
 
 
 def _bool(value: bool) -> str:
@@ -175,8 +191,7 @@ class WatchStream:
     of the ``async with`` block whatever happened, so no session or socket leaks.
     """
 
-    def __init__(self, client: KubeClient, path: str, query: list[tuple[str, str]], *,
-                 read_timeout: float) -> None:
+    def __init__(self, client: KubeClient, path: str, query: list[tuple[str, str]], *, read_timeout: float) -> None:
         self._client = client
         self._path = path
         self._query = query
@@ -244,6 +259,30 @@ class KubeClient:
     def __init__(self, api_client: k8s_client.ApiClient, *, request_timeout: float = 30.0) -> None:
         self._api = api_client
         self._timeout = request_timeout
+        self.observer: Callable[[str, str, int, float], None] | None = None
+        """Called after every request with (verb, resource, HTTP code or 0, seconds), e.g. to
+        count API requests by verb and code; watches report when their stream opens."""
+
+    @classmethod
+    async def from_config(
+        cls,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        *,
+        user_agent: str = DEFAULT_USER_AGENT,
+        request_timeout: float = 30.0,
+    ) -> KubeClient:
+        """The given kubeconfig; without one, in-cluster service-account credentials when
+        running in a pod, else ``$KUBECONFIG`` or ``~/.kube/config``."""
+        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            configuration = k8s_client.Configuration()
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            api = k8s_client.ApiClient(configuration)
+            api.user_agent = user_agent
+            return cls(api, request_timeout=request_timeout)
+        path = (
+            kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(_HOME_KUBECONFIG)
+        )
+        return await cls.from_kubeconfig(path, user_agent=user_agent, request_timeout=request_timeout)
 
     @classmethod
     async def from_kubeconfig(
@@ -320,6 +359,8 @@ class KubeClient:
     ) -> aiohttp.ClientResponse:
         """Send one request; return the open response of a 2xx answer, raise otherwise."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        started = time.perf_counter()
+        code = 0
         try:
             resp: aiohttp.ClientResponse = await self._api.call_api(
                 path,
@@ -331,8 +372,12 @@ class KubeClient:
                 _preload_content=False,
                 _request_timeout=self._timeout if request_timeout is None else request_timeout,
             )
+            code = resp.status
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise TransientError(f"{method} {path}: {exc!r}") from exc
+        finally:
+            if self.observer is not None:
+                self.observer(method, resource_of_path(path), code, time.perf_counter() - started)
         if not 200 <= resp.status < 300:
             answer = await _read_json(resp, f"{method} {path}")
             raise error_from_status(resp.status, answer, retry_after=_retry_after(resp))
@@ -450,9 +495,7 @@ class KubeClient:
     ) -> JSON:
         """Create an object; raises ``AlreadyExists`` if the name is taken."""
         query = [("dryRun", "All")] if dry_run else []
-        result: JSON = await self._json(
-            "POST", resource.path(namespace=namespace), query=query, body=body
-        )
+        result: JSON = await self._json("POST", resource.path(namespace=namespace), query=query, body=body)
         return result
 
     async def replace(
@@ -507,9 +550,7 @@ class KubeClient:
         if dry_run:
             query.append(("dryRun", "All"))
         path = resource.path(namespace=namespace, name=name, subresource=subresource)
-        result: JSON = await self._json(
-            "PATCH", path, query=query, body=body, content_type=patch_type.value
-        )
+        result: JSON = await self._json("PATCH", path, query=query, body=body, content_type=patch_type.value)
         return result
 
     async def apply(

@@ -1,0 +1,217 @@
+"""The controller under test: ``united run`` as a subprocess, under its own ServiceAccount
+token bound to the ClusterRole shipped in ``manifests/base`` — so a missing RBAC rule fails
+a test instead of passing unnoticed with admin rights.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from united.devcluster.cluster import LocalCluster
+from united.kube.client import KubeClient, PatchType, Resource
+from united.kube.errors import AlreadyExists
+
+ROOT = Path(__file__).resolve().parents[3]
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
+SYSTEM = "united-system"
+
+_RESOURCES = {
+    "Namespace": Resource("", "v1", "namespaces", False, "Namespace"),
+    "ServiceAccount": Resource("", "v1", "serviceaccounts", True, "ServiceAccount"),
+    "ClusterRole": Resource("rbac.authorization.k8s.io", "v1", "clusterroles", False, "ClusterRole"),
+    "ClusterRoleBinding": Resource(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False, "ClusterRoleBinding"
+    ),
+    "Role": Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role"),
+    "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding"),
+    "CustomResourceDefinition": CRDS,
+}
+
+
+def _documents(*paths: Path) -> list[dict[str, Any]]:
+    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d]
+
+
+async def _install(client: KubeClient) -> None:
+    base = ROOT / "manifests" / "base"
+    docs = _documents(
+        ROOT / "crds" / "apps.united.io_uniteddeployments.yaml",
+        ROOT / "crds" / "compat" / "apps.kruise.io_uniteddeployments.yaml",
+    )
+    docs += _documents(
+        *(
+            base / f
+            for f in (
+                "namespace.yaml",
+                "serviceaccount.yaml",
+                "clusterrole.yaml",
+                "clusterrolebinding.yaml",
+                "leader-election.yaml",
+            )
+        )
+    )
+    for doc in docs:
+        resource = _RESOURCES[doc["kind"]]
+        namespace = SYSTEM if resource.namespaced else None
+        try:
+            await client.create(resource, doc, namespace=namespace)
+        except AlreadyExists:
+            await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
+    for doc in docs:
+        if doc["kind"] == "CustomResourceDefinition":
+            for _ in range(100):
+                crd = await client.get(CRDS, doc["metadata"]["name"])
+                if any(
+                    c["type"] == "Established" and c["status"] == "True"
+                    for c in (crd.get("status") or {}).get("conditions") or []
+                ):
+                    break
+                await asyncio.sleep(0.1)
+
+
+async def install_kruise_rbac(client: KubeClient) -> None:
+    """The ``manifests/kruise`` overlay's extra rules: UnitedDeployments of apps.kruise.io."""
+    overlay = ROOT / "manifests" / "kruise"
+    for doc in _documents(overlay / "clusterrole.yaml"):
+        resource = _RESOURCES[doc["kind"]]
+        namespace = SYSTEM if resource.namespaced else None
+        try:
+            await client.create(resource, doc, namespace=namespace)
+        except AlreadyExists:
+            await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Controller:
+    """A running ``united run`` process and what the tests read from it."""
+
+    def __init__(self, kubeconfig: Path, log_dir: Path, *, extra: tuple[str, ...] = ()) -> None:
+        self.kubeconfig = kubeconfig
+        self.log_path = log_dir / "controller.log"
+        self.extra = extra
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.port = free_port()
+        self.starts += 1
+        log = self.log_path.open("ab")
+        log.write(f"\n==== start {self.starts} ====\n".encode())
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "united",
+                "run",
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--http-port",
+                str(self.port),
+                "--leader-elect",
+                "--leader-election-namespace",
+                SYSTEM,
+                "--log-format",
+                "json",
+                "--workers",
+                "4",
+                "--discovery-interval",
+                "3",
+                *self.extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"controller exited with {self.proc.returncode}; see {self.log_path}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as answer,
+            ):
+                if answer.status == 200:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"controller not ready within 60 s; see {self.log_path}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 40) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        code = self.proc.returncode
+        self.proc = None
+        return code
+
+    def restart(self, sig: int = signal.SIGTERM) -> None:
+        self.stop(sig)
+        self.start()
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as answer:
+            return str(answer.read().decode())
+
+    def counter(self, name: str, **labels: str) -> float:
+        """Sum of a metric's samples whose labels include ``labels``."""
+        total = 0.0
+        for line in self.metrics().splitlines():
+            if not line.startswith(name + "{") and not line.startswith(name + " "):
+                continue
+            head, _, value = line.rpartition(" ")
+            if all(f'{k}="{v}"' in head for k, v in labels.items()):
+                total += float(value)
+        return total
+
+    def writes(self, resource: str | None = None) -> int:
+        """API writes made so far (POST, PUT, PATCH, DELETE), optionally for one resource."""
+        extra = {"resource": resource} if resource else {}
+        return int(
+            sum(self.counter("rest_client_requests_total", verb=v, **extra) for v in ("POST", "PUT", "PATCH", "DELETE"))
+        )
+
+
+@pytest.fixture(scope="session")
+def controller_identity(cluster: LocalCluster) -> Path:
+    async def setup() -> Path:
+        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+            await _install(client)
+            return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
+
+    return asyncio.run(setup())
+
+
+@pytest.fixture(scope="session")
+def controller(cluster: LocalCluster, simulation: Any, controller_identity: Path) -> Iterator[Controller]:
+    running = Controller(controller_identity, cluster.log_dir)
+    running.start()
+    try:
+        yield running
+    finally:
+        code = running.stop()
+        assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"

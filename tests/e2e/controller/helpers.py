@@ -1,0 +1,173 @@
+"""Small helpers for controller e2e tests: manifests, children, status, nodes for samples."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from united.devcluster.nodes import NodeSpec
+from united.devcluster.wait import eventually
+from united.kube.client import JSON, KubeClient, PatchType, Resource
+from united.kube.errors import NotFound
+
+ROOT = Path(__file__).resolve().parents[3]
+UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+KRUISE_UD = Resource("apps.kruise.io", "v1beta1", "uniteddeployments", True, "UnitedDeployment")
+DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
+STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
+CLONESETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")
+ADVANCED_STATEFULSETS = Resource("apps.kruise.io", "v1beta1", "statefulsets", True, "StatefulSet")
+PODS = Resource("", "v1", "pods", True, "Pod")
+EVENTS = Resource("", "v1", "events", True, "Event")
+CHILDREN = {
+    "deploymentTemplate": DEPLOYMENTS,
+    "statefulSetTemplate": STATEFULSETS,
+    "cloneSetTemplate": CLONESETS,
+    "advancedStatefulSetTemplate": ADVANCED_STATEFULSETS,
+}
+IMAGE = "registry.invalid/united/app:1"
+
+
+def sample(name: str) -> JSON:
+    doc: JSON = yaml.safe_load((ROOT / "manifests" / "samples" / name).read_text())
+    return doc
+
+
+def ud(
+    name: str,
+    subsets: list[JSON],
+    *,
+    replicas: int,
+    variant: str = "deploymentTemplate",
+    image: str = IMAGE,
+    **spec: Any,
+) -> JSON:
+    pod = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"containers": [{"name": "main", "image": image}], "terminationGracePeriodSeconds": 0},
+    }
+    workload: JSON = {"selector": {"matchLabels": {"app": name}}, "template": pod}
+    if variant in ("statefulSetTemplate", "advancedStatefulSetTemplate"):
+        workload["serviceName"] = name
+        workload["podManagementPolicy"] = "Parallel"
+    return {
+        "apiVersion": "apps.united.io/v1alpha1",
+        "kind": "UnitedDeployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {variant: {"metadata": {"labels": {"app": name}}, "spec": workload}},
+            "topology": {"subsets": subsets},
+            **spec,
+        },
+    }
+
+
+def zone(name: str, zone_: str, **kw: Any) -> JSON:
+    term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone_]}]}
+    return {"name": name, "nodeSelectorTerm": term, **kw}
+
+
+def resource_for(doc: JSON) -> Resource:
+    return KRUISE_UD if doc["apiVersion"].startswith("apps.kruise.io/") else UD
+
+
+def variant_of(doc: JSON) -> str:
+    return next(iter(doc["spec"]["template"]))
+
+
+async def children(kube: KubeClient, namespace: str, doc: JSON) -> list[JSON]:
+    listed = await kube.list(CHILDREN[variant_of(doc)], namespace=namespace)
+    return [
+        c
+        for c in listed.items
+        if any(r.get("name") == doc["metadata"]["name"] for r in c["metadata"].get("ownerReferences") or [])
+    ]
+
+
+def subset_of(child: JSON, group: str = "apps.united.io") -> str:
+    return str(child["metadata"]["labels"][f"{group}/subset-name"])
+
+
+async def replicas_by_subset(kube: KubeClient, namespace: str, doc: JSON) -> dict[str, int]:
+    group = doc["apiVersion"].split("/")[0]
+    return {subset_of(c, group): c["spec"]["replicas"] for c in await children(kube, namespace, doc)}
+
+
+async def get_ud(kube: KubeClient, namespace: str, doc: JSON) -> JSON:
+    return await kube.get(resource_for(doc), doc["metadata"]["name"], namespace=namespace)
+
+
+def condition(obj: JSON, kind: str) -> JSON:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return dict(c)
+    return {}
+
+
+async def wait_ready(kube: KubeClient, namespace: str, doc: JSON, *, within: float = 90) -> JSON:
+    async def ready() -> JSON:
+        obj = await get_ud(kube, namespace, doc)
+        status = obj.get("status") or {}
+        assert status.get("observedGeneration") == obj["metadata"]["generation"], "status not caught up"
+        c = condition(obj, "Ready")
+        assert c.get("status") == "True", f"not Ready: {c.get('reason')}: {c.get('message')}"
+        return obj
+
+    return await eventually(
+        ready, within=within, what=f"{doc['metadata']['name']} Ready", retry_on=(AssertionError, NotFound)
+    )
+
+
+async def wait_shape(
+    kube: KubeClient, namespace: str, doc: JSON, expected: dict[str, int], *, within: float = 60
+) -> None:
+    async def shaped() -> None:
+        got = await replicas_by_subset(kube, namespace, doc)
+        assert got == expected, f"children {got}, want {expected}"
+
+    await eventually(shaped, within=within, what=f"{doc['metadata']['name']} shape {expected}")
+
+
+async def patch_ud(kube: KubeClient, namespace: str, doc: JSON, patch: JSON) -> JSON:
+    return await kube.patch(
+        resource_for(doc), doc["metadata"]["name"], patch, patch_type=PatchType.MERGE, namespace=namespace
+    )
+
+
+async def pods_of(kube: KubeClient, namespace: str, app: str) -> list[JSON]:
+    listed = await kube.list(PODS, namespace=namespace, label_selector=f"app={app}")
+    return [p for p in listed.items if not p["metadata"].get("deletionTimestamp")]
+
+
+def nodes_for(doc: JSON, prefix: str) -> list[NodeSpec]:
+    """A simulated node per subset whose labels satisfy the subset's nodeSelectorTerm."""
+    out = []
+    for i, subset in enumerate(doc["spec"]["topology"]["subsets"]):
+        labels: dict[str, str] = {}
+        for expr in (subset.get("nodeSelectorTerm") or {}).get("matchExpressions") or []:
+            if expr["operator"] == "In":
+                labels[expr["key"]] = expr["values"][0]
+            elif expr["operator"] == "Exists":
+                labels[expr["key"]] = "true"
+        arch = labels.pop("kubernetes.io/arch", "amd64")
+        zone_ = labels.pop("topology.kubernetes.io/zone", None)
+        out.append(NodeSpec(name=f"{prefix}-{i}", arch=arch, zone=zone_, labels=labels, cpu="64", memory="256Gi"))
+    return out
+
+
+def scaled_down(doc: JSON, limit: int) -> JSON:
+    """The sample with at most ``limit`` replicas (fixed subset counts scaled to fit)."""
+    out = copy.deepcopy(doc)
+    replicas = out["spec"].get("replicas", 1)
+    if replicas <= limit:
+        return out
+    fixed = [s for s in out["spec"]["topology"]["subsets"] if isinstance(s.get("replicas"), int)]
+    if fixed:
+        return out
+    out["spec"]["replicas"] = limit
+    return out
