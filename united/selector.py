@@ -3,7 +3,9 @@
 The canonical string (``status.labelSelector``) is what HPA reads through the scale
 subresource, so it must be the exact format of apimachinery's ``labels.Selector.String()``:
 requirements sorted by key, ``k=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``,
-joined by commas, with values sorted inside sets.
+joined by commas, with values sorted inside sets. ``matchLabels`` entries are equality
+requirements (``k=v``); a ``matchExpressions`` ``In`` stays ``k in (v)`` even with one value,
+as ``metav1.LabelSelectorAsSelector`` builds them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from united.api.field import FieldError, Path, invalid, not_supported, required
 from united.api.names import label_key_errors, label_value_errors
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+#: The operator of a ``matchLabels`` entry (apimachinery's ``selection.Equals``).
+EQUALS = "="
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +29,7 @@ class Requirement:
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.operator == "In":
+        if self.operator in ("In", EQUALS):
             return labels.get(self.key) in self.values
         if self.operator == "NotIn":
             return self.key not in labels or labels[self.key] not in self.values
@@ -39,7 +43,7 @@ class Requirement:
         if self.operator == "DoesNotExist":
             return f"!{self.key}"
         values = ",".join(sorted(self.values))
-        if self.operator == "In" and len(self.values) == 1:
+        if self.operator == EQUALS:
             return f"{self.key}={values}"
         return f"{self.key} {self.operator.lower()} ({values})"
 
@@ -59,7 +63,7 @@ class Selector:
 
 def parse(selector: Mapping[str, Any]) -> Selector:
     """Parse a ``metav1.LabelSelector`` dict; call :func:`errors` first for untrusted input."""
-    reqs = [Requirement(k, "In", (v,)) for k, v in (selector.get("matchLabels") or {}).items()]
+    reqs = [Requirement(k, EQUALS, (v,)) for k, v in (selector.get("matchLabels") or {}).items()]
     for e in selector.get("matchExpressions") or ():
         reqs.append(Requirement(e["key"], e["operator"], tuple(e.get("values") or ())))
     return Selector(tuple(reqs))
