@@ -56,7 +56,15 @@ def place(
 
 
 def patch_text(patch: Mapping[str, Any] | None) -> str:
-    """The patch as compact JSON with sorted keys: stable, and what the API server stores."""
+    """The patch as the API server stores and serves it (Go's ``encoding/json`` of a generic map):
+    compact, keys sorted, ``<>&`` and U+2028/U+2029 escaped, other non-ASCII kept. That is the
+    text OpenKruise copies into the annotation, so children it created keep their value."""
     if patch is None:
         return ""
-    return json.dumps(patch, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(patch, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for raw, escaped in _GO_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text
+
+
+_GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
