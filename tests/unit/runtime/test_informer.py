@@ -1,0 +1,377 @@
+"""The informer's pure parts (keys, stripping, the store and its owner index, the
+re-list diff) and its control loop against a scripted client: which resourceVersion
+each watch starts from, 410 handling, and handler isolation. The real API server's
+side (bookmarks, server timeouts, inactivity, a real 410) is in tests/e2e/runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any, Self, cast
+
+import pytest
+
+from united.kube.client import CONFIG_MAPS, JSON, KubeClient, ObjectList, WatchEvent
+from united.kube.errors import Forbidden, Gone, TransientError
+from united.runtime.informer import (
+    ADDED,
+    DELETED,
+    LAST_APPLIED_ANNOTATION,
+    MODIFIED,
+    Informer,
+    Store,
+    controller_uid,
+    object_key,
+    strip,
+)
+
+
+def obj(
+    name: str,
+    rv: str = "1",
+    *,
+    namespace: str | None = "ns",
+    uid: str | None = None,
+    owner: str | None = None,
+    controller: bool = True,
+    **extra: Any,
+) -> JSON:
+    meta: JSON = {"name": name, "resourceVersion": rv, "uid": uid or f"uid-{name}"}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "X", "name": "o", "uid": "other", "controller": False},
+            {"apiVersion": "v1", "kind": "X", "name": "o", "uid": owner, "controller": controller},
+        ]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, **extra}
+
+
+# -- keys and stripping -----------------------------------------------------------------
+
+
+def test_object_key_is_namespace_slash_name_or_name_when_cluster_scoped() -> None:
+    assert object_key(obj("a")) == "ns/a"
+    assert object_key(obj("node-1", namespace=None)) == "node-1"
+
+
+def test_controller_uid_is_the_controller_reference_only() -> None:
+    assert controller_uid(obj("a", owner="parent")) == "parent"
+    assert controller_uid(obj("a", owner="parent", controller=False)) is None
+    assert controller_uid(obj("a")) is None
+
+
+def test_strip_drops_managed_fields_and_last_applied_but_keeps_other_annotations() -> None:
+    item = obj("a")
+    item["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    item["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: "{...}", "keep": "me"}
+    assert strip(item) is item
+    assert "managedFields" not in item["metadata"]
+    assert item["metadata"]["annotations"] == {"keep": "me"}
+
+    only_last_applied = obj("b")
+    only_last_applied["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: "{...}"}
+    assert "annotations" not in strip(only_last_applied)["metadata"]
+
+    untouched = obj("c", data={"k": "v"})
+    assert strip(copy.deepcopy(untouched)) == untouched
+    assert strip({"kind": "Weird"}) == {"kind": "Weird"}
+
+
+# -- the store --------------------------------------------------------------------------
+
+
+def test_store_get_list_and_the_owner_index_follow_upserts_and_removals() -> None:
+    store = Store()
+    assert store.upsert(obj("a", owner="p1")) is None
+    store.upsert(obj("b", owner="p1"))
+    store.upsert(obj("c", owner="p2"))
+    store.upsert(obj("d"))
+    assert len(store) == 4
+    assert "ns/a" in store
+    assert sorted(store.keys()) == ["ns/a", "ns/b", "ns/c", "ns/d"]
+    assert [object_key(o) for o in store.by_owner("p1")] == ["ns/a", "ns/b"]
+    assert store.by_owner("other") == [], "a non-controller reference must not be indexed"
+
+    old = store.upsert(obj("a", "2", owner="p2"))  # adopted by another owner
+    assert old is not None and old["metadata"]["resourceVersion"] == "1"
+    assert [object_key(o) for o in store.by_owner("p1")] == ["ns/b"]
+    assert [object_key(o) for o in store.by_owner("p2")] == ["ns/a", "ns/c"]
+
+    store.upsert(obj("b", "2"))  # orphaned
+    assert store.by_owner("p1") == []
+
+    removed = store.remove("ns/c")
+    assert removed is not None and object_key(removed) == "ns/c"
+    assert store.remove("ns/c") is None
+    assert [object_key(o) for o in store.by_owner("p2")] == ["ns/a"]
+    assert store.get("ns/c") is None
+    assert store.get("ns/a") == obj("a", "2", owner="p2")
+    assert sorted(object_key(o) for o in store.list()) == ["ns/a", "ns/b", "ns/d"]
+
+
+def test_replace_reports_deletes_adds_and_only_real_modifications() -> None:
+    store = Store()
+    for item in (obj("same", "1"), obj("changed", "1"), obj("gone", "1", owner="p"), obj("recreated", "1")):
+        store.upsert(item)
+    changes = store.replace(
+        [
+            obj("same", "1"),
+            obj("changed", "5"),
+            obj("new", "6", owner="p"),
+            obj("recreated", "7", uid="uid-recreated-2"),
+        ]
+    )
+    summary = [(c.type, object_key(c.object), c.old["metadata"]["resourceVersion"] if c.old else None) for c in changes]
+    assert summary == [
+        (DELETED, "ns/gone", "1"),
+        (MODIFIED, "ns/changed", "1"),
+        (ADDED, "ns/new", None),
+        (DELETED, "ns/recreated", "1"),
+        (ADDED, "ns/recreated", None),
+    ]
+    assert sorted(store.keys()) == ["ns/changed", "ns/new", "ns/recreated", "ns/same"]
+    assert [object_key(o) for o in store.by_owner("p")] == ["ns/new"]
+    before = {object_key(o): o for o in store.list()}
+    emptied = store.replace([])
+    assert [(c.type, object_key(c.object)) for c in emptied] == [(DELETED, key) for key in before]
+    assert all(c.object is before[object_key(c.object)] is c.old for c in emptied)
+    assert len(store) == 0
+
+
+def test_replace_compares_whole_objects_when_there_is_no_resource_version() -> None:
+    store = Store()
+    store.upsert({"metadata": {"name": "a"}, "data": 1})
+    assert store.replace([{"metadata": {"name": "a"}, "data": 1}]) == []
+    changes = store.replace([{"metadata": {"name": "a"}, "data": 2}])
+    assert [c.type for c in changes] == [MODIFIED]
+
+
+# -- the control loop, against a scripted client ----------------------------------------
+
+Script = list[WatchEvent | Exception]
+
+
+class ScriptedStream:
+    def __init__(self, events: Script, resource_version: str, fail_on_connect: Exception | None) -> None:
+        self._events = list(events)
+        self.resource_version = resource_version
+        self._fail_on_connect = fail_on_connect
+
+    async def __aenter__(self) -> Self:
+        if self._fail_on_connect is not None:
+            raise self._fail_on_connect
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[WatchEvent]:
+        for item in self._events:
+            await asyncio.sleep(0)
+            if isinstance(item, Exception):
+                raise item
+            rv = item.object.get("metadata", {}).get("resourceVersion")
+            if rv:
+                self.resource_version = rv
+            yield item
+
+
+class BlockingStream(ScriptedStream):
+    """A watch on which nothing ever happens."""
+
+    async def _iterate(self) -> AsyncIterator[WatchEvent]:
+        await asyncio.Event().wait()
+        yield WatchEvent("BOOKMARK", {})  # pragma: no cover - never reached
+
+
+class ScriptedClient:
+    """Answers LISTs and WATCHes from scripts; once the watch script runs out, the
+    next watch blocks (so the informer idles) and ``idle`` is set."""
+
+    def __init__(self, lists: list[ObjectList | Exception], watches: list[Script | Exception]) -> None:
+        self.lists = list(lists)
+        self.watches = list(watches)
+        self.watched_from: list[str | None] = []
+        self.idle = asyncio.Event()
+
+    async def list(self, resource: Any, **options: Any) -> ObjectList:
+        answer = self.lists.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return copy.deepcopy(answer)
+
+    def watch(self, resource: Any, *, resource_version: str | None = None, **options: Any) -> ScriptedStream:
+        self.watched_from.append(resource_version)
+        if not self.watches:
+            self.idle.set()
+            return BlockingStream([], resource_version or "", None)
+        script = self.watches.pop(0)
+        if isinstance(script, Exception):
+            return ScriptedStream([], resource_version or "", script)
+        return ScriptedStream(copy.deepcopy(script), resource_version or "", None)
+
+
+Recorded = list[tuple[str, str, str | None, str | None]]
+
+
+def recorder(into: Recorded) -> Callable[[str, JSON, JSON | None], None]:
+    def handler(kind: str, item: JSON, old: JSON | None) -> None:
+        into.append(
+            (
+                kind,
+                object_key(item),
+                item["metadata"].get("resourceVersion"),
+                old["metadata"].get("resourceVersion") if old else None,
+            )
+        )
+
+    return handler
+
+
+async def run_until_idle(informer: Informer, client: ScriptedClient) -> None:
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(client.idle.wait(), 5)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+def make_informer(client: ScriptedClient, **options: Any) -> Informer:
+    return Informer(cast(KubeClient, client), CONFIG_MAPS, namespace="ns", **options)
+
+
+async def test_watch_starts_from_the_list_rv_then_resumes_from_the_last_event_or_bookmark() -> None:
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", "5"), obj("b", "7")], "10")],
+        watches=[
+            [
+                WatchEvent("ADDED", obj("c", "11")),
+                WatchEvent("MODIFIED", obj("a", "12")),
+                WatchEvent("BOOKMARK", {"kind": "ConfigMap", "metadata": {"resourceVersion": "15"}}),
+            ],
+            [WatchEvent("DELETED", obj("b", "16")), WatchEvent("ADDED", obj("a", "17"))],
+        ],
+    )
+    events: Recorded = []
+    informer = make_informer(client, handlers=[recorder(events)])
+    await run_until_idle(informer, client)
+
+    assert client.watched_from == ["10", "15", "17"], "watch from the LIST's RV, then from the last RV seen"
+    assert events == [
+        (ADDED, "ns/a", "5", None),
+        (ADDED, "ns/b", "7", None),
+        (ADDED, "ns/c", "11", None),
+        (MODIFIED, "ns/a", "12", "5"),
+        (DELETED, "ns/b", "16", "7"),
+        (MODIFIED, "ns/a", "17", "12"),  # an ADDED for a key already stored is a modification
+    ]
+    assert informer.has_synced.is_set()
+    assert sorted(informer.store.keys()) == ["ns/a", "ns/c"]
+    assert (informer.lists, informer.relists, informer.watches, informer.gone) == (1, 0, 3, 0)
+
+
+async def test_gone_in_stream_relists_and_synthesises_deletes_for_what_vanished() -> None:
+    client = ScriptedClient(
+        lists=[
+            ObjectList([obj("a", "5"), obj("b", "6"), obj("c", "7")], "10"),
+            ObjectList([obj("a", "5"), obj("c", "30"), obj("d", "31")], "40"),
+        ],
+        watches=[[WatchEvent("MODIFIED", obj("a", "5")), Gone("410: too old resource version")]],
+    )
+    events: Recorded = []
+    informer = make_informer(client, handlers=[recorder(events)])
+    await run_until_idle(informer, client)
+
+    assert events[3:] == [
+        (MODIFIED, "ns/a", "5", "5"),
+        (DELETED, "ns/b", "6", "6"),  # synthesised: b vanished while the watch was broken
+        (MODIFIED, "ns/c", "30", "7"),
+        (ADDED, "ns/d", "31", None),
+    ]
+    assert client.watched_from == ["10", "40"], "after a 410 the next watch starts from the new LIST"
+    assert (informer.gone, informer.lists, informer.relists, informer.errors) == (1, 2, 1, 0)
+    assert informer.resource_version == "40"
+
+
+async def test_gone_on_connect_relists_without_backing_off() -> None:
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", "5")], "10"), ObjectList([], "20")],
+        watches=[Gone("410 on connect")],
+    )
+    events: Recorded = []
+    informer = make_informer(client, handlers=[recorder(events)], backoff_initial=3600)
+    await run_until_idle(informer, client)  # would time out if it slept an hour
+    assert events == [(ADDED, "ns/a", "5", None), (DELETED, "ns/a", "5", "5")]
+    assert client.watched_from == ["10", "20"]
+
+
+async def test_other_failures_back_off_and_relist() -> None:
+    client = ScriptedClient(
+        lists=[
+            ObjectList([obj("a", "5")], "10"),
+            TransientError("503"),
+            ObjectList([obj("a", "8")], "20"),
+            ObjectList([obj("a", "8")], "20"),
+        ],
+        watches=[[TransientError("stream broke")], Forbidden("403")],
+    )
+    events: Recorded = []
+    informer = make_informer(client, handlers=[recorder(events)], backoff_initial=0.001, backoff_max=0.002)
+    await run_until_idle(informer, client)
+    # broken stream -> back off, LIST fails -> back off, LIST, watch forbidden -> back off, LIST, watch.
+    assert informer.errors == 3
+    assert (informer.lists, informer.relists) == (3, 2)
+    assert client.watched_from == ["10", "20", "20"]
+    assert events == [(ADDED, "ns/a", "5", None), (MODIFIED, "ns/a", "8", "5")], "an unchanged re-list is silent"
+    assert client.lists == []
+
+
+async def test_a_failing_handler_neither_stops_the_informer_nor_other_handlers() -> None:
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", "5")], "10")],
+        watches=[[WatchEvent("ADDED", obj("b", "11")), WatchEvent("DELETED", obj("a", "12"))]],
+    )
+    events: Recorded = []
+    awaited: list[str] = []
+
+    def broken(kind: str, item: JSON, old: JSON | None) -> None:
+        raise RuntimeError("handler bug")
+
+    async def slow(kind: str, item: JSON, old: JSON | None) -> None:
+        await asyncio.sleep(0)
+        awaited.append(kind)
+
+    informer = make_informer(client, handlers=[broken, recorder(events)])
+    informer.add_handler(slow)
+    await run_until_idle(informer, client)
+    assert [e[0] for e in events] == [ADDED, ADDED, DELETED]
+    assert awaited == [ADDED, ADDED, DELETED], "coroutine handlers are awaited"
+    assert informer.handler_errors == 3
+    assert informer.errors == 0
+
+
+async def test_run_resumes_from_a_known_resource_version_without_listing() -> None:
+    client = ScriptedClient(lists=[], watches=[[WatchEvent("ADDED", obj("a", "51"))]])
+    informer = make_informer(client)
+    informer.resource_version = "50"
+    await run_until_idle(informer, client)
+    assert client.watched_from == ["50", "51"]
+    assert informer.lists == 0
+
+
+def test_options_are_validated() -> None:
+    client = cast(KubeClient, object())
+    with pytest.raises(ValueError):
+        Informer(client, CONFIG_MAPS, watch_timeout=0.5)
+    with pytest.raises(ValueError):
+        Informer(client, CONFIG_MAPS, inactivity_timeout=0)
