@@ -30,9 +30,10 @@ _Loader.yaml_implicit_resolvers = {
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """The UnitedDeployment found in a file, and notes about what else was there."""
+    """The UnitedDeployment found in a file (or its only document, whatever it is), and notes
+    about what else was there."""
 
-    document: dict[str, Any]
+    document: Any
     notes: list[str] = field(default_factory=list)
 
 
@@ -74,7 +75,8 @@ def load(path: str) -> Source:
                 )
             return Source(document=doc, notes=notes)
     if len(docs) == 1:
-        return Source(document=docs[0] if isinstance(docs[0], dict) else {"": docs[0]})
+        # Not a UnitedDeployment; parsing reports what is wrong with it (a list: "<root>: ... must be an object").
+        return Source(document=docs[0])
     raise ManifestError([FieldError(name, f"no UnitedDeployment among {len(docs)} documents")])
 
 
