@@ -60,7 +60,7 @@ class ManifestError(Exception):
 def show(value: Any) -> str:
     """Render a value the way apimachinery does in messages: strings quoted, scalars bare."""
     if isinstance(value, str):
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)  # Go's %q keeps printable non-ASCII
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
