@@ -1,0 +1,476 @@
+"""The command line contract (README "The command line"), exercised through a subprocess.
+
+Exit codes: 0 success, 2 bad input with one ``field.path: message`` line per error on stderr and
+never a traceback. JSON shapes are public.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).parents[2]
+SAMPLES = sorted((REPO / "manifests" / "samples").glob("*.yaml"))
+ZONES = "manifests/samples/zones-percent.yaml"
+ELASTIC = "manifests/samples/elastic-pool.yaml"
+ADAPTIVE = "manifests/samples/serverless-adaptive.yaml"
+STATEFUL = "manifests/samples/statefulset.yaml"
+CANARY = "manifests/samples/canary-partitions.yaml"
+#: A ``field.path: message`` line: a path (or file name), a colon and a space, then the message.
+ERROR_LINE = re.compile(r"^\S[^\n]*?: \S.*$")
+PLAN_KEYS = {"name": str, "replicas": int, "allocator": str, "subsets": list}
+PLAN_SUBSET_KEYS = {"name": str, "replicas": int, "partition": int, "reason": str, "message": str}
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def errors(self) -> list[str]:
+        """stderr lines that are not notes."""
+        return [line for line in self.err.splitlines() if not line.startswith("note: ")]
+
+    @property
+    def notes(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.startswith("note: ")]
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def _finish(proc: subprocess.Popen[str], stdin: str | None) -> Result:
+    out, err = proc.communicate(stdin, timeout=60)
+    assert "Traceback" not in err, err
+    return Result(proc.returncode, out, err)
+
+
+def _start(*args: str, stdin: str | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "united", *args],
+        cwd=REPO,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+
+
+def united(*args: str, stdin: str | None = None) -> Result:
+    """Run ``python -m united ARGS`` in the repository; no invocation may print a traceback."""
+    return _finish(_start(*args, stdin=stdin), stdin)
+
+
+def assert_field_errors(r: Result, expected: list[str]) -> None:
+    assert r.code == 2, r
+    assert r.errors == expected
+    assert all(ERROR_LINE.match(line) for line in r.errors)
+
+
+def manifest_text(**spec_changes: Any) -> str:
+    doc = yaml.safe_load((REPO / ZONES).read_text())
+    doc["spec"].update(spec_changes)
+    return yaml.safe_dump(doc)
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> str:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return str(path)
+
+
+# Every sample validates and plans (all processes started at once, to keep this quick)
+
+
+@pytest.fixture(scope="module")
+def sample_runs() -> dict[tuple[str, str], Result]:
+    procs = {
+        (path.name, command): _start(command, str(path), *(["-o", "json"] if command == "plan" else []))
+        for path in SAMPLES
+        for command in ("validate", "plan")
+    }
+    return {key: _finish(proc, None) for key, proc in procs.items()}
+
+
+@pytest.mark.parametrize("sample", [p.name for p in SAMPLES])
+def test_every_sample_validates_and_plans(sample: str, sample_runs: dict[tuple[str, str], Result]) -> None:
+    validated = sample_runs[sample, "validate"]
+    assert (validated.code, validated.out, validated.err) == (0, "valid\n", "")
+    planned = sample_runs[sample, "plan"]
+    assert planned.code == 0 and planned.err == ""
+    plan = planned.json()
+    assert_plan_shape(plan)
+    doc = yaml.safe_load((REPO / "manifests" / "samples" / sample).read_text())
+    assert plan["name"] == doc["metadata"]["name"]
+    assert plan["replicas"] == doc["spec"]["replicas"]
+    assert [s["name"] for s in plan["subsets"]] == [s["name"] for s in doc["spec"]["topology"]["subsets"]]
+    assert sum(s["replicas"] for s in plan["subsets"]) == plan["replicas"]
+
+
+def assert_plan_shape(plan: Any) -> None:
+    assert isinstance(plan, dict) and list(plan) == list(PLAN_KEYS)
+    assert all(type(plan[k]) is t for k, t in PLAN_KEYS.items())
+    assert plan["allocator"] in ("specified", "elastic", "adaptive", "reservation")
+    for s in plan["subsets"]:
+        assert isinstance(s, dict) and list(s) == list(PLAN_SUBSET_KEYS)
+        assert all(type(s[k]) is t for k, t in PLAN_SUBSET_KEYS.items())
+
+
+# validate
+
+
+def test_validate_valid_json() -> None:
+    r = united("validate", ZONES, "-o", "json")
+    assert (r.code, r.err) == (0, "")
+    assert r.json() == {"valid": True, "errors": []}
+
+
+BROKEN = [
+    "spec.revisionHistoryLimit: Invalid value: -1: must be greater than or equal to 0",
+    'spec.topology.subsets[1].name: Duplicate value: "zone-a"',
+]
+
+
+def broken_manifest() -> str:
+    doc = yaml.safe_load((REPO / ZONES).read_text())
+    doc["spec"]["revisionHistoryLimit"] = -1
+    doc["spec"]["topology"]["subsets"][1]["name"] = "zone-a"
+    return yaml.safe_dump(doc)
+
+
+def test_validate_invalid_prints_one_line_per_error(tmp_path: Path) -> None:
+    r = united("validate", write(tmp_path, "bad.yaml", broken_manifest()))
+    assert_field_errors(r, BROKEN)
+    assert r.out == ""
+
+
+def test_validate_invalid_json(tmp_path: Path) -> None:
+    r = united("validate", write(tmp_path, "bad.yaml", broken_manifest()), "-o", "json")
+    assert r.code == 2
+    body = r.json()
+    assert list(body) == ["valid", "errors"]
+    assert body["valid"] is False
+    assert all(list(e) == ["field", "message"] for e in body["errors"])
+    assert [f"{e['field']}: {e['message']}" for e in body["errors"]] == BROKEN
+    assert r.errors == BROKEN
+
+
+def test_validate_old_applies_update_rules() -> None:
+    r = united("validate", CANARY, "--old", STATEFUL)
+    assert_field_errors(
+        r,
+        [
+            "spec.template.statefulSetTemplate.spec: Forbidden: updates to statefulsetTemplate spec for fields other "
+            "than 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and "
+            "'ordinals' are forbidden"
+        ],
+    )
+
+
+def test_validate_old_accepts_an_allowed_update(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REPO / STATEFUL).read_text())
+    doc["spec"]["replicas"] = 9
+    doc["spec"]["template"]["statefulSetTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] = "postgres:17"
+    r = united("validate", write(tmp_path, "new.yaml", yaml.safe_dump(doc)), "--old", STATEFUL, "-o", "json")
+    assert (r.code, r.json(), r.err) == (0, {"valid": True, "errors": []}, "")
+
+
+def test_validate_old_that_is_invalid(tmp_path: Path) -> None:
+    r = united("validate", ZONES, "--old", write(tmp_path, "old.yaml", broken_manifest()))
+    assert_field_errors(r, BROKEN)
+
+
+# plan
+
+
+def test_plan_table() -> None:
+    r = united("plan", ZONES)
+    assert (r.code, r.err) == (0, "")
+    lines = r.out.splitlines()
+    assert lines[0] == "UnitedDeployment api-zones: 10 replicas, allocator specified"
+    header = lines[1]
+    assert header.split() == ["SUBSET", "REPLICAS", "PARTITION", "REASON", "MESSAGE"]
+    rows = lines[2:]
+    assert [row.split()[:4] for row in rows] == [
+        ["zone-a", "2", "0", "percent"],
+        ["zone-b", "2", "0", "percent"],
+        ["zone-c", "6", "0", "percent"],
+    ]
+    starts = [header.index(col) for col in ("REPLICAS", "PARTITION", "REASON", "MESSAGE")]
+    for row in rows:
+        assert all(row[s - 2 : s] == "  " and row[s] != " " for s in starts), row
+    assert [row[starts[-1] :] for row in rows] == [
+        "20% of 10 replicas, rounded half up: 2",
+        "20% of 10 replicas, rounded half up: 2",
+        "60% of 10 replicas, rounded half up: 6",
+    ]
+
+
+def test_plan_json_exactly_as_readme() -> None:
+    r = united("plan", ZONES, "-o", "json")
+    assert (r.code, r.err) == (0, "")
+
+    def subset(name: str, replicas: int, percent: int) -> dict[str, Any]:
+        message = f"{percent}% of 10 replicas, rounded half up: {replicas}"
+        return {"name": name, "replicas": replicas, "partition": 0, "reason": "percent", "message": message}
+
+    assert r.json() == {
+        "name": "api-zones",
+        "replicas": 10,
+        "allocator": "specified",
+        "subsets": [subset("zone-a", 2, 20), subset("zone-b", 2, 20), subset("zone-c", 6, 60)],
+    }
+
+
+def test_plan_partitions() -> None:
+    plan = united("plan", CANARY, "-o", "json").json()
+    assert [(s["name"], s["replicas"], s["partition"]) for s in plan["subsets"]] == [("zone-a", 3, 0), ("zone-b", 3, 3)]
+
+
+def test_plan_replicas_what_if() -> None:
+    plan = united("plan", ELASTIC, "--replicas", "80", "-o", "json").json()
+    assert plan["replicas"] == 80
+    assert [(s["name"], s["replicas"], s["reason"]) for s in plan["subsets"]] == [
+        ("normal", 80, "overflow"),
+        ("elastic", 0, "overflow"),
+    ]
+
+
+STATE_YAML = "subsets:\n  ecs: {replicas: 20, readyReplicas: 12, unschedulable: true}\n"
+STATE_JSON = '{"subsets": {"ecs": {"replicas": 20, "readyReplicas": 12, "unschedulable": true}}}'
+
+
+@pytest.mark.parametrize(("name", "text"), [("state.yaml", STATE_YAML), ("state.json", STATE_JSON)])
+def test_plan_state(tmp_path: Path, name: str, text: str) -> None:
+    r = united("plan", ADAPTIVE, "--state", write(tmp_path, name, text), "-o", "json")
+    assert (r.code, r.err) == (0, "")
+    assert [(s["name"], s["replicas"], s["reason"]) for s in r.json()["subsets"]] == [
+        ("ecs", 12, "adaptive-ready-capped"),
+        ("serverless", 8, "overflow"),
+    ]
+
+
+def test_plan_state_subset_outside_the_topology_is_noted(tmp_path: Path) -> None:
+    r = united("plan", ZONES, "--state", write(tmp_path, "s.yaml", "subsets: {zone-x: {replicas: 1}}\n"))
+    assert r.code == 0
+    assert r.notes == ["note: state subset 'zone-x' is not in the topology; its child would be deleted"]
+
+
+def test_plan_bad_state_file(tmp_path: Path) -> None:
+    state = write(tmp_path, "s.yaml", "subsets:\n  ecs: {replicas: two, ready: 1}\n")
+    r = united("plan", ADAPTIVE, "--state", state)
+    assert_field_errors(
+        r,
+        [
+            'state.subsets[ecs].replicas: Invalid value: "two": must be an integer',
+            "state.subsets[ecs].ready: Unknown field: supported fields: replicas, readyReplicas, unschedulable, "
+            "reservedPods",
+        ],
+    )
+    assert r.out == ""
+
+
+def test_plan_missing_state_file(tmp_path: Path) -> None:
+    missing = str(tmp_path / "none.yaml")
+    assert_field_errors(
+        united("plan", ZONES, "--state", missing), [f"{missing}: cannot read: No such file or directory"]
+    )
+
+
+def test_plan_impossible_allocation() -> None:
+    expected = [
+        'spec.topology.subsets: Invalid value: "array": sum of indicated subset replicas 4 should not be greater '
+        "than UnitedDeployment replicas 3"
+    ]
+    assert_field_errors(united("plan", STATEFUL, "--replicas", "3"), expected)
+    r = united("plan", STATEFUL, "--replicas", "3", "-o", "json")
+    assert r.code == 2
+    field, message = expected[0].split(": ", 1)
+    assert r.json() == {"valid": False, "errors": [{"field": field, "message": message}]}
+
+
+def test_plan_invalid_manifest_json(tmp_path: Path) -> None:
+    r = united("plan", write(tmp_path, "bad.yaml", broken_manifest()), "-o", "json")
+    assert r.code == 2
+    assert r.json() == {
+        "valid": False,
+        "errors": [{"field": e.split(": ", 1)[0], "message": e.split(": ", 1)[1]} for e in BROKEN],
+    }
+
+
+# render
+
+
+def test_render_yaml_equals_json() -> None:
+    as_yaml = united("render", STATEFUL)
+    as_json = united("render", STATEFUL, "-o", "json")
+    assert as_yaml.code == as_json.code == 0
+    assert as_yaml.err == as_json.err == ""
+    children = as_json.json()
+    assert isinstance(children, list) and len(children) == 3
+    assert list(yaml.safe_load_all(as_yaml.out)) == children
+    assert [c["metadata"]["generateName"] for c in children] == ["db-zone-a-", "db-zone-b-", "db-zone-c-"]
+    assert [c["spec"]["replicas"] for c in children] == [2, 2, 1]
+    assert {c["kind"] for c in children} == {"StatefulSet"}
+    revisions = {c["metadata"]["labels"]["apps.united.io/controller-revision-hash"] for c in children}
+    assert len(revisions) == 1 and revisions.pop().startswith("db-")
+
+
+def test_render_revision_replicas_and_state(tmp_path: Path) -> None:
+    state = write(tmp_path, "s.yaml", "subsets: {zone-a: {replicas: 4}}\n")
+    r = united("render", ZONES, "--revision", "api-zones-r1", "--replicas", "20", "--state", state, "-o", "json")
+    assert (r.code, r.err) == (0, "")
+    children = r.json()
+    assert [c["spec"]["replicas"] for c in children] == [4, 4, 12]
+    for c in children:
+        assert c["metadata"]["labels"]["apps.united.io/controller-revision-hash"] == "api-zones-r1"
+        assert c["spec"]["template"]["metadata"]["labels"]["apps.united.io/controller-revision-hash"] == "api-zones-r1"
+
+
+def test_render_kruise_manifest_uses_kruise_keys() -> None:
+    r = united("render", "manifests/samples/kruise-v1beta1.yaml", "-o", "json")
+    assert r.code == 0
+    assert "apps.united.io" not in r.out
+    assert all(c["apiVersion"] == "apps.kruise.io/v1beta1" for c in r.json())
+
+
+def test_render_invalid(tmp_path: Path) -> None:
+    assert_field_errors(united("render", write(tmp_path, "bad.yaml", broken_manifest())), BROKEN)
+
+
+# Reading FILE
+
+
+def test_stdin() -> None:
+    text = (REPO / ZONES).read_text()
+    r = united("validate", "-", stdin=text)
+    assert (r.code, r.out, r.err) == (0, "valid\n", "")
+    r = united("render", "-", "-o", "json", stdin=text)
+    assert r.code == 0 and len(r.json()) == 3
+
+
+def test_stdin_errors_name_stdin() -> None:
+    assert_field_errors(united("validate", "-", stdin=""), ["<stdin>: no YAML documents found"])
+
+
+def test_multi_document_file_uses_the_first_united_deployment(tmp_path: Path) -> None:
+    other = (REPO / ELASTIC).read_text()
+    path = write(
+        tmp_path,
+        "multi.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\n" + (REPO / ZONES).read_text() + "---\n" + other,
+    )
+    r = united("plan", path, "-o", "json")
+    assert r.code == 0
+    assert r.json()["name"] == "api-zones"
+    assert r.notes == [f"note: {path}: using the UnitedDeployment in document 2; ignoring 2 other document(s)"]
+    assert r.errors == []
+
+
+def test_multi_document_file_without_a_united_deployment(tmp_path: Path) -> None:
+    path = write(tmp_path, "m.yaml", "kind: Service\n---\nkind: ConfigMap\n")
+    assert_field_errors(united("validate", path), [f"{path}: no UnitedDeployment among 2 documents"])
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("empty.yaml", "", "{path}: no YAML documents found"),
+        (
+            "bad.yaml",
+            "spec: [\n",
+            "{path}: invalid YAML at line 2, column 1: expected the node content, but found '<stream end>'",
+        ),
+        (
+            "tabs.yaml",
+            "spec:\n\t- a\n",
+            "{path}: invalid YAML at line 2, column 1: found character '\\t' that cannot start any token",
+        ),
+        ("latin1.yaml", b"metadata:\n  name: caf\xe9\n", "{path}: not UTF-8 text: invalid continuation byte"),
+        ("list.yaml", "- apiVersion: apps.united.io/v1alpha1\n", "<root>: Invalid value: array: must be an object"),
+        ("scalar.yaml", "hello\n", '<root>: Invalid value: "hello": must be an object'),
+    ],
+    ids=["empty", "malformed", "tab", "not utf-8", "list", "scalar"],
+)
+def test_bad_files(tmp_path: Path, name: str, content: str | bytes, expected: str) -> None:
+    path = write(tmp_path, name, content)
+    r = united("validate", path)
+    assert_field_errors(r, [expected.format(path=path)])
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "nope.yaml")
+    r = united("plan", path, "-o", "json")
+    assert r.code == 2
+    assert r.json() == {
+        "valid": False,
+        "errors": [{"field": path, "message": "cannot read: No such file or directory"}],
+    }
+
+
+def test_wrong_types_everywhere(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REPO / ZONES).read_text())
+    doc["metadata"]["labels"] = ["x"]
+    doc["spec"]["replicas"] = "ten"
+    doc["spec"]["selector"]["matchLabels"]["app"] = 1
+    doc["spec"]["topology"]["subsets"][0]["tolerations"] = {"key": "x"}
+    doc["spec"]["topology"]["subsets"][1] = "zone-b"
+    doc["spec"]["topology"]["subsets"][2]["replicas"] = [60]
+    r = united("validate", write(tmp_path, "types.yaml", yaml.safe_dump(doc)))
+    assert_field_errors(
+        r,
+        [
+            "metadata.labels: Invalid value: array: must be an object",
+            'spec.replicas: Invalid value: "ten": must be an integer',
+            "spec.selector.matchLabels[app]: Invalid value: 1: must be a string",
+            "spec.topology.subsets[0].tolerations: Invalid value: object: must be an array",
+            'spec.topology.subsets[1]: Invalid value: "zone-b": must be an object',
+            "spec.topology.subsets[2].replicas: Invalid value: array: must be an integer or a percentage string "
+            'such as "20%"',
+        ],
+    )
+
+
+def test_null_fields_in_the_pod_template_render(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REPO / ELASTIC).read_text())
+    pod_spec = doc["spec"]["template"]["deploymentTemplate"]["spec"]["template"]["spec"]
+    pod_spec["tolerations"] = None
+    pod_spec["affinity"] = None
+    r = united("render", write(tmp_path, "nulls.yaml", yaml.safe_dump(doc)), "-o", "json")
+    assert (r.code, r.err) == (0, "")
+    elastic = r.json()[1]["spec"]["template"]["spec"]
+    assert elastic["tolerations"] == [{"key": "example.com/elastic", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+# Usage
+
+
+def test_version() -> None:
+    r = united("--version")
+    assert r.code == 0 and re.fullmatch(r"united \d+\.\d+\.\d+\n", r.out)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ("validate",), ("plan", ZONES, "--replicas", "many"), ("render", ZONES, "-o", "table"), ("frobnicate",)],
+    ids=["no command", "no file", "non-integer replicas", "bad output", "unknown command"],
+)
+def test_usage_errors_exit_2_without_a_traceback(args: tuple[str, ...]) -> None:
+    r = united(*args)
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err.startswith("usage: united")
