@@ -1092,6 +1092,7 @@ class _ProxyCore:
             stream.commands.put_nowait(_Cut("eof"))
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -1214,7 +1215,10 @@ class _ProxyCore:
                 await self._pump(request, response, upstream, entry)
             return response
         finally:
-            upstream.close()
+            if entry.watch:
+                upstream.close()
+            else:
+                upstream.release()  # back to the pool when read to the end, else closed
 
     async def _pump(
         self, request: web.BaseRequest, response: web.StreamResponse, upstream: aiohttp.ClientResponse, entry: LogEntry
@@ -1415,7 +1419,6 @@ class FaultProxy(_ProxyCore):
     async def stop(self) -> None:
         """Close every open stream and stop listening."""
         await self._shutdown()
-        self._runner = None
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -1463,7 +1466,6 @@ class ThreadedFaultProxy(_ProxyCore):
             if self._thread.is_alive():
                 raise TimeoutError(f"the fault proxy's thread did not stop within {timeout:g}s")
             self._thread = None
-        self._runner = None
 
     def _main(self) -> None:
         try:

@@ -44,6 +44,7 @@ class Seen:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes
+    peer: int
 
 
 @dataclass
@@ -74,7 +75,8 @@ class FakeApi:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         body = await request.read()
-        self.seen.append(Seen(request.method, request.path, dict(request.query), dict(request.headers), body))
+        peer = request.transport.get_extra_info("peername")[1] if request.transport else 0
+        self.seen.append(Seen(request.method, request.path, dict(request.query), dict(request.headers), body, peer))
         if request.path == "/slow":
             response = web.StreamResponse()
             await response.prepare(request)
@@ -311,6 +313,12 @@ async def test_forward_auth_passes_the_clients_own_header(api: FakeApi) -> None:
             proxy.write_kubeconfig(Path("unused"))
     assert api.seen[0].headers["Authorization"] == "Bearer alice-token"
     assert [e.identity for e in proxy.log] == ["alice"]
+
+
+async def test_upstream_connections_are_reused(api: FakeApi, proxy: FaultProxy, kube: KubeClient) -> None:
+    for _ in range(3):
+        await kube.list(CONFIG_MAPS, namespace="ns")
+    assert len({s.peer for s in api.seen}) == 1
 
 
 async def test_an_unreachable_api_server_is_a_502(http: aiohttp.ClientSession) -> None:
@@ -709,7 +717,14 @@ async def test_threaded_proxy_with_tls_and_a_kubeconfig(api: FakeApi, tmp_path: 
                 assert proxy.cut_watches(how="eof") == 1  # from this thread, onto the proxy's loop
                 with pytest.raises(StopAsyncIteration):
                     await next_event(events)
-        assert [e.verb for e in proxy.log.requests(identity="replica-1")] == ["list", "list", "watch"]
+            rule = proxy.add_watch_rule(WatchAction.ERROR, every=0.1)  # its ticker starts on the proxy's loop
+            async with kube.watch(CONFIG_MAPS, namespace="ns", timeout_seconds=30) as events:
+                with pytest.raises(Gone):
+                    await next_event(events)
+            proxy.remove_rule(rule)
+            assert proxy.watch_rules == ()
+        verbs = [e.verb for e in proxy.log.requests(identity="replica-1")]
+        assert verbs == ["list", "list", "watch", "watch"]
         assert api.seen[0].headers["Authorization"] == "Bearer proxy-token"
     finally:
         await asyncio.to_thread(proxy.stop)
