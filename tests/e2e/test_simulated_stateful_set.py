@@ -35,8 +35,10 @@ async def test_ordinal_pods_scale_and_keep_a_partition(
         live = {p["metadata"]["name"]: p["spec"]["containers"][0]["image"]
                 for p in listed.items if not p["metadata"].get("deletionTimestamp")}
         assert live == expected
-        status = (await kube.get(ADVANCED_STATEFUL_SETS, "db", namespace=namespace))["status"]
-        assert status["readyReplicas"] == len(expected), f"status {status}"
+        live_set = await kube.get(ADVANCED_STATEFUL_SETS, "db", namespace=namespace)
+        status = live_set.get("status") or {}
+        assert status.get("readyReplicas") == len(expected), f"status {status}"
+        assert status.get("observedGeneration") == live_set["metadata"]["generation"]
 
     await eventually(lambda: pods({"db-0": "img:1", "db-1": "img:1", "db-2": "img:1"}),
                      within=60, what="three ordinals")

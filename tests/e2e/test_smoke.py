@@ -94,7 +94,8 @@ async def test_simulated_nodes_are_ready_and_untainted(kube: KubeClient, sim: Si
         for name in sim.node_names:
             node = await kube.get(NODES, name)
             assert node["metadata"]["labels"][SIMULATED_LABEL] == "true"
-            ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+            conditions = (node.get("status") or {}).get("conditions") or []
+            ready = [c for c in conditions if c["type"] == "Ready"]
             assert ready and ready[0]["status"] == "True", f"{name} not Ready"
             assert not (node["spec"].get("taints") or []), f"{name} tainted: {node['spec']}"
 
@@ -108,7 +109,7 @@ async def test_scale_subresource_of_a_custom_resource(
 
     async def scale_status(replicas: int) -> JSON:
         scale = await kube.get(CLONE_SETS, "api", namespace=namespace, subresource="scale")
-        assert scale["status"].get("replicas") == replicas, f"scale {scale}"
+        assert (scale.get("status") or {}).get("replicas") == replicas, f"scale {scale}"
         return scale
 
     scale = await eventually(lambda: scale_status(2), within=60, what="scale status 2")
