@@ -1,0 +1,350 @@
+"""The informer against the real API server: list, watch, label selection, owner
+index, stripping; a store that equals a fresh LIST after churn across many watch
+reconnects; bookmarks moving the resume point; the inactivity timeout; and a 410
+that forces a re-list with synthesised deletes.
+
+About the 410: Kubernetes 1.20's watch cache keeps at least five minutes of events
+and grows its buffer rather than drop fresher ones, so no resourceVersion expires
+within a test's lifetime (a watch from ``resourceVersion=1`` on this control plane
+is answered, not refused). The 410 is therefore injected at the client boundary
+(:class:`GoneOnConnect`); everything around it — the resume, the re-list, the diff
+against objects changed while disconnected — is real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import pytest
+
+from united.devcluster.wait import eventually
+from united.kube.client import CONFIG_MAPS, JSON, KubeClient, PatchType, Resource, WatchStream
+from united.kube.errors import AlreadyExists, Gone, NotFound
+from united.runtime.informer import ADDED, DELETED, LAST_APPLIED_ANNOTATION, MODIFIED, Informer, object_key
+
+pytestmark = pytest.mark.e2e
+
+LABEL = "e2e.united.dev/informer"
+SELECTOR = f"{LABEL}=yes"
+
+Event = tuple[str, str, str | None, str | None]  # type, key, rv, old rv
+
+
+def config_map(name: str, *, labelled: bool = True, owner: JSON | None = None, **data: str) -> JSON:
+    meta: JSON = {"name": name}
+    if labelled:
+        meta["labels"] = {LABEL: "yes"}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+class Recorder:
+    """A handler that records events and mirrors the objects they describe."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.mirror: dict[str, str] = {}  # key -> resourceVersion, from events only
+
+    def __call__(self, kind: str, obj: JSON, old: JSON | None) -> None:
+        key = object_key(obj)
+        rv = obj["metadata"].get("resourceVersion")
+        self.events.append((kind, key, rv, old["metadata"].get("resourceVersion") if old else None))
+        if kind == DELETED:
+            self.mirror.pop(key, None)
+        else:
+            self.mirror[key] = rv
+
+    def of(self, key: str) -> list[str]:
+        return [kind for kind, k, _, _ in self.events if k == key]
+
+
+@contextlib.asynccontextmanager
+async def running(informer: Informer) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.has_synced.wait(), 30)
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def versions(objects: list[JSON]) -> dict[str, str]:
+    return {object_key(o): o["metadata"]["resourceVersion"] for o in objects}
+
+
+async def listed(kube: KubeClient, namespace: str) -> dict[str, str]:
+    return versions((await kube.list(CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR)).items)
+
+
+async def test_lists_then_watches_changes_with_selection_stripping_and_owner_index(
+    kube: KubeClient, namespace: str
+) -> None:
+    owner = await kube.create(CONFIG_MAPS, config_map("owner"), namespace=namespace)
+    await kube.create(CONFIG_MAPS, config_map("a", owner=owner, v="1"), namespace=namespace)
+    await kube.create(CONFIG_MAPS, config_map("b", owner=owner), namespace=namespace)
+    await kube.create(CONFIG_MAPS, config_map("outsider", labelled=False), namespace=namespace)
+    annotated = config_map("applied")
+    annotated["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: '{"big": "json"}', "keep": "me"}
+    applied = await kube.apply(CONFIG_MAPS, annotated, field_manager="e2e", namespace=namespace)
+    assert applied["metadata"].get("managedFields"), "premise: the server tracks managed fields"
+
+    recorder = Recorder()
+    informer = Informer(kube, CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR, handlers=[recorder])
+    ns = namespace
+    async with running(informer):
+        assert sorted(informer.store.keys()) == [f"{ns}/a", f"{ns}/applied", f"{ns}/b", f"{ns}/owner"]
+        assert sorted((kind, key) for kind, key, _, _ in recorder.events) == [
+            (ADDED, f"{ns}/a"),
+            (ADDED, f"{ns}/applied"),
+            (ADDED, f"{ns}/b"),
+            (ADDED, f"{ns}/owner"),
+        ]
+        stored = informer.store.get(f"{ns}/applied")
+        assert stored is not None
+        assert "managedFields" not in stored["metadata"]
+        assert stored["metadata"]["annotations"] == {"keep": "me"}
+        assert [object_key(o) for o in informer.store.by_owner(owner["metadata"]["uid"])] == [f"{ns}/a", f"{ns}/b"]
+
+        a = await kube.patch(CONFIG_MAPS, "a", {"data": {"v": "2"}}, patch_type=PatchType.MERGE, namespace=ns)
+        await kube.delete(CONFIG_MAPS, "b", namespace=ns)
+        d = await kube.create(CONFIG_MAPS, config_map("d"), namespace=ns)
+        # An object that starts matching the selector arrives as ADDED.
+        await kube.patch(
+            CONFIG_MAPS, "outsider", {"metadata": {"labels": {LABEL: "yes"}}}, patch_type=PatchType.MERGE, namespace=ns
+        )
+
+        async def changes_seen() -> None:
+            assert recorder.of(f"{ns}/a") == [ADDED, MODIFIED]
+            assert recorder.of(f"{ns}/b") == [ADDED, DELETED]
+            assert recorder.of(f"{ns}/d") == [ADDED]
+            assert recorder.of(f"{ns}/outsider") == [ADDED]
+
+        await eventually(changes_seen, within=10, what="watch events")
+        modified = next(e for e in recorder.events if e[:2] == (MODIFIED, f"{ns}/a"))
+        assert modified[2] == a["metadata"]["resourceVersion"]
+        assert modified[3] is not None and modified[3] != modified[2], "MODIFIED carries the old object"
+        deleted = next(e for e in recorder.events if e[:2] == (DELETED, f"{ns}/b"))
+        assert deleted[3] is not None, "DELETED carries the stored object"
+        assert informer.store.get(f"{ns}/b") is None
+        d_stored = informer.store.get(f"{ns}/d")
+        assert d_stored is not None and d_stored["metadata"]["uid"] == d["metadata"]["uid"]
+        assert [object_key(o) for o in informer.store.by_owner(owner["metadata"]["uid"])] == [f"{ns}/a"]
+        assert versions(informer.store.list()) == await listed(kube, ns)
+        assert (informer.lists, informer.relists, informer.gone, informer.errors) == (1, 0, 0, 0)
+
+
+async def test_store_equals_a_fresh_list_after_churn_across_watch_reconnects(kube: KubeClient, namespace: str) -> None:
+    names = [f"c{i}" for i in range(12)]
+    for name in names[:6]:
+        await kube.create(CONFIG_MAPS, config_map(name, n="0"), namespace=namespace)
+    recorder = Recorder()
+    # timeoutSeconds of 1-2 s: the server ends the watch over and over during the churn.
+    informer = Informer(
+        kube, CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR, watch_timeout=1, handlers=[recorder]
+    )
+    rng = random.Random(20240229)
+    async with running(informer):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        operations = 0
+        while loop.time() - started < 6 or operations < 90:
+            name = rng.choice(names)
+            action = rng.random()
+            try:
+                if action < 0.4:
+                    await kube.create(CONFIG_MAPS, config_map(name, n="0"), namespace=namespace)
+                elif action < 0.8:
+                    await kube.patch(
+                        CONFIG_MAPS,
+                        name,
+                        {"data": {"n": str(operations)}},
+                        patch_type=PatchType.MERGE,
+                        namespace=namespace,
+                    )
+                else:
+                    await kube.delete(CONFIG_MAPS, name, namespace=namespace)
+            except (AlreadyExists, NotFound):
+                pass  # creating what exists or touching what is gone is part of the game
+            operations += 1
+
+        async def converged() -> None:
+            truth = await listed(kube, namespace)
+            assert versions(informer.store.list()) == truth
+            assert recorder.mirror == truth, "the events alone must rebuild the same state"
+
+        await eventually(converged, within=15, what="store equals a fresh LIST")
+        assert informer.watches >= 3, "the server-side timeout should have ended several watches"
+        assert (informer.lists, informer.relists, informer.gone, informer.errors) == (1, 0, 0, 0), (
+            "normal watch ends resume from the last RV; nothing may force a re-list"
+        )
+        assert informer.handler_errors == 0
+
+
+async def test_bookmarks_move_the_resume_point_without_events(kube: KubeClient, namespace: str) -> None:
+    recorder = Recorder()
+    # A 1.20 API server sends a bookmark two seconds before a watch's deadline, if
+    # the resource saw writes meanwhile; watch_timeout=4 gives deadlines of 4-8 s.
+    informer = Informer(
+        kube, CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR, watch_timeout=4, handlers=[recorder]
+    )
+    async with running(informer):
+        listed_rv = int(informer.resource_version)
+        # Writes the selector filters out: no events reach us, but the resource's
+        # resourceVersion moves on, and bookmarks must carry it to the informer.
+        written = await kube.create(CONFIG_MAPS, config_map("outsider", labelled=False), namespace=namespace)
+        written_rv = int(written["metadata"]["resourceVersion"])
+        assert written_rv > listed_rv
+
+        async def bookmarked() -> None:
+            nonlocal written_rv
+            if int(informer.resource_version) < written_rv:
+                again = await kube.patch(
+                    CONFIG_MAPS,
+                    "outsider",
+                    {"data": {"t": str(written_rv)}},
+                    patch_type=PatchType.MERGE,
+                    namespace=namespace,
+                )
+                written_rv = int(again["metadata"]["resourceVersion"])
+            assert int(informer.resource_version) > listed_rv
+
+        await eventually(bookmarked, within=30, interval=1.0, what="a bookmark with a newer resourceVersion")
+        assert recorder.events == []
+        assert (informer.lists, informer.errors) == (1, 0)
+
+
+async def test_an_inactive_watch_is_reconnected_without_relisting(kube: KubeClient, namespace: str) -> None:
+    recorder = Recorder()
+    informer = Informer(
+        kube,
+        CONFIG_MAPS,
+        namespace=namespace,
+        label_selector=SELECTOR,
+        watch_timeout=300,
+        inactivity_timeout=1.0,
+        handlers=[recorder],
+    )
+    async with running(informer):
+
+        async def reconnected() -> None:
+            assert informer.inactivity_timeouts >= 2
+            assert informer.watches >= 3
+
+        await eventually(reconnected, within=15, what="reconnects after inactivity")
+        await kube.create(CONFIG_MAPS, config_map("late"), namespace=namespace)
+
+        async def seen() -> None:
+            assert recorder.of(f"{namespace}/late") == [ADDED]
+
+        await eventually(seen, within=10, what="an event after the reconnects")
+        assert (informer.lists, informer.relists, informer.errors) == (1, 0, 0)
+
+
+class GoneOnConnect:
+    """Delegates to the real client; its next ``arm``-ed watches are refused with 410."""
+
+    def __init__(self, inner: KubeClient) -> None:
+        self.inner = inner
+        self.armed = 0
+        self.refused: list[str | None] = []
+
+    async def list(self, resource: Resource, **options: Any) -> Any:
+        return await self.inner.list(resource, **options)
+
+    def watch(self, resource: Resource, **options: Any) -> WatchStream | _Refused:
+        if self.armed:
+            self.armed -= 1
+            self.refused.append(options.get("resource_version"))
+            return _Refused()
+        return self.inner.watch(resource, **options)
+
+
+class _Refused:
+    async def __aenter__(self) -> _Refused:
+        raise Gone("410 Expired: too old resource version (injected)", status=410, reason="Expired")
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+async def test_gone_relists_and_synthesises_deletes_for_objects_removed_while_away(
+    kube: KubeClient, namespace: str
+) -> None:
+    ns = namespace
+    for name in ("keep", "change", "remove-1", "remove-2"):
+        await kube.create(CONFIG_MAPS, config_map(name), namespace=ns)
+    client = GoneOnConnect(kube)
+    recorder = Recorder()
+    informer = Informer(
+        cast(KubeClient, client), CONFIG_MAPS, namespace=ns, label_selector=SELECTOR, handlers=[recorder]
+    )
+    async with running(informer):
+        assert len(informer.store) == 4
+    stopped_at = informer.resource_version
+
+    # While nobody watches: two deletions, a change, a creation.
+    await kube.delete(CONFIG_MAPS, "remove-1", namespace=ns)
+    await kube.delete(CONFIG_MAPS, "remove-2", namespace=ns)
+    await kube.patch(CONFIG_MAPS, "change", {"data": {"x": "y"}}, patch_type=PatchType.MERGE, namespace=ns)
+    await kube.create(CONFIG_MAPS, config_map("new"), namespace=ns)
+
+    recorder.events.clear()
+    client.armed = 1  # the resumed watch is refused: its resourceVersion "expired"
+    async with running(informer):
+
+        async def relisted() -> None:
+            assert informer.gone == 1
+            assert informer.relists == 1
+            assert sorted((kind, key) for kind, key, _, _ in recorder.events) == [
+                (ADDED, f"{ns}/new"),
+                (DELETED, f"{ns}/remove-1"),
+                (DELETED, f"{ns}/remove-2"),
+                (MODIFIED, f"{ns}/change"),
+            ]
+
+        await eventually(relisted, within=15, what="re-list after 410")
+        assert client.refused == [stopped_at], "the restarted informer resumes from where it stopped"
+        assert versions(informer.store.list()) == await listed(kube, ns)
+        assert recorder.mirror == await listed(kube, ns), "the events alone must rebuild the same state"
+
+        # And it keeps watching from the new LIST.
+        await kube.delete(CONFIG_MAPS, "keep", namespace=ns)
+
+        async def still_watching() -> None:
+            assert recorder.of(f"{ns}/keep") == [DELETED]
+
+        await eventually(still_watching, within=10, what="watch after the re-list")
+        assert informer.errors == 0
+
+
+async def test_a_failing_handler_does_not_stop_the_informer(kube: KubeClient, namespace: str) -> None:
+    def broken(kind: str, obj: JSON, old: JSON | None) -> None:
+        raise RuntimeError("handler bug")
+
+    recorder = Recorder()
+    informer = Informer(kube, CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR, handlers=[broken, recorder])
+    async with running(informer):
+        for name in ("x", "y"):
+            await kube.create(CONFIG_MAPS, config_map(name), namespace=namespace)
+
+        async def delivered() -> None:
+            assert sorted(recorder.mirror) == [f"{namespace}/x", f"{namespace}/y"]
+
+        await eventually(delivered, within=10, what="events despite a failing handler")
+        assert informer.handler_errors == 2
+        assert informer.errors == 0
