@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from united import cli
+from united.allocation import AllocationError
+
 REPO = Path(__file__).parents[2]
 SAMPLES = sorted((REPO / "manifests" / "samples").glob("*.yaml"))
 ZONES = "manifests/samples/zones-percent.yaml"
@@ -474,3 +477,106 @@ def test_usage_errors_exit_2_without_a_traceback(args: tuple[str, ...]) -> None:
     assert r.code == 2
     assert r.out == ""
     assert r.err.startswith("usage: united")
+
+
+# In process: the same entry point, and the paths a subprocess cannot reach
+
+
+@pytest.mark.parametrize("sample", [p.name for p in SAMPLES])
+def test_main_in_process_prints_what_the_subprocess_printed(
+    sample: str, sample_runs: dict[tuple[str, str], Result], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(REPO / "manifests" / "samples" / sample)
+    assert cli.main(["validate", path]) == 0
+    assert capsys.readouterr().out == sample_runs[sample, "validate"].out
+    assert cli.main(["plan", path, "-o", "json"]) == 0
+    assert capsys.readouterr().out == sample_runs[sample, "plan"].out
+    assert cli.main(["render", path, "-o", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == len(sample_runs[sample, "plan"].json()["subsets"])
+
+
+def test_main_in_process_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path, "bad.yaml", broken_manifest())
+    assert cli.main(["validate", bad, "-o", "json"]) == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["valid"] is False
+    assert captured.err.splitlines() == BROKEN
+    assert cli.main(["render", str(REPO / ZONES), "--state", str(tmp_path / "none.yaml")]) == 2
+
+
+def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(path: str) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load", interrupted)
+    assert cli.main(["validate", ZONES]) == 130
+
+
+def test_closed_stdout_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(value: Any) -> None:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(cli, "_print_json", broken)
+    assert cli.main(["plan", str(REPO / ZONES), "-o", "json"]) == 0
+
+
+def test_allocation_error_is_a_field_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Validation rejects every spec the allocators reject; should one slip through, it is still exit 2."""
+
+    def impossible(*args: Any) -> Any:
+        raise AllocationError("specified subsets' replica (4) is greater than UnitedDeployment replica (3)")
+
+    monkeypatch.setattr(cli, "allocate", impossible)
+    assert cli.main(["plan", str(REPO / ZONES), "-o", "json"]) == 2
+    assert json.loads(capsys.readouterr().out) == {
+        "valid": False,
+        "errors": [
+            {
+                "field": "spec.topology.subsets",
+                "message": "specified subsets' replica (4) is greater than UnitedDeployment replica (3)",
+            }
+        ],
+    }
+
+
+def test_run_flags_become_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from united.controller import manager
+
+    seen: list[Any] = []
+
+    async def fake_run(settings: Any) -> int:
+        seen.append(settings)
+        return 0
+
+    monkeypatch.setattr(manager, "run", fake_run)
+    monkeypatch.setattr(cli, "configure_logging", lambda **kw: seen.append(kw))
+    argv = ["run", "--kubeconfig", "k.yaml", "--api-group", "apps.kruise.io", "--namespace", "a", "--namespace", "b"]
+    argv += ["--selector", "shard=1", "--workers", "5", "--leader-elect", "--http-port", "9090"]
+    assert cli.main(argv) == 0
+    settings = seen[-1]
+    assert (settings.kubeconfig, settings.api_group, settings.namespaces, settings.selector) == (
+        "k.yaml",
+        "apps.kruise.io",
+        ("a", "b"),
+        "shard=1",
+    )
+    assert (settings.workers, settings.leader_elect, settings.http_port) == (5, True, 9090)
+
+
+def test_run_rejects_zero_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--workers", "0"]) == 2
+    assert capsys.readouterr().err == "--workers: Invalid value: 0: must be at least 1\n"
+
+
+def test_demo_passes_the_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    from united.devcluster import demo
+
+    seen: list[str | None] = []
+
+    def fake_run(*, sample: str | None = None) -> int:
+        seen.append(sample)
+        return 0
+
+    monkeypatch.setattr(demo, "run", fake_run)
+    assert cli.main(["demo", "--sample", ZONES]) == 0
+    assert seen == [ZONES]
