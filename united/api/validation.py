@@ -326,8 +326,10 @@ def _named(items: Any, path: Path, errors: list[FieldError]) -> set[str]:
         name = item.get("name") if isinstance(item, dict) else None
         if not name:
             errors.append(required(path.index(i).child("name")))
-        elif not isinstance(name, str) or dns_label_errors(name, path.index(i).child("name")):
-            errors += dns_label_errors(str(name), path.index(i).child("name"))
+        elif not isinstance(name, str):
+            errors.append(invalid(path.index(i).child("name"), name, "must be a string"))
+        elif dns_label_errors(name, path.index(i).child("name")):
+            errors += dns_label_errors(name, path.index(i).child("name"))
         elif name in names:
             errors.append(duplicate(path.index(i).child("name"), name))
         else:

@@ -734,6 +734,16 @@ POD_SHAPES: list[tuple[str, Callable[[Doc], None], str]] = [
         "containers[0].volumeMounts[0].name: Invalid value: array: must be a string",
     ),
     (
+        "volume name number",
+        lambda p: p.update(volumes=[{"name": 5, "emptyDir": {}}]),
+        "volumes[0].name: Invalid value: 5: must be a string",
+    ),
+    (
+        "volumes object",
+        lambda p: p.update(volumes={}),
+        "volumes: Invalid value: object: must be an array",
+    ),
+    (
         "initContainers object",
         lambda p: p.update(initContainers={}),
         "initContainers: Invalid value: object: must be an array",
