@@ -48,7 +48,10 @@ HOST = "127.0.0.1"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 # Service IPs are only allocated in etcd (nothing routes or connects to them).
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-# Node lifecycle is deliberately absent: the node simulator owns node health.
+# Node lifecycle is deliberately absent: the node simulator owns node health. The
+# volume binder completes bindings for the simulated provisioner (volumes.py), and
+# the protection controllers remove the finalizers that admission puts on claims
+# and volumes, without which they (and their namespaces) could never be deleted.
 DEFAULT_CONTROLLERS = (
     "serviceaccount-token",
     "serviceaccount",
@@ -57,6 +60,9 @@ DEFAULT_CONTROLLERS = (
     "deployment",
     "replicaset",
     "statefulset",
+    "persistentvolume-binder",
+    "pvc-protection",
+    "pv-protection",
 )
 
 

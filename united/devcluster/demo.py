@@ -18,6 +18,7 @@ from united.devcluster import crds
 from united.devcluster.build import ProvisionError, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.nodes import ZONE_LABEL, NodeSimulator, NodeSpec, zone_nodes
+from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.workloads import WorkloadSimulator
 from united.kube.client import KubeClient
 
@@ -71,7 +72,7 @@ async def _serve(cluster: LocalCluster, sample: str | None) -> int:
         await crds.install(client, crds.kruise_crds())
         nodes = NodeSimulator(client)
         workloads = WorkloadSimulator(client)
-        async with nodes, workloads:
+        async with nodes, workloads, VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes())
             _print_usage(cluster, sample)
             while not stop.is_set():
@@ -92,7 +93,7 @@ def _print_usage(cluster: LocalCluster, sample: str | None) -> None:
         "",
         f"Simulated nodes: two per zone in {', '.join(ZONES)}; pods scheduled onto them",
         "become Running and Ready. CloneSet and Advanced StatefulSet (apps.kruise.io) are",
-        "simulated too.",
+        "simulated too, and PersistentVolumeClaims get volumes.",
         "",
         "Try:",
         f"  export KUBECONFIG={cluster.admin_kubeconfig}",

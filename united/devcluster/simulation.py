@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from united.devcluster import crds
 from united.devcluster.nodes import NodeSimulator, NodeSpec
+from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.workloads import WorkloadSimulator
 from united.kube.client import KubeClient
 
@@ -25,8 +26,9 @@ T = TypeVar("T")
 
 
 class Simulation:
-    """Node simulator (with ``nodes``) and, unless ``workloads=False``, the
-    Kruise test CRDs and workload simulator, for the cluster of ``kubeconfig``."""
+    """Node simulator (with ``nodes``), volume provisioner and, unless
+    ``workloads=False``, the Kruise test CRDs and workload simulator, for the
+    cluster of ``kubeconfig``."""
 
     def __init__(
         self,
@@ -84,7 +86,7 @@ class Simulation:
             workloads = WorkloadSimulator(client) if self.workloads else None
             if workloads is not None:
                 await crds.install(client, crds.kruise_crds())
-            async with nodes:
+            async with nodes, VolumeProvisioner(client):
                 await nodes.add_nodes(self.initial_nodes)
                 self._nodes = nodes
                 if workloads is not None:

@@ -83,7 +83,8 @@ def test_controller_manager_runs_the_token_controller_but_not_node_lifecycle(
     names = controllers.split(",")
     assert "nodelifecycle" not in names and "*" not in names
     for needed in ("garbagecollector", "deployment", "replicaset", "statefulset", "namespace",
-                   "serviceaccount", "serviceaccount-token"):
+                   "serviceaccount", "serviceaccount-token", "persistentvolume-binder",
+                   "pvc-protection", "pv-protection"):
         assert needed in names
     assert f"--service-account-private-key-file={certs.service_account_key}" in flags
     assert "--leader-elect=false" in flags
