@@ -1,14 +1,15 @@
 """The informer against the real API server: list, watch, label selection, owner
 index, stripping; a store that equals a fresh LIST after churn across many watch
-reconnects; bookmarks moving the resume point; the inactivity timeout; and a 410
-that forces a re-list with synthesised deletes.
+reconnects; bookmarks moving the resume point; and, through the fault-injecting
+proxy (``united.devcluster.faultproxy``) in front of the same API server, a 410 on
+connect and in the stream (re-list, synthesised deletes) and a stalled stream (the
+inactivity timeout).
 
-About the 410: Kubernetes 1.20's watch cache keeps at least five minutes of events
-and grows its buffer rather than drop fresher ones, so no resourceVersion expires
-within a test's lifetime (a watch from ``resourceVersion=1`` on this control plane
-is answered, not refused). The 410 is therefore injected at the client boundary
-(:class:`GoneOnConnect`); everything around it — the resume, the re-list, the diff
-against objects changed while disconnected — is real.
+Why a proxy for the 410: Kubernetes 1.20's watch cache keeps at least five minutes
+of events and grows its buffer rather than drop fresher ones, so no resourceVersion
+expires within a test's lifetime (a watch from ``resourceVersion=1`` on this control
+plane is answered, not refused). The proxy answers exactly as the API server does
+when one expires; everything around it is real.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator
-from typing import Any, cast
 
 import pytest
 
+from united.devcluster.cluster import LocalCluster
+from united.devcluster.faultproxy import FaultProxy
 from united.devcluster.wait import eventually
-from united.kube.client import CONFIG_MAPS, JSON, KubeClient, PatchType, Resource, WatchStream
-from united.kube.errors import AlreadyExists, Gone, NotFound
+from united.kube.client import CONFIG_MAPS, JSON, KubeClient, PatchType
+from united.kube.errors import AlreadyExists, NotFound
 from united.runtime.informer import ADDED, DELETED, LAST_APPLIED_ANNOTATION, MODIFIED, Informer, object_key
 
 pytestmark = pytest.mark.e2e
@@ -228,71 +230,30 @@ async def test_bookmarks_move_the_resume_point_without_events(kube: KubeClient, 
         assert (informer.lists, informer.errors) == (1, 0)
 
 
-async def test_an_inactive_watch_is_reconnected_without_relisting(kube: KubeClient, namespace: str) -> None:
-    recorder = Recorder()
-    informer = Informer(
-        kube,
-        CONFIG_MAPS,
-        namespace=namespace,
-        label_selector=SELECTOR,
-        watch_timeout=300,
-        inactivity_timeout=1.0,
-        handlers=[recorder],
-    )
-    async with running(informer):
-
-        async def reconnected() -> None:
-            assert informer.inactivity_timeouts >= 2
-            assert informer.watches >= 3
-
-        await eventually(reconnected, within=15, what="reconnects after inactivity")
-        await kube.create(CONFIG_MAPS, config_map("late"), namespace=namespace)
-
-        async def seen() -> None:
-            assert recorder.of(f"{namespace}/late") == [ADDED]
-
-        await eventually(seen, within=10, what="an event after the reconnects")
-        assert (informer.lists, informer.relists, informer.errors) == (1, 0, 0)
+@pytest.fixture
+async def proxy(cluster: LocalCluster) -> AsyncIterator[FaultProxy]:
+    async with FaultProxy(cluster.server, token=cluster.admin.token, ca_cert=cluster.ca_cert) as fault_proxy:
+        yield fault_proxy
 
 
-class GoneOnConnect:
-    """Delegates to the real client; its next ``arm``-ed watches are refused with 410."""
-
-    def __init__(self, inner: KubeClient) -> None:
-        self.inner = inner
-        self.armed = 0
-        self.refused: list[str | None] = []
-
-    async def list(self, resource: Resource, **options: Any) -> Any:
-        return await self.inner.list(resource, **options)
-
-    def watch(self, resource: Resource, **options: Any) -> WatchStream | _Refused:
-        if self.armed:
-            self.armed -= 1
-            self.refused.append(options.get("resource_version"))
-            return _Refused()
-        return self.inner.watch(resource, **options)
+@pytest.fixture
+async def proxied(proxy: FaultProxy) -> AsyncIterator[KubeClient]:
+    """A client whose requests go through the fault proxy."""
+    async with proxy.kube_client() as client:
+        yield client
 
 
-class _Refused:
-    async def __aenter__(self) -> _Refused:
-        raise Gone("410 Expired: too old resource version (injected)", status=410, reason="Expired")
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
+WATCHES = r"/configmaps$"
 
 
-async def test_gone_relists_and_synthesises_deletes_for_objects_removed_while_away(
-    kube: KubeClient, namespace: str
+async def test_gone_on_connect_relists_and_synthesises_deletes_for_objects_removed_while_away(
+    kube: KubeClient, proxied: KubeClient, proxy: FaultProxy, namespace: str
 ) -> None:
     ns = namespace
     for name in ("keep", "change", "remove-1", "remove-2"):
         await kube.create(CONFIG_MAPS, config_map(name), namespace=ns)
-    client = GoneOnConnect(kube)
     recorder = Recorder()
-    informer = Informer(
-        cast(KubeClient, client), CONFIG_MAPS, namespace=ns, label_selector=SELECTOR, handlers=[recorder]
-    )
+    informer = Informer(proxied, CONFIG_MAPS, namespace=ns, label_selector=SELECTOR, handlers=[recorder])
     async with running(informer):
         assert len(informer.store) == 4
     stopped_at = informer.resource_version
@@ -304,25 +265,28 @@ async def test_gone_relists_and_synthesises_deletes_for_objects_removed_while_aw
     await kube.create(CONFIG_MAPS, config_map("new"), namespace=ns)
 
     recorder.events.clear()
-    client.armed = 1  # the resumed watch is refused: its resourceVersion "expired"
+    proxy.add_rule(methods="GET", path=WATCHES, watch=True, respond=410, count=1)  # "too old resourceVersion"
     async with running(informer):
 
         async def relisted() -> None:
-            assert informer.gone == 1
-            assert informer.relists == 1
+            assert (informer.gone, informer.relists) == (1, 1)
             assert sorted((kind, key) for kind, key, _, _ in recorder.events) == [
                 (ADDED, f"{ns}/new"),
-                (DELETED, f"{ns}/remove-1"),
+                (DELETED, f"{ns}/remove-1"),  # synthesised: no watch ever told
                 (DELETED, f"{ns}/remove-2"),
                 (MODIFIED, f"{ns}/change"),
             ]
 
-        await eventually(relisted, within=15, what="re-list after 410")
-        assert client.refused == [stopped_at], "the restarted informer resumes from where it stopped"
-        assert versions(informer.store.list()) == await listed(kube, ns)
-        assert recorder.mirror == await listed(kube, ns), "the events alone must rebuild the same state"
+        await eventually(relisted, within=15, what="re-list after a 410 on connect")
+        refused = [e for e in proxy.log.requests(method="GET") if e.status == 410]
+        assert [e.param("resourceVersion") for e in refused] == [stopped_at], (
+            "the restarted informer resumes from where it stopped"
+        )
+        truth = await listed(kube, ns)
+        assert versions(informer.store.list()) == truth
+        assert recorder.mirror == truth, "the events alone must rebuild the same state"
 
-        # And it keeps watching from the new LIST.
+        # And it watches on from the new LIST.
         await kube.delete(CONFIG_MAPS, "keep", namespace=ns)
 
         async def still_watching() -> None:
@@ -330,6 +294,70 @@ async def test_gone_relists_and_synthesises_deletes_for_objects_removed_while_aw
 
         await eventually(still_watching, within=10, what="watch after the re-list")
         assert informer.errors == 0
+
+
+async def test_gone_in_the_stream_after_missed_events_relists_with_synthesised_deletes(
+    kube: KubeClient, proxied: KubeClient, proxy: FaultProxy, namespace: str
+) -> None:
+    ns = namespace
+    for name in ("a", "b", "c"):
+        await kube.create(CONFIG_MAPS, config_map(name), namespace=ns)
+    recorder = Recorder()
+    informer = Informer(proxied, CONFIG_MAPS, namespace=ns, label_selector=SELECTOR, handlers=[recorder])
+    async with running(informer):
+        await proxy.wait_for_watches(1, path=WATCHES)
+        # The stream stalls: the events of these changes never reach the informer...
+        assert proxy.stall_watches(path=WATCHES) == 1
+        await kube.delete(CONFIG_MAPS, "a", namespace=ns)
+        await kube.patch(CONFIG_MAPS, "b", {"data": {"x": "y"}}, patch_type=PatchType.MERGE, namespace=ns)
+        await kube.create(CONFIG_MAPS, config_map("d"), namespace=ns)
+        # ...and then the server says, in the stream, that the resume point expired.
+        assert proxy.inject_watch_error(path=WATCHES, code=410) == 1
+
+        async def relisted() -> None:
+            assert (informer.gone, informer.relists) == (1, 1)
+            assert recorder.of(f"{ns}/a") == [ADDED, DELETED]
+            assert recorder.of(f"{ns}/b") == [ADDED, MODIFIED]
+            assert recorder.of(f"{ns}/d") == [ADDED]
+
+        await eventually(relisted, within=15, what="re-list after an in-stream 410")
+        truth = await listed(kube, ns)
+        assert versions(informer.store.list()) == truth
+        assert recorder.mirror == truth
+        assert informer.errors == 0
+
+
+async def test_a_stalled_watch_is_reconnected_after_inactivity_and_misses_nothing(
+    kube: KubeClient, proxied: KubeClient, proxy: FaultProxy, namespace: str
+) -> None:
+    ns = namespace
+    await kube.create(CONFIG_MAPS, config_map("before"), namespace=ns)
+    recorder = Recorder()
+    informer = Informer(
+        proxied,
+        CONFIG_MAPS,
+        namespace=ns,
+        label_selector=SELECTOR,
+        watch_timeout=300,
+        inactivity_timeout=2.0,
+        handlers=[recorder],
+    )
+    async with running(informer):
+        await proxy.wait_for_watches(1, path=WATCHES)
+        # A half-open connection: the stream stays up but delivers nothing, forever.
+        assert proxy.stall_watches(path=WATCHES) == 1
+        await kube.create(CONFIG_MAPS, config_map("during"), namespace=ns)
+        await kube.delete(CONFIG_MAPS, "before", namespace=ns)
+
+        async def recovered() -> None:
+            assert informer.inactivity_timeouts >= 1
+            assert recorder.of(f"{ns}/during") == [ADDED]
+            assert recorder.of(f"{ns}/before") == [ADDED, DELETED]
+
+        await eventually(recovered, within=15, what="events after the inactivity reconnect")
+        assert versions(informer.store.list()) == await listed(kube, ns)
+        # The new watch resumed from the last resourceVersion seen: no re-list needed.
+        assert (informer.lists, informer.relists, informer.gone, informer.errors) == (1, 0, 0, 0)
 
 
 async def test_a_failing_handler_does_not_stop_the_informer(kube: KubeClient, namespace: str) -> None:
