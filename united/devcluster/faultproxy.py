@@ -21,6 +21,9 @@ How::
             ...
             assert not proxy.log.writes(identity="standby")
 
+A stopped proxy can be started again: it keeps its port and certificates, so clients
+holding its kubeconfig see connection refused in between, like an API server outage.
+
 ``FaultProxy`` runs on the caller's event loop (``async with``); ``ThreadedFaultProxy``
 runs the same proxy on a private loop in a daemon thread with a synchronous ``start()``
 / ``stop()`` (``with``), for tests whose own loop must not carry the proxy's traffic,
@@ -84,6 +87,7 @@ import struct
 import tempfile
 import threading
 import time
+import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -656,7 +660,6 @@ class _ProxyCore:
         self.seed = seed
         self.log = RequestLog(log_size, keep_bodies=keep_bodies)
         self._certificates = certificates
-        self._cert_dir: Path | None = None
         self._identities: dict[str, str] = dict(identities or {})
         self._lock = threading.RLock()
         self._rules: list[FaultRule] = []
@@ -1050,8 +1053,11 @@ class _ProxyCore:
         ssl_context: ssl.SSLContext | None = None
         if self.tls:
             if self._certificates is None:
-                self._cert_dir = Path(tempfile.mkdtemp(prefix="united-faultproxy-"))
-                self._certificates = await asyncio.to_thread(certs_mod.generate, self._cert_dir)
+                # Kept across stop/start (same port, same CA: a restart looks like an API server
+                # outage to clients with the proxy's kubeconfig); removed with the proxy object.
+                cert_dir = Path(tempfile.mkdtemp(prefix="united-faultproxy-"))
+                weakref.finalize(self, shutil.rmtree, cert_dir, True)
+                self._certificates = await asyncio.to_thread(certs_mod.generate, cert_dir)
             ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ssl_context.load_cert_chain(self._certificates.serving_cert, self._certificates.serving_key)
         upstream_ssl: ssl.SSLContext | bool = True
@@ -1083,23 +1089,23 @@ class _ProxyCore:
             self._start_ticker(rule)
 
     async def _shutdown(self) -> None:
-        """Close every stream and the listener; idempotent."""
+        """Reset every client connection (open watches included), stop listening; idempotent.
+
+        Resetting rather than closing gracefully is what a dying API server does, and a
+        graceful TLS close would wait for the client's close_notify, which may come after
+        a threaded proxy's loop is gone (leaking the socket)."""
         for rule in list(self._tickers):
             self._stop_ticker(rule)
-        with self._lock:
-            streams = list(self._streams.values())
-        for stream in streams:
-            stream.commands.put_nowait(_Cut("eof"))
         if self._runner is not None:
+            server = self._runner.server
+            for handler in server.connections if server is not None else ():
+                if handler.transport is not None:
+                    handler.transport.abort()
             await self._runner.cleanup()
             self._runner = None
         if self._session is not None:
             await self._session.close()
             self._session = None
-        if self._cert_dir is not None:
-            shutil.rmtree(self._cert_dir, ignore_errors=True)
-            self._cert_dir = None
-            self._certificates = None
         self._loop = None
         self._loop_thread = None
 
@@ -1417,7 +1423,7 @@ class FaultProxy(_ProxyCore):
         return self
 
     async def stop(self) -> None:
-        """Close every open stream and stop listening."""
+        """Reset every client connection (open watches included) and stop listening."""
         await self._shutdown()
 
     async def __aenter__(self) -> Self:
@@ -1456,7 +1462,7 @@ class ThreadedFaultProxy(_ProxyCore):
         return self
 
     def stop(self, *, timeout: float = 30.0) -> None:
-        """Close every stream, stop listening and join the thread."""
+        """Reset every client connection, stop listening and join the thread."""
         loop, stopping = self._loop, self._stopping
         if loop is not None and stopping is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed in between

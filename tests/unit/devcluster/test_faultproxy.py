@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import time
 from collections.abc import AsyncIterator
@@ -728,4 +729,27 @@ async def test_threaded_proxy_with_tls_and_a_kubeconfig(api: FakeApi, tmp_path: 
         assert api.seen[0].headers["Authorization"] == "Bearer proxy-token"
     finally:
         await asyncio.to_thread(proxy.stop)
-    assert not ca_cert.exists()  # the per-proxy CA is removed with the proxy
+    assert ca_cert.exists()  # kept for a restart
+
+
+async def test_a_restarted_proxy_keeps_its_endpoint(api: FakeApi, tmp_path: Path) -> None:
+    """Stop and start look like an API server outage to a client holding the kubeconfig."""
+    proxy = ThreadedFaultProxy(api.url)
+    await asyncio.to_thread(proxy.start)
+    url, ca_cert = proxy.url, proxy.ca_cert
+    assert ca_cert is not None
+    kubeconfig = proxy.write_kubeconfig(tmp_path / "proxy.kubeconfig")
+    async with await KubeClient.from_kubeconfig(kubeconfig) as kube:
+        await kube.list(CONFIG_MAPS, namespace="ns")
+        await asyncio.to_thread(proxy.stop)
+        with pytest.raises(TransientError):
+            await kube.list(CONFIG_MAPS, namespace="ns")
+        await asyncio.to_thread(proxy.start)
+        try:
+            assert (proxy.url, proxy.ca_cert) == (url, ca_cert)
+            await kube.list(CONFIG_MAPS, namespace="ns")
+        finally:
+            await asyncio.to_thread(proxy.stop)
+    del proxy
+    gc.collect()
+    assert not ca_cert.exists()  # generated certificates go with the proxy object
