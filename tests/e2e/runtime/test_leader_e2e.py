@@ -1,6 +1,8 @@
 """Leader election on a real coordination.k8s.io/v1 Lease: one leader out of two,
 a fast hand-over on release, take-over after expiry when the leader dies without
-releasing, renewal through a conflicting write, and loss to another holder."""
+releasing, renewal through a conflicting write, loss to another holder, and a
+leader cut off from the API server (through the fault proxy) stepping down before
+its standby takes over."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from united.devcluster.cluster import LocalCluster
+from united.devcluster.faultproxy import FaultProxy
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, LEASES, KubeClient, Resource
 from united.kube.errors import ApiError
@@ -206,3 +210,44 @@ async def test_a_leader_that_sees_another_live_holder_steps_down(kube: KubeClien
         assert stopped == ["deposed"]
         assert not leader.is_leader
         assert (await lease_spec(kube, namespace))["holderIdentity"] == "usurper"
+
+
+@pytest.fixture
+async def proxy(cluster: LocalCluster) -> AsyncIterator[FaultProxy]:
+    async with FaultProxy(cluster.server, token=cluster.admin.token, ca_cert=cluster.ca_cert) as fault_proxy:
+        yield fault_proxy
+
+
+async def test_a_leader_cut_off_from_the_api_steps_down_before_a_standby_takes_over(
+    kube: KubeClient, proxy: FaultProxy, namespace: str
+) -> None:
+    timings: dict[str, Any] = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.5}
+    loop = asyncio.get_running_loop()
+    async with proxy.kube_client() as proxied:
+        cut_off = LeaderElector(proxied, name=LEASE, namespace=namespace, identity="cut-off", **timings)
+        standby = LeaderElector(kube, name=LEASE, namespace=namespace, identity="standby", **timings)
+        async with campaigning(cut_off) as (cut_off_task,):
+            await asyncio.wait_for(cut_off.elected.wait(), 5)
+            async with campaigning(standby):
+
+                async def standby_watches() -> None:
+                    assert standby.observed_holder == "cut-off"
+
+                await eventually(standby_watches, within=5, what="the standby sees the leader")
+                # The leader's API server goes away (every Lease request answers 503).
+                proxy.add_rule(path=r"/leases", respond=503)
+                cut_at = loop.time()
+                await asyncio.wait_for(cut_off.lost.wait(), 6)
+                lost_at = loop.time()
+                await asyncio.wait_for(standby.elected.wait(), 10)
+                elected_at = loop.time()
+                # It gives up within (a retry period +) the renew deadline, and before
+                # the standby may take over: there is never a moment with two leaders.
+                assert lost_at - cut_at <= 0.6 + 3.0 + 0.5
+                assert lost_at < elected_at
+                assert not cut_off.is_leader
+                await asyncio.wait_for(cut_off_task, 1)
+                spec = await lease_spec(kube, namespace)
+                assert spec["holderIdentity"] == "standby"
+                assert spec["leaseTransitions"] == 1
+                assert proxy.log.requests(status=503), "the outage was real"
