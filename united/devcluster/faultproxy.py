@@ -55,8 +55,9 @@ What it does:
   :meth:`inject_watch_error`) or as rules (:meth:`add_watch_rule`) applied to a share
   of the open streams ``every`` N seconds, or to each new stream ``after`` N seconds.
 * **Deterministic randomness**: every rule draws from its own ``random.Random`` seeded
-  from the proxy's ``seed`` and the rule's sequence number, so the k-th matching request
-  of a rule gets the same decision in every run, whatever other rules do.
+  from the proxy's ``seed`` and the rule's sequence number (the order rules were added),
+  so the k-th matching request of a rule gets the same decision in every run, however
+  other rules' draws went; one-shot commands draw from a proxy-wide seeded generator.
 * **Request log** (:class:`RequestLog`): a ring buffer (200k entries by default) of
   every request: time, method, path, query, content type, verb, resource, identity
   (a name given with ``identities=`` / :meth:`name_token`, else a hash of the bearer
