@@ -7,39 +7,9 @@
 They mirror client-go's workqueue, informer and leaderelection packages, because
 operators and readers already know how those behave; see each module for where and
 why they differ.
+
+Import from the modules themselves (``from united.runtime.queue import WorkQueue``):
+this package re-exports nothing, so importing one runtime module (say, metrics)
+never drags in the others or the Kubernetes client, and no import cycle can form
+between the client and the runtime.
 """
-
-from united.runtime.informer import ADDED, DELETED, MODIFIED, Change, EventHandler, Informer, Store, object_key
-from united.runtime.leader import LeaderElector
-from united.runtime.queue import (
-    BucketRateLimiter,
-    ExponentialFailureRateLimiter,
-    MaxOfRateLimiter,
-    NoQueueMetrics,
-    QueueMetrics,
-    RateLimiter,
-    ShutDown,
-    WorkQueue,
-    default_controller_rate_limiter,
-)
-
-__all__ = [
-    "ADDED",
-    "DELETED",
-    "MODIFIED",
-    "BucketRateLimiter",
-    "Change",
-    "EventHandler",
-    "ExponentialFailureRateLimiter",
-    "Informer",
-    "LeaderElector",
-    "MaxOfRateLimiter",
-    "NoQueueMetrics",
-    "QueueMetrics",
-    "RateLimiter",
-    "ShutDown",
-    "Store",
-    "WorkQueue",
-    "default_controller_rate_limiter",
-    "object_key",
-]
