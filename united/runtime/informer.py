@@ -69,6 +69,9 @@ MODIFIED = "MODIFIED"
 DELETED = "DELETED"
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 
+_MIN_WATCH_SECONDS = 1.0
+"""A watch asks the server for at least a second; one ending sooner is suspicious."""
+
 EventHandler = Callable[[str, JSON, JSON | None], object]
 """``handler(type, obj, old)``: ``type`` is ``ADDED``, ``MODIFIED`` or ``DELETED``;
 ``old`` is the stored object it replaces (``None`` for ``ADDED``). For ``DELETED``,
@@ -289,7 +292,14 @@ class Informer:
             try:
                 if not self.resource_version:
                     await self._list()
+                started = asyncio.get_running_loop().time()
                 await self._watch()
+                if asyncio.get_running_loop().time() - started < _MIN_WATCH_SECONDS:
+                    # A server (or proxy) that ends watches at once would make this a
+                    # busy loop: pace the reconnects, but keep the resume point.
+                    self._failures += 1
+                    self._log.warning("watch ended at once; backing off", failures=self._failures)
+                    await self._backoff()
             except Gone as exc:
                 self.gone += 1
                 self._log.info(

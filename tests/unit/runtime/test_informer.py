@@ -247,6 +247,9 @@ async def run_until_idle(informer: Informer, client: ScriptedClient) -> None:
 
 
 def make_informer(client: ScriptedClient, **options: Any) -> Informer:
+    # Scripted watches end at once, which the informer paces with its backoff.
+    options.setdefault("backoff_initial", 0.001)
+    options.setdefault("backoff_max", 0.002)
     return Informer(cast(KubeClient, client), CONFIG_MAPS, namespace="ns", **options)
 
 
@@ -367,6 +370,22 @@ async def test_run_resumes_from_a_known_resource_version_without_listing() -> No
     await run_until_idle(informer, client)
     assert client.watched_from == ["50", "51"]
     assert informer.lists == 0
+
+
+async def test_watches_that_end_at_once_are_paced_not_busy_looped() -> None:
+    client = ScriptedClient(lists=[ObjectList([], "10")], watches=[[], []])
+    informer = make_informer(client, backoff_initial=3600, backoff_max=3600)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.has_synced.wait(), 1)
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert client.watched_from == ["10"], "an instantly ended watch must be followed by a backoff"
+        assert informer.resource_version == "10", "pacing keeps the resume point"
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
 
 def test_options_are_validated() -> None:
