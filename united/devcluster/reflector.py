@@ -42,7 +42,8 @@ class Reflector:
         namespace: str | None = None,
         label_selector: str | None = None,
         watch_timeout: int = 120,
-        retry_delay: float = 1.0,
+        retry_delay: float = 0.25,
+        max_retry_delay: float = 2.0,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -51,24 +52,33 @@ class Reflector:
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.retry_delay = retry_delay
+        self.max_retry_delay = max_retry_delay
         self.cache: dict[Key, JSON] = {}
         self.synced = asyncio.Event()
 
     async def run(self) -> None:
-        """Run until cancelled."""
+        """Run until cancelled. Failures are retried with a delay growing to
+        ``max_retry_delay`` (a CRD may be missing for a while); only the first of a
+        series of identical failures is logged as a warning."""
         resource_version = ""
+        delay = self.retry_delay
+        last_error = ""
         while True:
             try:
                 if not resource_version:
                     resource_version = await self._relist()
                     self.synced.set()
+                    delay, last_error = self.retry_delay, ""
                 resource_version = await self._watch(resource_version)
             except Gone:
                 resource_version = ""
             except (ApiError, ValueError) as exc:
-                log.warning("%s reflector: %s; re-listing", self.resource.plural, exc)
+                level = logging.DEBUG if str(exc) == last_error else logging.WARNING
+                log.log(level, "%s reflector: %s; re-listing", self.resource.plural, exc)
+                last_error = str(exc)
                 resource_version = ""
-                await asyncio.sleep(self.retry_delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.max_retry_delay)
 
     async def _relist(self) -> str:
         listed = await self.client.list(

@@ -51,7 +51,7 @@ from united.kube.client import (
     PatchType,
     Resource,
 )
-from united.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from united.kube.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound
 
 from .nodes import is_pod_ready
 from .reflector import Reflector, object_key
@@ -239,6 +239,15 @@ def workload_status(
     return status
 
 
+def namespace_terminating(error: ApiError) -> bool:
+    """Whether a write was refused because its namespace is being deleted (nothing to
+    retry: the namespace's deletion will remove the workload too)."""
+    causes = (error.body.get("details") or {}).get("causes") or []
+    return any(c.get("reason") == "NamespaceTerminating" for c in causes) or (
+        "because it is being terminated" in error.message
+    )
+
+
 def status_changed(old: JSON, new: JSON) -> bool:
     return any(old.get(k) != v for k, v in new.items())
 
@@ -319,6 +328,9 @@ class WorkloadSimulator:
             except (Conflict, NotFound, AlreadyExists):
                 await asyncio.sleep(0.2)
                 self._enqueue(*key)
+            except Forbidden as exc:
+                if not namespace_terminating(exc):
+                    log.warning("reconcile %s forbidden: %s", key, exc)
             except ApiError as exc:
                 log.warning("reconcile %s failed: %s", key, exc)
                 await asyncio.sleep(1.0)

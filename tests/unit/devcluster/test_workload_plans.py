@@ -6,6 +6,7 @@ import pytest
 
 from united.devcluster.workloads import (
     REVISION_LABEL,
+    namespace_terminating,
     ordinal_partition,
     partition_count,
     plan_clone_set,
@@ -15,6 +16,7 @@ from united.devcluster.workloads import (
     template_revision,
     workload_status,
 )
+from united.kube.errors import error_from_status
 
 OLD, NEW = "web-old", "web-new"
 
@@ -165,3 +167,17 @@ def test_status_counts_ready_and_updated_pods() -> None:
         "labelSelector": "app=web",
         "expectedUpdatedReplicas": 2,
     }
+
+
+def test_writes_into_a_terminating_namespace_are_not_retried() -> None:
+    terminating = error_from_status(403, {
+        "kind": "Status", "code": 403, "reason": "Forbidden",
+        "message": 'pods "web-" is forbidden: unable to create new content in namespace ns '
+                   "because it is being terminated",
+        "details": {"name": "web-", "kind": "pods",
+                    "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]},
+    })
+    rbac = error_from_status(403, {"kind": "Status", "code": 403, "reason": "Forbidden",
+                                   "message": 'pods is forbidden: User "x" cannot create'})
+    assert namespace_terminating(terminating)
+    assert not namespace_terminating(rbac)
