@@ -28,6 +28,9 @@ from united.kube.errors import AlreadyExists
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
 SYSTEM = "united-system"
+LOG_DIR = Path(os.environ.get("UNITED_E2E_LOGS", "/tmp/united-e2e-logs"))
+"""Controller logs outlive the cluster's temporary directory, for post-mortems."""
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 
 _RESOURCES = {
     "Namespace": Resource("", "v1", "namespaces", False, "Namespace"),
@@ -104,18 +107,23 @@ def free_port() -> int:
 class Controller:
     """A running ``united run`` process and what the tests read from it."""
 
-    def __init__(self, kubeconfig: Path, log_dir: Path, *, extra: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, kubeconfig: Path, *, name: str = "controller", extra: tuple[str, ...] = (), leader_elect: bool = True
+    ) -> None:
         self.kubeconfig = kubeconfig
-        self.log_path = log_dir / "controller.log"
+        self.leader_elect = leader_elect
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOG_DIR / f"{name}-{os.getpid()}.log"
         self.extra = extra
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
         self.starts = 0
 
     def start(self) -> None:
         self.port = free_port()
         self.starts += 1
-        log = self.log_path.open("ab")
+        self._log = log = self.log_path.open("ab")
         log.write(f"\n==== start {self.starts} ====\n".encode())
         self.proc = subprocess.Popen(
             [
@@ -127,9 +135,7 @@ class Controller:
                 str(self.kubeconfig),
                 "--http-port",
                 str(self.port),
-                "--leader-elect",
-                "--leader-election-namespace",
-                SYSTEM,
+                *(("--leader-elect", "--leader-election-namespace", SYSTEM) if self.leader_elect else ()),
                 "--log-format",
                 "json",
                 "--workers",
@@ -167,6 +173,9 @@ class Controller:
                 self.proc.wait()
         code = self.proc.returncode
         self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         return code
 
     def restart(self, sig: int = signal.SIGTERM) -> None:
@@ -188,6 +197,14 @@ class Controller:
                 total += float(value)
         return total
 
+    def writes_by_resource(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for line in self.metrics().splitlines():
+            if line.startswith("rest_client_requests_total{") and any(f'verb="{v}"' in line for v in WRITE_VERBS):
+                resource = line.split('resource="', 1)[1].split('"', 1)[0]
+                out[resource] = out.get(resource, 0) + int(float(line.rpartition(" ")[2]))
+        return out
+
     def writes(self, resource: str | None = None) -> int:
         """API writes made so far (POST, PUT, PATCH, DELETE), optionally for one resource."""
         extra = {"resource": resource} if resource else {}
@@ -208,7 +225,7 @@ def controller_identity(cluster: LocalCluster) -> Path:
 
 @pytest.fixture(scope="session")
 def controller(cluster: LocalCluster, simulation: Any, controller_identity: Path) -> Iterator[Controller]:
-    running = Controller(controller_identity, cluster.log_dir)
+    running = Controller(controller_identity)
     running.start()
     try:
         yield running

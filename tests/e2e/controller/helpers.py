@@ -16,6 +16,7 @@ from united.kube.errors import NotFound
 ROOT = Path(__file__).resolve().parents[3]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 KRUISE_UD = Resource("apps.kruise.io", "v1beta1", "uniteddeployments", True, "UnitedDeployment")
+PVS = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
 CLONESETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")
@@ -73,7 +74,8 @@ def zone(name: str, zone_: str, **kw: Any) -> JSON:
 
 
 def resource_for(doc: JSON) -> Resource:
-    return KRUISE_UD if doc["apiVersion"].startswith("apps.kruise.io/") else UD
+    group, _, version = doc["apiVersion"].partition("/")
+    return Resource(group, version, "uniteddeployments", True, "UnitedDeployment") if group == KRUISE_UD.group else UD
 
 
 def variant_of(doc: JSON) -> str:
@@ -158,6 +160,37 @@ def nodes_for(doc: JSON, prefix: str) -> list[NodeSpec]:
         zone_ = labels.pop("topology.kubernetes.io/zone", None)
         out.append(NodeSpec(name=f"{prefix}-{i}", arch=arch, zone=zone_, labels=labels, cpu="64", memory="256Gi"))
     return out
+
+
+async def volumes_for(kube: KubeClient, doc: JSON, prefix: str) -> list[str]:
+    """hostPath PersistentVolumes for a StatefulSet sample's claims: the local control plane has
+    no storage provisioner, but its persistentvolume-binder binds claims to these."""
+    template = doc["spec"]["template"].get("statefulSetTemplate") or doc["spec"]["template"].get(
+        "advancedStatefulSetTemplate"
+    )
+    claims = (template or {}).get("spec", {}).get("volumeClaimTemplates") or []
+    names = []
+    for claim in claims:
+        spec = claim["spec"]
+        for i in range(doc["spec"]["replicas"]):
+            name = f"{prefix}-{claim['metadata']['name']}-{i}"
+            await kube.create(
+                PVS,
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                        "accessModes": spec["accessModes"],
+                        "storageClassName": spec.get("storageClassName", ""),
+                        "hostPath": {"path": f"/tmp/{name}"},
+                        "persistentVolumeReclaimPolicy": "Delete",
+                    },
+                },
+            )
+            names.append(name)
+    return names
 
 
 def scaled_down(doc: JSON, limit: int) -> JSON:
