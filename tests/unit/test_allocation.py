@@ -63,11 +63,15 @@ class TestSpecified:
             (0, ("50%",), (0,)),
         ],
     )
-    def test_percentages_round_half_up_each(self, total: int, percents: tuple[str, ...], expected: tuple[int, ...]) -> None:
+    def test_percentages_round_half_up_each(
+        self, total: int, percents: tuple[str, ...], expected: tuple[int, ...]
+    ) -> None:
         subsets = [S(f"s{i}", replicas=p) for i, p in enumerate(percents)]
         s = spec(total, *subsets, S("rest"))
         if sum(expected) > total:
-            with pytest.raises(AllocationError, match=rf"\({sum(expected)}\) is greater than UnitedDeployment replica \({total}\)"):
+            with pytest.raises(
+                AllocationError, match=rf"\({sum(expected)}\) is greater than UnitedDeployment replica \({total}\)"
+            ):
                 allocate(s)
         else:
             plan = allocate(s)
@@ -76,7 +80,9 @@ class TestSpecified:
             assert plan.total == total
 
     def test_specified_more_than_total_is_an_error(self) -> None:
-        with pytest.raises(AllocationError, match=r"specified subsets' replica \(6\) is greater than UnitedDeployment replica \(5\)"):
+        with pytest.raises(
+            AllocationError, match=r"specified subsets' replica \(6\) is greater than UnitedDeployment replica \(5\)"
+        ):
             allocate(spec(5, S("a", replicas=3), S("b", replicas=3)))
 
     def test_all_specified_less_than_total_is_an_error(self) -> None:
@@ -131,7 +137,9 @@ class TestElastic:
         assert shape(spec(4, S("a", replicas=3, max_replicas=1), S("b"))) == (1, 3)
 
     def test_min_above_max_is_an_error(self) -> None:
-        with pytest.raises(AllocationError, match=r"subset\[0\].maxReplicas\(1\) must be more than or equal to minReplicas\(2\)"):
+        with pytest.raises(
+            AllocationError, match=r"subset\[0\].maxReplicas\(1\) must be more than or equal to minReplicas\(2\)"
+        ):
             allocate(spec(4, S("a", min_replicas=2, max_replicas=1), S("b")))
 
     def test_zero_max(self) -> None:
@@ -253,7 +261,9 @@ replica_value = st.one_of(st.integers(0, 60), st.integers(0, 100).map(lambda n: 
 
 
 @st.composite
-def elastic_specs(draw: st.DrawFn, *, adaptive: bool = False, reserve: bool = False) -> tuple[Spec, dict[str, SubsetState]]:
+def elastic_specs(
+    draw: st.DrawFn, *, adaptive: bool = False, reserve: bool = False
+) -> tuple[Spec, dict[str, SubsetState]]:
     n = draw(st.integers(1, 6))
     total = draw(st.integers(0, 120))
     subsets = []

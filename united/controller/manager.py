@@ -114,9 +114,9 @@ class Manager:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.keys = Keys(settings.api_group)
-        self.queue: WorkQueue[str] = WorkQueue(
-            rate_limiter=default_controller_rate_limiter(), metrics=self.metrics.queue(CONTROLLER)
-        )
+        queue_metrics = self.metrics.queue(CONTROLLER)
+        self.queue: WorkQueue[str] = WorkQueue(rate_limiter=default_controller_rate_limiter(), metrics=queue_metrics)
+        queue_metrics.track_in_flight(self.queue)
         self.health = HealthServer(registry=self.metrics.registry)
         self.recorder = EventRecorder(client, component="united-controller", metrics=self.metrics)
         self.namespaces: list[str | None] = list(settings.namespaces) or [None]

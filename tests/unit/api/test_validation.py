@@ -60,129 +60,338 @@ def pod_spec(doc: Doc, variant: str = "deploymentTemplate") -> Doc:
     return result
 
 
-@pytest.mark.parametrize("variant", ["deploymentTemplate", "statefulSetTemplate", "advancedStatefulSetTemplate", "cloneSetTemplate"])
+@pytest.mark.parametrize(
+    "variant", ["deploymentTemplate", "statefulSetTemplate", "advancedStatefulSetTemplate", "cloneSetTemplate"]
+)
 def test_base_manifests_are_valid(variant: str) -> None:
     assert errors_of(base(variant)) == []
 
 
 CASES: list[tuple[str, Callable[[Doc], None], str]] = [
-    ("negative replicas", lambda d: d["spec"].update(replicas=-1), "spec.replicas: Invalid value: -1: must be greater than or equal to 0"),
-    ("huge replicas", lambda d: d["spec"].update(replicas=2**40), "spec.replicas: Invalid value: 1099511627776: must be a 32-bit integer (at most 2147483647)"),
-    ("replicas wrong type", lambda d: d["spec"].update(replicas="ten"), 'spec.replicas: Invalid value: "ten": must be an integer'),
-    ("negative history", lambda d: d["spec"].update(revisionHistoryLimit=-2), "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0"),
+    (
+        "negative replicas",
+        lambda d: d["spec"].update(replicas=-1),
+        "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+    ),
+    (
+        "huge replicas",
+        lambda d: d["spec"].update(replicas=2**40),
+        "spec.replicas: Invalid value: 1099511627776: must be a 32-bit integer (at most 2147483647)",
+    ),
+    (
+        "replicas wrong type",
+        lambda d: d["spec"].update(replicas="ten"),
+        'spec.replicas: Invalid value: "ten": must be an integer',
+    ),
+    (
+        "negative history",
+        lambda d: d["spec"].update(revisionHistoryLimit=-2),
+        "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0",
+    ),
     ("no selector", lambda d: d["spec"].pop("selector"), "spec.selector: Required value"),
-    ("empty selector", lambda d: d["spec"].update(selector={}), "spec.selector: Invalid value: object: empty selector is invalid for statefulset"),
-    ("bad selector operator", lambda d: d["spec"]["selector"].update(matchExpressions=[{"key": "app", "operator": "Maybe"}]),
-     'spec.selector.matchExpressions[0].operator: Unsupported value: "Maybe": supported values: "In", "NotIn", "Exists", "DoesNotExist"'),
-    ("selector In without values", lambda d: d["spec"]["selector"].update(matchExpressions=[{"key": "app", "operator": "In"}]),
-     "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"),
-    ("bad label value", lambda d: d["spec"]["selector"]["matchLabels"].update(app="-web"),
-     'spec.selector.matchLabels[app]: Invalid value: "-web": a valid label must be an empty string or consist of alphanumeric characters, '
-     "'-', '_' or '.', and must start and end with an alphanumeric character"),
-    ("no template", lambda d: d["spec"].update(template={}),
-     "spec.template: Required value: should provide one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, deploymentTemplate"),
-    ("two templates", lambda d: d["spec"]["template"].update(cloneSetTemplate=copy.deepcopy(d["spec"]["template"]["deploymentTemplate"])),
-     "spec.template: Invalid value: \"object\": should provide only one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, deploymentTemplate"),
-    ("unknown template kind", lambda d: d["spec"]["template"].update(daemonSetTemplate={}),
-     "spec.template.daemonSetTemplate: Unknown field: the API server would drop it"),
-    ("template labels do not match", lambda d: d["spec"]["template"]["deploymentTemplate"]["metadata"].update(labels={"app": "db"}),
-     'spec.template.deploymentTemplate.metadata.labels: Invalid value: object: `selector` does not match template `labels`'),
-    ("pod labels do not match", lambda d: d["spec"]["template"]["deploymentTemplate"]["spec"]["template"]["metadata"].update(labels={}),
-     "spec.template.deploymentTemplate.spec.template.metadata.labels: Invalid value: object: `selector` does not match template `labels`"),
-    ("replicas in template", lambda d: d["spec"]["template"]["deploymentTemplate"]["spec"].update(replicas=3),
-     "spec.template.deploymentTemplate.spec.replicas: Invalid value: 3: replicas in deploymentTemplate will not be used"),
-    ("template spec missing", lambda d: d["spec"]["template"]["deploymentTemplate"].pop("spec"),
-     "spec.template.deploymentTemplate.spec: Required value"),
-    ("no containers", lambda d: pod_spec(d).update(containers=[]),
-     "spec.template.deploymentTemplate.spec.template.spec.containers: Required value"),
-    ("container without image", lambda d: pod_spec(d)["containers"][0].pop("image"),
-     "spec.template.deploymentTemplate.spec.template.spec.containers[0].image: Required value"),
-    ("duplicate container", lambda d: pod_spec(d)["containers"].append({"name": "main", "image": "x"}),
-     'spec.template.deploymentTemplate.spec.template.spec.containers[1].name: Duplicate value: "main"'),
-    ("bad port", lambda d: pod_spec(d)["containers"][0].update(ports=[{"containerPort": 70000}]),
-     "spec.template.deploymentTemplate.spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"),
-    ("mount of unknown volume", lambda d: pod_spec(d)["containers"][0].update(volumeMounts=[{"name": "data", "mountPath": "/d"}]),
-     'spec.template.deploymentTemplate.spec.template.spec.containers[0].volumeMounts[0].name: Not found: "data"'),
-    ("restart policy", lambda d: pod_spec(d).update(restartPolicy="Never"),
-     'spec.template.deploymentTemplate.spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"'),
+    (
+        "empty selector",
+        lambda d: d["spec"].update(selector={}),
+        "spec.selector: Invalid value: object: empty selector is invalid for statefulset",
+    ),
+    (
+        "bad selector operator",
+        lambda d: d["spec"]["selector"].update(matchExpressions=[{"key": "app", "operator": "Maybe"}]),
+        'spec.selector.matchExpressions[0].operator: Unsupported value: "Maybe": supported values: "In", "NotIn", "Exists", "DoesNotExist"',
+    ),
+    (
+        "selector In without values",
+        lambda d: d["spec"]["selector"].update(matchExpressions=[{"key": "app", "operator": "In"}]),
+        "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+    ),
+    (
+        "bad label value",
+        lambda d: d["spec"]["selector"]["matchLabels"].update(app="-web"),
+        'spec.selector.matchLabels[app]: Invalid value: "-web": a valid label must be an empty string or consist of alphanumeric characters, '
+        "'-', '_' or '.', and must start and end with an alphanumeric character",
+    ),
+    (
+        "no template",
+        lambda d: d["spec"].update(template={}),
+        "spec.template: Required value: should provide one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, deploymentTemplate",
+    ),
+    (
+        "two templates",
+        lambda d: d["spec"]["template"].update(
+            cloneSetTemplate=copy.deepcopy(d["spec"]["template"]["deploymentTemplate"])
+        ),
+        'spec.template: Invalid value: "object": should provide only one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, deploymentTemplate',
+    ),
+    (
+        "unknown template kind",
+        lambda d: d["spec"]["template"].update(daemonSetTemplate={}),
+        "spec.template.daemonSetTemplate: Unknown field: the API server would drop it",
+    ),
+    (
+        "template labels do not match",
+        lambda d: d["spec"]["template"]["deploymentTemplate"]["metadata"].update(labels={"app": "db"}),
+        "spec.template.deploymentTemplate.metadata.labels: Invalid value: object: `selector` does not match template `labels`",
+    ),
+    (
+        "pod labels do not match",
+        lambda d: d["spec"]["template"]["deploymentTemplate"]["spec"]["template"]["metadata"].update(labels={}),
+        "spec.template.deploymentTemplate.spec.template.metadata.labels: Invalid value: object: `selector` does not match template `labels`",
+    ),
+    (
+        "replicas in template",
+        lambda d: d["spec"]["template"]["deploymentTemplate"]["spec"].update(replicas=3),
+        "spec.template.deploymentTemplate.spec.replicas: Invalid value: 3: replicas in deploymentTemplate will not be used",
+    ),
+    (
+        "template spec missing",
+        lambda d: d["spec"]["template"]["deploymentTemplate"].pop("spec"),
+        "spec.template.deploymentTemplate.spec: Required value",
+    ),
+    (
+        "no containers",
+        lambda d: pod_spec(d).update(containers=[]),
+        "spec.template.deploymentTemplate.spec.template.spec.containers: Required value",
+    ),
+    (
+        "container without image",
+        lambda d: pod_spec(d)["containers"][0].pop("image"),
+        "spec.template.deploymentTemplate.spec.template.spec.containers[0].image: Required value",
+    ),
+    (
+        "duplicate container",
+        lambda d: pod_spec(d)["containers"].append({"name": "main", "image": "x"}),
+        'spec.template.deploymentTemplate.spec.template.spec.containers[1].name: Duplicate value: "main"',
+    ),
+    (
+        "bad port",
+        lambda d: pod_spec(d)["containers"][0].update(ports=[{"containerPort": 70000}]),
+        "spec.template.deploymentTemplate.spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+    ),
+    (
+        "mount of unknown volume",
+        lambda d: pod_spec(d)["containers"][0].update(volumeMounts=[{"name": "data", "mountPath": "/d"}]),
+        'spec.template.deploymentTemplate.spec.template.spec.containers[0].volumeMounts[0].name: Not found: "data"',
+    ),
+    (
+        "restart policy",
+        lambda d: pod_spec(d).update(restartPolicy="Never"),
+        'spec.template.deploymentTemplate.spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"',
+    ),
     ("subset without name", lambda d: subsets(d)[1].pop("name"), "spec.topology.subsets[1].name: Required value"),
-    ("duplicate subset", lambda d: subsets(d)[1].update(name="a"), 'spec.topology.subsets[1].name: Duplicate value: "a"'),
-    ("non-DNS subset name", lambda d: subsets(d)[0].update(name="Zone_A"),
-     'spec.topology.subsets[0].name: Invalid value: "Zone_A": a lowercase RFC 1123 label must consist of lower case alphanumeric '
-     "characters or '-', and must start and end with an alphanumeric character"),
-    ("subset name wrong type", lambda d: subsets(d)[0].update(name=7), "spec.topology.subsets[0].name: Invalid value: 7: must be a string"),
-    ("subsets not a list", lambda d: d["spec"]["topology"].update(subsets={"a": 1}), "spec.topology.subsets: Invalid value: object: must be an array"),
-    ("negative subset replicas", lambda d: subsets(d)[0].update(replicas=-1),
-     "spec.topology.subsets[0].replicas: Invalid value: -1: subset replicas (-1) should not be less than 0"),
-    ("percent over 100", lambda d: subsets(d)[0].update(replicas="120%"),
-     'spec.topology.subsets[0].replicas: Invalid value: "120%": subset replicas (120%) should be in range [0, 100]'),
-    ("numeric string", lambda d: subsets(d)[0].update(replicas="5"),
-     "spec.topology.subsets[0].replicas: Invalid value: \"5\": subset replicas (5) only support integer value or percentage value with a suffix '%'"),
-    ("fractional percent", lambda d: subsets(d)[0].update(replicas="12.5%"),
-     "spec.topology.subsets[0].replicas: Invalid value: \"12.5%\": subset replicas (12.5%) only support integer value or percentage value with a suffix '%'"),
-    ("percentages over total", lambda d: (subsets(d)[0].update(replicas="70%"), subsets(d)[1].update(replicas="70%")),
-     "spec.topology.subsets: Invalid value: \"array\": sum of indicated subset replicas 6 should not be greater than UnitedDeployment replicas 4"),
-    ("all fixed but short", lambda d: (subsets(d)[0].update(replicas=1), subsets(d)[1].update(replicas=1)),
-     "spec.topology.subsets: Invalid value: \"array\": if replicas of all subsets are provided, the sum of indicated subset replicas 2 should equal UnitedDeployment replicas 4"),
-    ("replicas and min/max mixed", lambda d: (subsets(d)[0].update(replicas=1), subsets(d)[1].update(maxReplicas=3)),
-     'spec.topology.subsets: Invalid value: "array": subset.replicas and subset.minReplicas/subset.maxReplicas are mutually exclusive'),
-    ("min above max", lambda d: subsets(d)[0].update(minReplicas=3, maxReplicas=2),
-     "spec.topology.subsets[0].minReplicas: Invalid value: 3: subset[0].minReplicas must be less than or equal to maxReplicas"),
-    ("every subset bounded", lambda d: (subsets(d)[0].update(maxReplicas=2), subsets(d)[1].update(maxReplicas=2)),
-     'spec.topology.subsets: Invalid value: "array": at least one subset.maxReplicas must be empty'),
-    ("min sum above max sum", lambda d: subsets(d)[0].update(minReplicas=2_000_001),
-     'spec.topology.subsets: Invalid value: "array": sum of indicated subset.minReplicas should not be greater than sum of indicated subset.maxReplicas'),
-    ("empty topology with replicas", lambda d: d["spec"]["topology"].update(subsets=[]),
-     "spec.topology.subsets: Required value: at least one subset is needed to place 4 replicas"),
-    ("adaptive with replicas", lambda d: (d["spec"]["topology"].update(scheduleStrategy={"type": "Adaptive"}), subsets(d)[0].update(replicas=1)),
-     "spec.topology.subsets[0].replicas: Forbidden: specify replicas use minReplicas/maxReplicas to enable adaptive strategy"),
-    ("unknown schedule type", lambda d: d["spec"]["topology"].update(scheduleStrategy={"type": "Sometimes"}),
-     'spec.topology.scheduleStrategy.type: Unsupported value: "Sometimes": supported values: "Adaptive", "Fixed"'),
-    ("negative critical seconds", lambda d: d["spec"]["topology"].update(scheduleStrategy={"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": -5}}),
-     "spec.topology.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: -5: must be greater than or equal to 0"),
-    ("bad node selector operator", lambda d: subsets(d)[0].update(nodeSelectorTerm={"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}),
-     'spec.topology.subsets[0].nodeSelectorTerm.matchExpressions[0].operator: Unsupported value: "Near": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'),
-    ("node selector In without values", lambda d: subsets(d)[0].update(nodeSelectorTerm={"matchExpressions": [{"key": "zone", "operator": "In"}]}),
-     "spec.topology.subsets[0].nodeSelectorTerm.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"),
-    ("bad toleration effect", lambda d: subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists", "effect": "Sometimes"}]),
-     'spec.topology.subsets[0].tolerations[0].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'),
-    ("toleration value with Exists", lambda d: subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]),
-     "spec.topology.subsets[0].tolerations[0].operator: Invalid value: \"Exists\": value must be empty when `operator` is 'Exists'"),
-    ("tolerationSeconds without NoExecute", lambda d: subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]),
-     "spec.topology.subsets[0].tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"),
-    ("update type", lambda d: d["spec"].update(updateStrategy={"type": "Auto"}),
-     'spec.updateStrategy.type: Unsupported value: "Auto": supported values: "Manual"'),
-    ("partition of unknown subset", lambda d: d["spec"].update(updateStrategy={"manualUpdate": {"partitions": {"c": 1}}}),
-     'spec.updateStrategy.manualUpdate.partitions: Invalid value: "c": subset c does not exist'),
-    ("negative partition", lambda d: d["spec"].update(updateStrategy={"manualUpdate": {"partitions": {"a": -1}}}),
-     "spec.updateStrategy.manualUpdate.partitions[a]: Invalid value: -1: must be greater than or equal to 0"),
-    ("patch changes selector label", lambda d: subsets(d)[0].update(patch={"metadata": {"labels": {"app": "other"}}}),
-     "spec.topology.subsets[0].patch.metadata.labels[app]: Forbidden: may not change a label the child's selector or revision tracking uses"),
-    ("patch changes subset label", lambda d: subsets(d)[0].update(patch={"metadata": {"labels": {"apps.united.io/subset-name": "b"}}}),
-     "spec.topology.subsets[0].patch.metadata.labels[apps.united.io/subset-name]: Forbidden: may not change a label the child's selector or revision tracking uses"),
-    ("patch replaces metadata", lambda d: subsets(d)[0].update(patch={"metadata": {"$patch": "replace", "labels": {"x": "y"}}}),
-     "spec.topology.subsets[0].patch.metadata.labels[app]: Forbidden: may not change a label the child's selector or revision tracking uses"),
-    ("patch sets owner references", lambda d: subsets(d)[0].update(patch={"metadata": {"ownerReferences": [{"uid": "1", "kind": "X", "name": "x", "apiVersion": "v1"}]}}),
-     "spec.topology.subsets[0].patch.metadata.ownerReferences: Forbidden: may not be set on the pod template of a child"),
-    ("patch sets namespace", lambda d: subsets(d)[0].update(patch={"metadata": {"namespace": "kube-system"}}),
-     "spec.topology.subsets[0].patch.metadata.namespace: Forbidden: may not be set on the pod template of a child"),
-    ("patch sets name", lambda d: subsets(d)[0].update(patch={"metadata": {"name": "pod"}}),
-     "spec.topology.subsets[0].patch.metadata.name: Forbidden: may not be set on the pod template of a child"),
-    ("patch outside the pod template", lambda d: subsets(d)[0].update(patch={"replicas": 3}),
-     "spec.topology.subsets[0].patch.replicas: Forbidden: a subset patch applies to the pod template: only metadata and spec may be patched"),
-    ("patch breaks the pod", lambda d: subsets(d)[0].update(patch={"spec": {"containers": [{"name": "side"}]}}),
-     "spec.topology.subsets[0].patch: Invalid value: patched pod template: template.spec.containers[0].image: Required value"),
-    ("patch not an object", lambda d: subsets(d)[0].update(patch=[1]), "spec.topology.subsets[0].patch: Invalid value: array: must be an object"),
-    ("ud name too long", lambda d: d["metadata"].update(name="w" * 53),
-     f'metadata.name: Invalid value: "{"w" * 53}": must be no more than 52 characters: revision names (<name>-<hash>) are label values, limited to 63 characters'),
-    ("ud name not DNS", lambda d: d["metadata"].update(name="Web"),
-     'metadata.name: Invalid value: "Web": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '
-     "'-' or '.', and must start and end with an alphanumeric character"),
+    (
+        "duplicate subset",
+        lambda d: subsets(d)[1].update(name="a"),
+        'spec.topology.subsets[1].name: Duplicate value: "a"',
+    ),
+    (
+        "non-DNS subset name",
+        lambda d: subsets(d)[0].update(name="Zone_A"),
+        'spec.topology.subsets[0].name: Invalid value: "Zone_A": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+        "characters or '-', and must start and end with an alphanumeric character",
+    ),
+    (
+        "subset name wrong type",
+        lambda d: subsets(d)[0].update(name=7),
+        "spec.topology.subsets[0].name: Invalid value: 7: must be a string",
+    ),
+    (
+        "subsets not a list",
+        lambda d: d["spec"]["topology"].update(subsets={"a": 1}),
+        "spec.topology.subsets: Invalid value: object: must be an array",
+    ),
+    (
+        "negative subset replicas",
+        lambda d: subsets(d)[0].update(replicas=-1),
+        "spec.topology.subsets[0].replicas: Invalid value: -1: subset replicas (-1) should not be less than 0",
+    ),
+    (
+        "percent over 100",
+        lambda d: subsets(d)[0].update(replicas="120%"),
+        'spec.topology.subsets[0].replicas: Invalid value: "120%": subset replicas (120%) should be in range [0, 100]',
+    ),
+    (
+        "numeric string",
+        lambda d: subsets(d)[0].update(replicas="5"),
+        "spec.topology.subsets[0].replicas: Invalid value: \"5\": subset replicas (5) only support integer value or percentage value with a suffix '%'",
+    ),
+    (
+        "fractional percent",
+        lambda d: subsets(d)[0].update(replicas="12.5%"),
+        "spec.topology.subsets[0].replicas: Invalid value: \"12.5%\": subset replicas (12.5%) only support integer value or percentage value with a suffix '%'",
+    ),
+    (
+        "percentages over total",
+        lambda d: (subsets(d)[0].update(replicas="70%"), subsets(d)[1].update(replicas="70%")),
+        'spec.topology.subsets: Invalid value: "array": sum of indicated subset replicas 6 should not be greater than UnitedDeployment replicas 4',
+    ),
+    (
+        "all fixed but short",
+        lambda d: (subsets(d)[0].update(replicas=1), subsets(d)[1].update(replicas=1)),
+        'spec.topology.subsets: Invalid value: "array": if replicas of all subsets are provided, the sum of indicated subset replicas 2 should equal UnitedDeployment replicas 4',
+    ),
+    (
+        "replicas and min/max mixed",
+        lambda d: (subsets(d)[0].update(replicas=1), subsets(d)[1].update(maxReplicas=3)),
+        'spec.topology.subsets: Invalid value: "array": subset.replicas and subset.minReplicas/subset.maxReplicas are mutually exclusive',
+    ),
+    (
+        "min above max",
+        lambda d: subsets(d)[0].update(minReplicas=3, maxReplicas=2),
+        "spec.topology.subsets[0].minReplicas: Invalid value: 3: subset[0].minReplicas must be less than or equal to maxReplicas",
+    ),
+    (
+        "every subset bounded",
+        lambda d: (subsets(d)[0].update(maxReplicas=2), subsets(d)[1].update(maxReplicas=2)),
+        'spec.topology.subsets: Invalid value: "array": at least one subset.maxReplicas must be empty',
+    ),
+    (
+        "min sum above max sum",
+        lambda d: subsets(d)[0].update(minReplicas=2_000_001),
+        'spec.topology.subsets: Invalid value: "array": sum of indicated subset.minReplicas should not be greater than sum of indicated subset.maxReplicas',
+    ),
+    (
+        "empty topology with replicas",
+        lambda d: d["spec"]["topology"].update(subsets=[]),
+        "spec.topology.subsets: Required value: at least one subset is needed to place 4 replicas",
+    ),
+    (
+        "adaptive with replicas",
+        lambda d: (
+            d["spec"]["topology"].update(scheduleStrategy={"type": "Adaptive"}),
+            subsets(d)[0].update(replicas=1),
+        ),
+        "spec.topology.subsets[0].replicas: Forbidden: specify replicas use minReplicas/maxReplicas to enable adaptive strategy",
+    ),
+    (
+        "unknown schedule type",
+        lambda d: d["spec"]["topology"].update(scheduleStrategy={"type": "Sometimes"}),
+        'spec.topology.scheduleStrategy.type: Unsupported value: "Sometimes": supported values: "Adaptive", "Fixed"',
+    ),
+    (
+        "negative critical seconds",
+        lambda d: d["spec"]["topology"].update(
+            scheduleStrategy={"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": -5}}
+        ),
+        "spec.topology.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: -5: must be greater than or equal to 0",
+    ),
+    (
+        "bad node selector operator",
+        lambda d: subsets(d)[0].update(
+            nodeSelectorTerm={"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}
+        ),
+        'spec.topology.subsets[0].nodeSelectorTerm.matchExpressions[0].operator: Unsupported value: "Near": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"',
+    ),
+    (
+        "node selector In without values",
+        lambda d: subsets(d)[0].update(nodeSelectorTerm={"matchExpressions": [{"key": "zone", "operator": "In"}]}),
+        "spec.topology.subsets[0].nodeSelectorTerm.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+    ),
+    (
+        "bad toleration effect",
+        lambda d: subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists", "effect": "Sometimes"}]),
+        'spec.topology.subsets[0].tolerations[0].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+    ),
+    (
+        "toleration value with Exists",
+        lambda d: subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]),
+        "spec.topology.subsets[0].tolerations[0].operator: Invalid value: \"Exists\": value must be empty when `operator` is 'Exists'",
+    ),
+    (
+        "tolerationSeconds without NoExecute",
+        lambda d: subsets(d)[0].update(
+            tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]
+        ),
+        "spec.topology.subsets[0].tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+    ),
+    (
+        "update type",
+        lambda d: d["spec"].update(updateStrategy={"type": "Auto"}),
+        'spec.updateStrategy.type: Unsupported value: "Auto": supported values: "Manual"',
+    ),
+    (
+        "partition of unknown subset",
+        lambda d: d["spec"].update(updateStrategy={"manualUpdate": {"partitions": {"c": 1}}}),
+        'spec.updateStrategy.manualUpdate.partitions: Invalid value: "c": subset c does not exist',
+    ),
+    (
+        "negative partition",
+        lambda d: d["spec"].update(updateStrategy={"manualUpdate": {"partitions": {"a": -1}}}),
+        "spec.updateStrategy.manualUpdate.partitions[a]: Invalid value: -1: must be greater than or equal to 0",
+    ),
+    (
+        "patch changes selector label",
+        lambda d: subsets(d)[0].update(patch={"metadata": {"labels": {"app": "other"}}}),
+        "spec.topology.subsets[0].patch.metadata.labels[app]: Forbidden: may not change a label the child's selector or revision tracking uses",
+    ),
+    (
+        "patch changes subset label",
+        lambda d: subsets(d)[0].update(patch={"metadata": {"labels": {"apps.united.io/subset-name": "b"}}}),
+        "spec.topology.subsets[0].patch.metadata.labels[apps.united.io/subset-name]: Forbidden: may not change a label the child's selector or revision tracking uses",
+    ),
+    (
+        "patch replaces metadata",
+        lambda d: subsets(d)[0].update(patch={"metadata": {"$patch": "replace", "labels": {"x": "y"}}}),
+        "spec.topology.subsets[0].patch.metadata.labels[app]: Forbidden: may not change a label the child's selector or revision tracking uses",
+    ),
+    (
+        "patch sets owner references",
+        lambda d: subsets(d)[0].update(
+            patch={"metadata": {"ownerReferences": [{"uid": "1", "kind": "X", "name": "x", "apiVersion": "v1"}]}}
+        ),
+        "spec.topology.subsets[0].patch.metadata.ownerReferences: Forbidden: may not be set on the pod template of a child",
+    ),
+    (
+        "patch sets namespace",
+        lambda d: subsets(d)[0].update(patch={"metadata": {"namespace": "kube-system"}}),
+        "spec.topology.subsets[0].patch.metadata.namespace: Forbidden: may not be set on the pod template of a child",
+    ),
+    (
+        "patch sets name",
+        lambda d: subsets(d)[0].update(patch={"metadata": {"name": "pod"}}),
+        "spec.topology.subsets[0].patch.metadata.name: Forbidden: may not be set on the pod template of a child",
+    ),
+    (
+        "patch outside the pod template",
+        lambda d: subsets(d)[0].update(patch={"replicas": 3}),
+        "spec.topology.subsets[0].patch.replicas: Forbidden: a subset patch applies to the pod template: only metadata and spec may be patched",
+    ),
+    (
+        "patch breaks the pod",
+        lambda d: subsets(d)[0].update(patch={"spec": {"containers": [{"name": "side"}]}}),
+        "spec.topology.subsets[0].patch: Invalid value: patched pod template: template.spec.containers[0].image: Required value",
+    ),
+    (
+        "patch not an object",
+        lambda d: subsets(d)[0].update(patch=[1]),
+        "spec.topology.subsets[0].patch: Invalid value: array: must be an object",
+    ),
+    (
+        "ud name too long",
+        lambda d: d["metadata"].update(name="w" * 53),
+        f'metadata.name: Invalid value: "{"w" * 53}": must be no more than 52 characters: revision names (<name>-<hash>) are label values, limited to 63 characters',
+    ),
+    (
+        "ud name not DNS",
+        lambda d: d["metadata"].update(name="Web"),
+        'metadata.name: Invalid value: "Web": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '
+        "'-' or '.', and must start and end with an alphanumeric character",
+    ),
     ("no name", lambda d: d["metadata"].pop("name"), "metadata.name: Required value: name or generateName is required"),
-    ("unknown spec field", lambda d: d["spec"].update(topolgy={}), "spec.topolgy: Unknown field: the API server would drop it"),
-    ("wrong apiVersion", lambda d: d.update(apiVersion="apps/v1"),
-     'apiVersion: Unsupported value: "apps/v1": supported values: "apps.united.io/v1alpha1", "apps.kruise.io/v1alpha1", "apps.kruise.io/v1beta1"'),
-    ("wrong kind", lambda d: d.update(kind="Deployment"), 'kind: Unsupported value: "Deployment": supported values: "UnitedDeployment"'),
+    (
+        "unknown spec field",
+        lambda d: d["spec"].update(topolgy={}),
+        "spec.topolgy: Unknown field: the API server would drop it",
+    ),
+    (
+        "wrong apiVersion",
+        lambda d: d.update(apiVersion="apps/v1"),
+        'apiVersion: Unsupported value: "apps/v1": supported values: "apps.united.io/v1alpha1", "apps.kruise.io/v1alpha1", "apps.kruise.io/v1beta1"',
+    ),
+    (
+        "wrong kind",
+        lambda d: d.update(kind="Deployment"),
+        'kind: Unsupported value: "Deployment": supported values: "UnitedDeployment"',
+    ),
     ("spec not an object", lambda d: d.update(spec=[]), "spec: Invalid value: array: must be an object"),
 ]
 
@@ -252,7 +461,9 @@ def test_defaults_make_minimal_elastic_manifest_valid() -> None:
 
 
 def test_update_rules() -> None:
-    old = admit(edit(lambda d: subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists"}]), "statefulSetTemplate"))
+    old = admit(
+        edit(lambda d: subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists"}]), "statefulSetTemplate")
+    )
 
     def changed(d: Doc) -> None:
         subsets(d)[0]["tolerations"] = [{"key": "other", "operator": "Exists"}]
@@ -267,7 +478,15 @@ def test_update_rules() -> None:
         "spec.topology.subsets[0].nodeSelectorTerm: Forbidden: may not be changed in an update",
         "spec.topology.subsets[0].tolerations: Forbidden: may not be changed in an update",
     ]
-    scaled = admit(edit(lambda d: (d["spec"].update(replicas=9), subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists"}])), "statefulSetTemplate"))
+    scaled = admit(
+        edit(
+            lambda d: (
+                d["spec"].update(replicas=9),
+                subsets(d)[0].update(tolerations=[{"key": "k", "operator": "Exists"}]),
+            ),
+            "statefulSetTemplate",
+        )
+    )
     assert validate_update(old, scaled) == []
 
 
