@@ -208,10 +208,11 @@ def _die_with_parent() -> None:
 class _Process:
     """One component in its own process group, output to ``<log_dir>/<name>.log``."""
 
-    def __init__(self, name: str, argv: Sequence[str], log_dir: Path) -> None:
+    def __init__(self, name: str, argv: Sequence[str], log_dir: Path, *, append: bool = False) -> None:
         self.name = name
+        self.argv = list(argv)
         self.log = log_dir / f"{name}.log"
-        self._log_file: IO[bytes] = self.log.open("wb")
+        self._log_file: IO[bytes] = self.log.open("ab" if append else "wb")
         self._log_file.write(f"$ {' '.join(argv)}\n".encode())
         self._log_file.flush()
         self.proc = subprocess.Popen(
@@ -356,12 +357,7 @@ class LocalCluster:
             "etcd",
             [str(self.binaries.etcd), *etcd_args(name="united", data_dir=self._etcd_dir / "data", ports=self.ports)],
         )
-        self._wait(
-            etcd,
-            f"http://{HOST}:{self.ports.etcd_client}/health",
-            deadline,
-            accept=lambda body: '"health":"true"' in body.replace(" ", ""),
-        )
+        self._wait_healthy(etcd, deadline)
 
         apiserver = self._spawn(
             "kube-apiserver",
@@ -370,7 +366,7 @@ class LocalCluster:
                 *apiserver_args(ports=self.ports, certs=self._certs, token_file=token_file),
             ],
         )
-        self._wait(apiserver, f"{self.server}/readyz", deadline, token=self.admin.token)
+        self._wait_healthy(apiserver, deadline)
 
         manager = self._spawn(
             "kube-controller-manager",
@@ -388,8 +384,50 @@ class LocalCluster:
                 *scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig),
             ],
         )
-        self._wait(manager, f"https://{HOST}:{self.ports.controller_manager}/healthz", deadline, verify=False)
-        self._wait(scheduler, f"https://{HOST}:{self.ports.scheduler}/healthz", deadline, verify=False)
+        self._wait_healthy(manager, deadline)
+        self._wait_healthy(scheduler, deadline)
+
+    def restart(self, component: str, *, timeout: float | None = None) -> int:
+        """Stop one component (SIGTERM, then SIGKILL) and start it again with the same flags,
+        ports and data, then wait until it is healthy (after etcd, until the API server is
+        ready again): an outage of that component, for chaos tests. Returns the new pid.
+        Raises ``KeyError`` for an unknown component, :class:`ClusterError` if it does not
+        come back within ``timeout`` (default: the start-up timeout). Call it from the thread
+        that started the cluster: the new process dies with its starting thread (see
+        :func:`_die_with_parent`)."""
+        index = next((i for i, p in enumerate(self._processes) if p.name == component), None)
+        if index is None:
+            raise KeyError(f"no component {component!r}; have {sorted(self.pids)}")
+        old = self._processes[index]
+        old.stop()
+        process = _Process(old.name, old.argv, self.log_dir, append=True)
+        self._processes[index] = process
+        deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
+        try:
+            self._wait_healthy(process, deadline)
+            if component == "etcd":
+                self._wait_healthy(self._component("kube-apiserver"), deadline)
+        except (_ComponentDiedError, WaitTimeoutError) as exc:
+            self.keep_logs = True
+            raise ClusterError(f"{component} did not come back: {exc}", log_dir=self.log_dir) from exc
+        return process.proc.pid
+
+    def _component(self, name: str) -> _Process:
+        return next(p for p in self._processes if p.name == name)
+
+    def _wait_healthy(self, process: _Process, deadline: float) -> None:
+        if process.name == "etcd":
+            self._wait(
+                process,
+                f"http://{HOST}:{self.ports.etcd_client}/health",
+                deadline,
+                accept=lambda body: '"health":"true"' in body.replace(" ", ""),
+            )
+        elif process.name == "kube-apiserver":
+            self._wait(process, f"{self.server}/readyz", deadline, token=self.admin.token)
+        else:
+            port = self.ports.controller_manager if process.name == "kube-controller-manager" else self.ports.scheduler
+            self._wait(process, f"https://{HOST}:{port}/healthz", deadline, verify=False)
 
     def _spawn(self, name: str, argv: list[str]) -> _Process:
         process = _Process(name, argv, self.log_dir)
