@@ -1,0 +1,138 @@
+"""Fixtures for the chaos suite (issue #6): the controller against a misbehaving control plane.
+
+The suite owns its **own** local control plane, package-scoped: it restarts etcd and the
+API server, SIGKILLs controllers that hold the one Lease the shipped Role grants, and
+floods the cluster with scale writes, none of which may leak into the e2e suite (whose
+session controller would otherwise also serve our UnitedDeployments). The cluster is
+started once for ``tests/chaos`` and stopped when the package is done, before the e2e
+suite starts its own. ``kube``, ``namespace`` and ``sim`` are the e2e fixtures, imported.
+
+Knobs (environment):
+
+* ``UNITED_CHAOS_KILLS`` — SIGKILLs in the crash-safety test (CI runs 10; the issue's full
+  count is ``UNITED_CHAOS_KILLS=100``).
+* ``UNITED_CHAOS_SEED`` — seed of every random choice (fault proxy rules, scale storms,
+  kill moments); default 6. Failures print it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.chaos import figures
+from tests.e2e.conftest import ZONES, kube, namespace, sim
+from tests.e2e.controller.conftest import LOG_DIR, SYSTEM, _install
+from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
+from united.devcluster.cluster import ClusterError, LocalCluster
+from united.devcluster.faultproxy import ThreadedFaultProxy
+from united.devcluster.nodes import zone_nodes
+from united.devcluster.simulation import Simulation
+from united.kube.client import KubeClient
+
+__all__ = ["kube", "namespace", "sim"]
+
+SEED = int(os.environ.get("UNITED_CHAOS_SEED", "6"))
+KILLS = int(os.environ.get("UNITED_CHAOS_KILLS", "10"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "chaos: reliability under faults (tests/chaos: fault proxy, kills, restarts, bad input, RBAC)"
+    )
+
+
+def pytest_report_header() -> str:
+    return f"chaos: UNITED_CHAOS_SEED={SEED} UNITED_CHAOS_KILLS={KILLS}"
+
+
+@pytest.fixture(scope="package")
+def cluster() -> Iterator[LocalCluster]:
+    """A local control plane of the chaos suite's own (see the module docstring)."""
+    layout = Layout.default()
+    if not is_provisioned(layout):
+        print(
+            f"\nchaos: building the local control plane in {layout.root} (about 7 minutes)",
+            file=sys.__stderr__,
+            flush=True,
+        )
+    problem = ""
+    try:
+        binaries = provision(layout=layout, progress=lambda m: print(m, file=sys.__stderr__, flush=True))
+    except ProvisionError as exc:
+        problem = f"provisioning it failed: {exc}\n--- last lines of {exc.log} ---\n{tail(exc.log)}"
+    if problem:
+        pytest.fail(f"chaos tests need the local control plane, and {problem}", pytrace=False)
+    local = LocalCluster(binaries)
+    try:
+        local.start()
+    except ClusterError as exc:
+        problem = f"it did not start: {exc}"
+    if problem:
+        pytest.fail(f"chaos tests need the local control plane, and {problem}", pytrace=False)
+    try:
+        yield local
+        local.check_alive()
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="package")
+def simulation(cluster: LocalCluster) -> Iterator[Simulation]:
+    """Three simulated nodes (one per zone) with room for the storms' pods, and the simulators."""
+    running = Simulation(cluster.admin_kubeconfig, nodes=zone_nodes(ZONES, pods=250), heartbeat_interval=5.0)
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="package")
+def controller_identity(cluster: LocalCluster) -> Path:
+    """The CRDs, the controller's namespace, ServiceAccount and RBAC from ``manifests/base``,
+    and a kubeconfig with that ServiceAccount's token (the shipped ClusterRole applies)."""
+
+    async def setup() -> Path:
+        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+            await _install(client)
+            return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
+
+    return asyncio.run(setup())
+
+
+def token_of(kubeconfig: Path) -> str:
+    """The bearer token of a kubeconfig's (first) user."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    return str(config["users"][0]["user"]["token"])
+
+
+def proxy_for(cluster: LocalCluster, identity: Path, *, name: str, seed: int = SEED) -> ThreadedFaultProxy:
+    """A started fault proxy in front of the cluster that forwards the controller's own token
+    (so the shipped RBAC applies) and logs its requests under ``name``."""
+    token = token_of(identity)
+    proxy = ThreadedFaultProxy(
+        cluster.server, ca_cert=cluster.ca_cert, forward_auth=True, seed=f"{seed}/{name}", identities={token: name}
+    )
+    return proxy.start()
+
+
+def proxied_kubeconfig(proxy: ThreadedFaultProxy, identity: Path, path: Path) -> Path:
+    return proxy.write_kubeconfig(path, token=token_of(identity), user="united-controller")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not figures.FIGURES:
+        return
+    terminalreporter.section("chaos figures")
+    for name, value in sorted(figures.FIGURES.items()):
+        terminalreporter.write_line(f"{name}: {value}")
+    path = LOG_DIR / "chaos-figures.json"
+    figures.write(path)
+    terminalreporter.write_line(f"(written to {path})")

@@ -1,0 +1,111 @@
+"""A scale storm over many UnitedDeployments while the API misbehaves (issue #6, item 1).
+
+The controller talks to the API server through the fault proxy under its own ServiceAccount:
+10 % of its requests — reads, writes and watch connects alike — get a 409, a 429 (with
+``Retry-After``), a 500 or a dropped connection, and every few seconds a share of its open
+watches is cut (TCP reset or a truncated event). Meanwhile /scale patches hit 20
+UnitedDeployments x 3 subsets. With the faults still on, everything must converge and
+nothing may be lost (:mod:`tests.chaos.invariants`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from tests.chaos.conftest import SEED, proxied_kubeconfig, proxy_for
+from tests.chaos.figures import record
+from tests.chaos.invariants import scale, storm_doc, wait_converged
+from tests.e2e.controller.conftest import Controller
+from tests.e2e.controller.helpers import UD
+from united.devcluster.cluster import LocalCluster
+from united.devcluster.faultproxy import DROP, WatchAction
+from united.devcluster.simulation import Simulation
+from united.kube.client import KubeClient
+
+pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.timeout(600)]
+
+UDS = 20
+FAULT_RATE = 0.10
+FAULTS: tuple[int | Literal["drop"], ...] = (409, 429, 500, DROP)
+STORM_WRITES = 160
+
+
+async def test_scale_storm_through_faults_converges_and_loses_nothing(
+    cluster: LocalCluster,
+    sim: Simulation,
+    kube: KubeClient,
+    namespace: str,
+    controller_identity: Path,
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(f"{SEED}/storm")
+    names = [f"storm-{i:02d}" for i in range(UDS)]
+    for i, name in enumerate(names):
+        await kube.create(UD, storm_doc(name, i, replicas=rng.randint(0, 6)), namespace=namespace)
+
+    proxy = proxy_for(cluster, controller_identity, name="controller")
+    # Four rules in a row, each firing with p: 1 - (1 - p)^4 = 10 % of requests get one fault.
+    p = 1 - (1 - FAULT_RATE) ** (1 / len(FAULTS))
+    rules = [proxy.add_rule(respond=code, probability=p) for code in FAULTS]
+    cuts = [
+        proxy.add_watch_rule(WatchAction.CUT, every=3.0, share=0.5, how="reset"),
+        proxy.add_watch_rule(WatchAction.CUT, every=5.0, share=0.3, how="truncate"),
+    ]
+    controller = Controller(
+        proxied_kubeconfig(proxy, controller_identity, tmp_path / "proxy.kubeconfig"),
+        name="chaos-storm",
+        leader_elect=False,
+    )
+    controller.start()
+    try:
+        assert controller.proc is not None
+        pid = controller.proc.pid
+        started = time.monotonic()
+        for _ in range(STORM_WRITES):
+            await scale(kube, namespace, rng.choice(names), rng.randint(0, 6))
+            await asyncio.sleep(rng.uniform(0.05, 0.35))  # pacing the load, not waiting for anything
+        storm = time.monotonic() - started
+        await wait_converged(kube, namespace, within=240, what=f"{UDS} UnitedDeployments converged under faults")
+        converged = time.monotonic() - started
+        assert controller.proc is not None and controller.proc.poll() is None and controller.proc.pid == pid
+
+        requests = proxy.log.requests(identity="controller")
+        faulted = [e for e in requests if e.faults]
+        by_code = {str(rule.respond): rule.fired for rule in rules}
+        watch_cuts = sum(rule.fired for rule in cuts)
+        assert all(n > 0 for n in by_code.values()), f"every fault kind must have fired: {by_code}"
+        assert watch_cuts >= 10, f"only {watch_cuts} watch cuts"
+        rate = sum(by_code.values()) / len(requests)
+        assert 0.07 <= rate <= 0.13, f"fault rate {rate:.3f} is not about {FAULT_RATE}"
+        writes = proxy.log.writes(identity="controller")
+        assert len(writes) >= STORM_WRITES, f"{len(writes)} writes for {STORM_WRITES} scale events"
+        record(
+            "fault storm",
+            {
+                "uniteddeployments": UDS,
+                "subsets": UDS * 3,
+                "scale writes": STORM_WRITES,
+                "controller requests": len(requests),
+                "controller writes": len(writes),
+                "request faults": sum(by_code.values()),
+                "request fault rate": round(rate, 3),
+                "request faults by kind": by_code,
+                "write faults": sum(1 for e in writes if e.faults and e.status != 200 and e.status != 201),
+                "requests touched (faults, watch cuts)": len(faulted),
+                "watch cuts": watch_cuts,
+                "storm seconds": round(storm, 1),
+                "converged after seconds": round(converged, 1),
+                "lost": 0,
+            },
+        )
+    finally:
+        proxy.clear_rules()
+        code = controller.stop()
+        proxy.stop()
+    assert code == 0, f"controller exited with {code}; see {controller.log_path}"
