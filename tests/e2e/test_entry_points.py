@@ -15,9 +15,10 @@ import pytest
 from united.devcluster.demo import READY_LINE
 from united.devcluster.nodes import SIMULATED_LABEL, is_pod_ready
 from united.devcluster.wait import eventually
-from united.kube.client import DEPLOYMENTS, NODES, PODS, KubeClient
+from united.kube.client import NODES, PODS, KubeClient, Resource
 
 pytestmark = pytest.mark.e2e
+UDS = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 
 
 async def _run_until_ready(argv: list[str], ready: str) -> tuple[asyncio.subprocess.Process,
@@ -68,35 +69,31 @@ def _port_closed(server: str) -> bool:
         return sock.connect_ex((url.hostname or "127.0.0.1", url.port or 443)) != 0
 
 
-async def test_demo_serves_simulated_zones_until_interrupted() -> None:
-    proc, lines = await _run_until_ready(
-        [sys.executable, "-c", "from united.devcluster.demo import run; raise SystemExit(run())"],
-        READY_LINE,
-    )
+async def test_demo_converges_a_sample_until_interrupted() -> None:
+    """The README's newcomer command: the controller takes the sample to Ready, the table
+    shows every subset, Ctrl-C stops the controller gracefully and removes everything."""
+    proc, lines = await _run_until_ready([sys.executable, "-m", "united", "demo"], READY_LINE)
     kubeconfig = Path(_value(lines, "kubeconfig:"))
     server = _value(lines, "is running at")
-    assert any("controller is not available yet" in line for line in lines)
     try:
         async with await KubeClient.from_kubeconfig(kubeconfig) as client:
             nodes = await client.list(NODES, label_selector=f"{SIMULATED_LABEL}=true")
-            zones = sorted(n["metadata"]["labels"]["topology.kubernetes.io/zone"]
-                           for n in nodes.items)
-            assert zones == ["zone-a", "zone-a", "zone-b", "zone-b", "zone-c", "zone-c"]
-            await client.create(DEPLOYMENTS, {
-                "metadata": {"name": "web"},
-                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-                         "template": {"metadata": {"labels": {"app": "web"}},
-                                      "spec": {"containers": [{"name": "w", "image": "w"}]}}},
-            }, namespace="default")
+            zones = {n["metadata"]["labels"].get("topology.kubernetes.io/zone") for n in nodes.items}
+            assert {"zone-a", "zone-b", "zone-c", "us-east-1a", "us-east-1b", "us-east-1c"} <= zones
 
-            async def ready() -> None:
-                pods = (await client.list(PODS, namespace="default")).items
-                assert len([p for p in pods if is_pod_ready(p)]) == 2
+            async def converged() -> None:
+                ud = await client.get(UDS, "api-zones", namespace="demo")
+                ready = [c for c in ud.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+                assert ready and ready[0]["status"] == "True", ready
+                pods = (await client.list(PODS, namespace="demo")).items
+                assert len([p for p in pods if is_pod_ready(p)]) == 10
 
-            await eventually(ready, within=60, what="demo pods ready")
+            await eventually(converged, within=120, what="demo sample Ready")
     finally:
         output = await _interrupt(proc)
     assert proc.returncode == 0, output
+    table = "\n".join(lines) + output
+    assert "Ready=True" in table and "zone-c  6" in table, table
     assert not _exists(kubeconfig), "the demo left its files behind"
     assert _port_closed(server), "the demo's API server still listens"
 

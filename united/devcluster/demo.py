@@ -1,34 +1,47 @@
-"""``united demo``: a local control plane with simulated zones to try things on.
+"""``united demo``: the controller converging a UnitedDeployment on a local cluster.
 
-Brings up the control plane (provisioning it first if needed, with progress),
-creates two simulated Nodes in each of three zones, runs the node and Kruise
-workload simulators, prints how to reach the cluster, and waits for Ctrl-C; then
-tears everything down. The UnitedDeployment controller does not exist yet, and the
-demo says so rather than pretending.
+Brings up the local control plane (provisioning it first if needed, with progress), installs
+the CRDs, creates simulated Nodes that fit the sample's subsets (plus two per zone in three
+zones), runs the node, workload and volume simulators, starts the controller in-process,
+applies the sample and prints its per-subset table whenever it changes — until Ctrl-C, which
+stops the controller gracefully and tears everything down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import sys
+from pathlib import Path
+from typing import Any
 
+import yaml
+
+from united.controller.manager import Manager, Settings
 from united.devcluster import crds
 from united.devcluster.build import ProvisionError, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
-from united.devcluster.nodes import ZONE_LABEL, NodeSimulator, NodeSpec, zone_nodes
+from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_nodes
 from united.devcluster.volumes import VolumeProvisioner
+from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
-from united.kube.client import KubeClient
+from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient, Resource
+from united.kube.errors import AlreadyExists, NotFound
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 READY_LINE = "demo running; press Ctrl-C to stop and tear everything down"
+NAMESPACE = "demo"
+SOURCE = Path(__file__).resolve().parents[2]
+DEFAULT_SAMPLE = SOURCE / "manifests" / "samples" / "zones-percent.yaml"
+CRD_FILES = (SOURCE / "crds" / "apps.united.io_uniteddeployments.yaml",)
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
 
 
-def demo_nodes() -> list[NodeSpec]:
-    """Two nodes per zone, in pool ``general``."""
-    return zone_nodes(ZONES, per_zone=2, prefix="demo", pool="general")
+def demo_nodes(sample: dict[str, Any]) -> list[NodeSpec]:
+    """Two nodes per zone in pool ``general``, and two that fit each subset of the sample."""
+    return zone_nodes(ZONES, per_zone=2, prefix="demo", pool="general") + subset_nodes(
+        sample, prefix="fit", per_subset=2, cpu="64", memory="256Gi"
+    )
 
 
 def _say(message: str) -> None:
@@ -37,6 +50,20 @@ def _say(message: str) -> None:
 
 def run(*, sample: str | None = None) -> int:
     """Run the demo until Ctrl-C (or SIGTERM). Returns the process exit code."""
+    path = Path(sample) if sample else DEFAULT_SAMPLE
+    try:
+        doc = next(
+            d
+            for d in yaml.safe_load_all(path.read_text())
+            if isinstance(d, dict) and d.get("kind") == "UnitedDeployment"
+        )
+        missing = [f for f in CRD_FILES if not f.is_file()]
+    except (OSError, StopIteration, yaml.YAMLError) as exc:
+        _say(f"cannot read a UnitedDeployment from {path}: {exc or 'none found'}")
+        return 2
+    if missing:
+        _say(f"the demo runs from a source checkout: {', '.join(map(str, missing))} not found")
+        return 2
     try:
         binaries = provision(progress=_say)
     except ProvisionError as exc:
@@ -52,7 +79,7 @@ def run(*, sample: str | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     try:
-        return asyncio.run(_serve(cluster, sample))
+        return asyncio.run(_serve(cluster, doc, path))
     except KeyboardInterrupt:
         return 130
     except ClusterError as exc:
@@ -63,26 +90,76 @@ def run(*, sample: str | None = None) -> int:
         cluster.stop()
 
 
-async def _serve(cluster: LocalCluster, sample: str | None) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+async def _serve(cluster: LocalCluster, doc: dict[str, Any], path: Path) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
-        await crds.install(client, crds.kruise_crds())
+        await crds.install(client, [*crds.kruise_crds(), *(yaml.safe_load(f.read_text()) for f in CRD_FILES)])
         nodes = NodeSimulator(client)
-        workloads = WorkloadSimulator(client)
-        async with nodes, workloads, VolumeProvisioner(client):
-            await nodes.add_nodes(demo_nodes())
-            _print_usage(cluster, sample)
-            while not stop.is_set():
+        async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
+            await nodes.add_nodes(demo_nodes(doc))
+            await _namespace(client)
+            manager = Manager(client, Settings(http_port=0, workers=2, discovery_interval=5))
+            client.observer = manager.metrics.api.observe
+            controller = asyncio.create_task(manager.run(), name="controller")
+            group = str(doc["apiVersion"]).partition("/")[0]
+            if group != "apps.united.io":
+                _say(f"note: {path} is an {group} manifest; the demo serves apps.united.io, so it is applied as such")
+                doc = {**doc, "apiVersion": "apps.united.io/v1alpha1"}
+            resource = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+            with contextlib.suppress(AlreadyExists):
+                await client.create(resource, doc, namespace=NAMESPACE)
+            _print_usage(cluster, path)
+            shown = ""
+            while not controller.done():
                 cluster.check_alive()
+                with contextlib.suppress(NotFound):
+                    obj = await client.get(resource, doc["metadata"]["name"], namespace=NAMESPACE)
+                    table = render_table(obj)
+                    if table != shown:
+                        print(table, flush=True)
+                        shown = table
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=2.0)
-    return 0
+                    await asyncio.wait_for(asyncio.shield(controller), timeout=1.0)
+            return controller.result()
 
 
-def _print_usage(cluster: LocalCluster, sample: str | None) -> None:
+async def _namespace(client: KubeClient) -> None:
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+
+    async def token() -> None:
+        account = await client.get(SERVICE_ACCOUNTS, "default", namespace=NAMESPACE)
+        names = [ref["name"] for ref in account.get("secrets") or []]
+        assert names, "no token secret yet"
+        await client.get(SECRETS, names[0], namespace=NAMESPACE)
+
+    await eventually(token, within=30, what="demo namespace usable", retry_on=(AssertionError, NotFound))
+
+
+def render_table(obj: dict[str, Any]) -> str:
+    """The UnitedDeployment's per-subset status as a table, with its conditions on top."""
+    status = obj.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    ready = conditions.get("Ready") or {}
+    name, want = obj["metadata"]["name"], (obj.get("spec") or {}).get("replicas")
+    reason = f"{ready.get('reason', 'waiting for the controller')}: {ready.get('message', '')}"
+    head = f"\n{name}: {status.get('readyReplicas', 0)}/{want} ready, Ready={ready.get('status', '?')} ({reason})"
+    rows = [("SUBSET", "DESIRED", "REPLICAS", "READY", "UPDATED", "REASON")]
+    for s in status.get("subsetStatuses") or []:
+        rows.append(
+            (
+                s["name"],
+                str(s.get("desired", 0)),
+                str(s.get("replicas", 0)),
+                str(s.get("readyReplicas", 0)),
+                str(s.get("updatedReplicas", 0)),
+                s.get("reason", ""),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join([head, *("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)])
+
+
+def _print_usage(cluster: LocalCluster, path: Path) -> None:
     kubectl = cluster.binaries.kubectl
     lines = [
         "",
@@ -91,20 +168,12 @@ def _print_usage(cluster: LocalCluster, sample: str | None) -> None:
         f"  kubectl:    {kubectl}",
         f"  logs:       {cluster.log_dir}",
         "",
-        f"Simulated nodes: two per zone in {', '.join(ZONES)}; pods scheduled onto them",
-        "become Running and Ready. CloneSet and Advanced StatefulSet (apps.kruise.io) are",
-        "simulated too, and PersistentVolumeClaims get volumes.",
-        "",
-        "Try:",
+        f"The united controller is running; {path.name} is applied in namespace {NAMESPACE!r}.",
+        "Try, in another terminal:",
         f"  export KUBECONFIG={cluster.admin_kubeconfig}",
-        f"  {kubectl} get nodes -L {ZONE_LABEL}",
-        f"  {kubectl} create deployment web --image=example.invalid/web --replicas=3",
-        f"  {kubectl} get pods -o wide",
+        f"  {kubectl} -n {NAMESPACE} get ud,deployments,pods -o wide",
+        f"  {kubectl} -n {NAMESPACE} scale uniteddeployments.apps.united.io --all --replicas=20",
         "",
-        "The UnitedDeployment controller is not available yet: nothing in this cluster",
-        "reconciles UnitedDeployments, so this demo only provides the cluster to run it on.",
+        READY_LINE,
     ]
-    if sample is not None:
-        lines.append(f"The sample {sample!r} was not applied, since no controller would act on it.")
-    lines += ["", READY_LINE]
     print("\n".join(lines), flush=True)

@@ -44,11 +44,13 @@ POOL_LABEL = "node.united.dev/pool"
 SIMULATED_LABEL = "node.united.dev/simulated"
 # Added by the API server's TaintNodesByCondition admission on create; only the
 # node lifecycle controller (off here) or a kubelet would ever remove them.
-CONDITION_TAINTS = frozenset({
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "node.kubernetes.io/unschedulable",
-})
+CONDITION_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/unschedulable",
+    }
+)
 KUBELET_VERSION = "v1.20.2"
 
 
@@ -109,11 +111,28 @@ def zone_nodes(
     **spec: Any,
 ) -> list[NodeSpec]:
     """``per_zone`` nodes in each zone, named ``<prefix>-<zone>-<i>``."""
-    return [
-        NodeSpec(name=f"{prefix}-{zone}-{i}", zone=zone, **spec)
-        for zone in zones
-        for i in range(per_zone)
-    ]
+    return [NodeSpec(name=f"{prefix}-{zone}-{i}", zone=zone, **spec) for zone in zones for i in range(per_zone)]
+
+
+def subset_nodes(ud: Mapping[str, Any], *, prefix: str, per_subset: int = 1, **spec: Any) -> list[NodeSpec]:
+    """Nodes that satisfy each subset of a UnitedDeployment manifest: ``In`` takes the first
+    value, ``Exists`` sets ``"true"`` (other operators need nothing). Lets the demo and the
+    e2e tests run any sample, whatever labels its subsets select on."""
+    out = []
+    subsets = ((ud.get("spec") or {}).get("topology") or {}).get("subsets") or []
+    for i, subset in enumerate(subsets):
+        labels: dict[str, str] = {}
+        for expr in (subset.get("nodeSelectorTerm") or {}).get("matchExpressions") or []:
+            if expr.get("operator") == "In" and expr.get("values"):
+                labels[expr["key"]] = str(expr["values"][0])
+            elif expr.get("operator") == "Exists":
+                labels[expr["key"]] = "true"
+        arch = labels.pop(ARCH_LABEL, "amd64")
+        zone = labels.pop(ZONE_LABEL, None)
+        out += [
+            NodeSpec(name=f"{prefix}-{i}-{n}", arch=arch, zone=zone, labels=labels, **spec) for n in range(per_subset)
+        ]
+    return out
 
 
 @dataclass
@@ -187,8 +206,7 @@ def wanted_taints(current: Iterable[JSON], spec: NodeSpec) -> list[JSON]:
     own = [t.to_json() for t in spec.taints]
     own_keys = {(t["key"], t["effect"]) for t in own}
     others = [
-        t for t in current
-        if t.get("key") not in CONDITION_TAINTS and (t.get("key"), t.get("effect")) not in own_keys
+        t for t in current if t.get("key") not in CONDITION_TAINTS and (t.get("key"), t.get("effect")) not in own_keys
     ]
     return own + others
 
@@ -228,20 +246,22 @@ def pod_status(pod: JSON, *, ready: bool, pod_ip: str, now: str) -> JSON:
     statuses = []
     for spec in (pod.get("spec") or {}).get("containers") or []:
         name = spec.get("name", "")
-        running_since = (
-            ((old_containers.get(name) or {}).get("state") or {}).get("running") or {}
-        ).get("startedAt") or started
-        statuses.append({
-            "name": name,
-            "image": spec.get("image", ""),
-            "imageID": "",
-            "containerID": f"simulated://{object_key(pod)[0]}/{object_key(pod)[1]}/{name}",
-            "ready": ready,
-            "started": True,
-            "restartCount": 0,
-            "state": {"running": {"startedAt": running_since}},
-            "lastState": {},
-        })
+        running_since = (((old_containers.get(name) or {}).get("state") or {}).get("running") or {}).get(
+            "startedAt"
+        ) or started
+        statuses.append(
+            {
+                "name": name,
+                "image": spec.get("image", ""),
+                "imageID": "",
+                "containerID": f"simulated://{object_key(pod)[0]}/{object_key(pod)[1]}/{name}",
+                "ready": ready,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": running_since}},
+                "lastState": {},
+            }
+        )
     return {
         "phase": "Running",
         "conditions": [
@@ -262,9 +282,7 @@ def status_differs(pod: JSON, desired: JSON) -> bool:
     old = pod.get("status") or {}
 
     def summary(status: JSON) -> tuple[Any, ...]:
-        conditions = sorted(
-            (c.get("type"), c.get("status")) for c in status.get("conditions") or []
-        )
+        conditions = sorted((c.get("type"), c.get("status")) for c in status.get("conditions") or [])
         containers = sorted(
             (c.get("name"), c.get("ready"), "running" in (c.get("state") or {}))
             for c in status.get("containerStatuses") or []
@@ -336,9 +354,9 @@ class NodeSimulator:
             await self.client.create(NODES, node_object(state))
         except AlreadyExists:
             await self.client.patch(
-                NODES, spec.name,
-                {"metadata": {"labels": spec.all_labels()},
-                 "spec": {"unschedulable": None}},
+                NODES,
+                spec.name,
+                {"metadata": {"labels": spec.all_labels()}, "spec": {"unschedulable": None}},
                 patch_type=PatchType.MERGE,
             )
         await self._sync_node(state)
@@ -376,7 +394,9 @@ class NodeSimulator:
         state = self._named(name)
         state.cordoned = cordoned
         await self.client.patch(
-            NODES, name, {"spec": {"unschedulable": True if cordoned else None}},
+            NODES,
+            name,
+            {"spec": {"unschedulable": True if cordoned else None}},
             patch_type=PatchType.MERGE,
         )
 
@@ -428,14 +448,19 @@ class NodeSimulator:
         taints = wanted_taints(current, state.spec)
         if taints != current:
             await self.client.patch(
-                NODES, state.spec.name, {"spec": {"taints": taints or None}},
+                NODES,
+                state.spec.name,
+                {"spec": {"taints": taints or None}},
                 patch_type=PatchType.MERGE,
             )
 
     async def _write_status(self, state: NodeState) -> None:
         await self.client.patch(
-            NODES, state.spec.name, {"status": node_status(state, now=now_rfc3339())},
-            patch_type=PatchType.MERGE, subresource="status",
+            NODES,
+            state.spec.name,
+            {"status": node_status(state, now=now_rfc3339())},
+            patch_type=PatchType.MERGE,
+            subresource="status",
         )
 
     async def _heartbeat(self) -> None:
@@ -470,15 +495,17 @@ class NodeSimulator:
             return
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return
-        desired = pod_status(
-            pod, ready=self.nodes[node].pods_ready, pod_ip=self._pod_ip(pod), now=now_rfc3339()
-        )
+        desired = pod_status(pod, ready=self.nodes[node].pods_ready, pod_ip=self._pod_ip(pod), now=now_rfc3339())
         if not status_differs(pod, desired):
             return
         namespace, name = object_key(pod)
         with contextlib.suppress(NotFound):
             await self.client.patch(
-                PODS, name, {"status": desired}, namespace=namespace, subresource="status",
+                PODS,
+                name,
+                {"status": desired},
+                namespace=namespace,
+                subresource="status",
                 patch_type=PatchType.MERGE,
             )
 
@@ -487,6 +514,9 @@ class NodeSimulator:
         uid = (pod.get("metadata") or {}).get("uid")
         with contextlib.suppress(NotFound, Conflict):
             await self.client.delete(
-                PODS, name, namespace=namespace, grace_period_seconds=0,
+                PODS,
+                name,
+                namespace=namespace,
+                grace_period_seconds=0,
                 preconditions={"uid": str(uid)} if uid else None,
             )

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from united.devcluster.nodes import NodeSpec
+from united.devcluster.nodes import NodeSpec, subset_nodes
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient, PatchType, Resource
 from united.kube.errors import NotFound
@@ -16,7 +16,6 @@ from united.kube.errors import NotFound
 ROOT = Path(__file__).resolve().parents[3]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 KRUISE_UD = Resource("apps.kruise.io", "v1beta1", "uniteddeployments", True, "UnitedDeployment")
-PVS = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
 CLONESETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")
@@ -147,50 +146,8 @@ async def pods_of(kube: KubeClient, namespace: str, app: str) -> list[JSON]:
 
 
 def nodes_for(doc: JSON, prefix: str) -> list[NodeSpec]:
-    """A simulated node per subset whose labels satisfy the subset's nodeSelectorTerm."""
-    out = []
-    for i, subset in enumerate(doc["spec"]["topology"]["subsets"]):
-        labels: dict[str, str] = {}
-        for expr in (subset.get("nodeSelectorTerm") or {}).get("matchExpressions") or []:
-            if expr["operator"] == "In":
-                labels[expr["key"]] = expr["values"][0]
-            elif expr["operator"] == "Exists":
-                labels[expr["key"]] = "true"
-        arch = labels.pop("kubernetes.io/arch", "amd64")
-        zone_ = labels.pop("topology.kubernetes.io/zone", None)
-        out.append(NodeSpec(name=f"{prefix}-{i}", arch=arch, zone=zone_, labels=labels, cpu="64", memory="256Gi"))
-    return out
-
-
-async def volumes_for(kube: KubeClient, doc: JSON, prefix: str) -> list[str]:
-    """hostPath PersistentVolumes for a StatefulSet sample's claims: the local control plane has
-    no storage provisioner, but its persistentvolume-binder binds claims to these."""
-    template = doc["spec"]["template"].get("statefulSetTemplate") or doc["spec"]["template"].get(
-        "advancedStatefulSetTemplate"
-    )
-    claims = (template or {}).get("spec", {}).get("volumeClaimTemplates") or []
-    names = []
-    for claim in claims:
-        spec = claim["spec"]
-        for i in range(doc["spec"]["replicas"]):
-            name = f"{prefix}-{claim['metadata']['name']}-{i}"
-            await kube.create(
-                PVS,
-                {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolume",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "capacity": {"storage": spec["resources"]["requests"]["storage"]},
-                        "accessModes": spec["accessModes"],
-                        "storageClassName": spec.get("storageClassName", ""),
-                        "hostPath": {"path": f"/tmp/{name}"},
-                        "persistentVolumeReclaimPolicy": "Delete",
-                    },
-                },
-            )
-            names.append(name)
-    return names
+    """A roomy simulated node per subset whose labels satisfy the subset's nodeSelectorTerm."""
+    return subset_nodes(doc, prefix=prefix, cpu="64", memory="256Gi")
 
 
 def scaled_down(doc: JSON, limit: int) -> JSON:

@@ -16,7 +16,6 @@ import pytest
 from tests.e2e.controller.conftest import CRDS, Controller, install_kruise_rbac
 from tests.e2e.controller.helpers import (
     EVENTS,
-    PVS,
     UD,
     children,
     condition,
@@ -29,7 +28,6 @@ from tests.e2e.controller.helpers import (
     sample,
     scaled_down,
     ud,
-    volumes_for,
     wait_ready,
     wait_shape,
     zone,
@@ -68,7 +66,6 @@ async def test_every_sample_converges(
     doc = scaled_down(sample(name), 6)
     for node in nodes_for(doc, f"s-{namespace[-6:]}"):
         await sim.add_node(node)
-    volumes = await volumes_for(kube, doc, f"pv-{namespace[-6:]}")
     await create(kube, namespace, doc)
     obj = await wait_ready(kube, namespace, doc, within=120)
     status = obj["status"]
@@ -77,8 +74,6 @@ async def test_every_sample_converges(
     assert got == desired
     assert status["replicas"] == status["readyReplicas"] == doc["spec"]["replicas"]
     assert status["labelSelector"] == f"app={doc['spec']['selector']['matchLabels']['app']}"
-    for volume in volumes:
-        await kube.delete(PVS, volume)
 
 
 async def test_scale_through_spec_and_scale_subresource_resplits_percentages(
