@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united.allocation import Plan
+from united.selector import EQUALS, Requirement, Selector
+from united.selector import parse as parse_selector
 
 Json = dict[str, Any]
 
@@ -66,6 +68,22 @@ class Facts:
     problem: Problem | None = None
     extra_children: int = 0
     """Children still to delete (removed subsets, duplicates, other kinds)."""
+    schedulable: Mapping[str, Json] = field(default_factory=dict)
+    """Adaptive scheduling: each subset's ``Schedulable`` condition (``subsetStatuses[].conditions``)."""
+
+
+def hpa_selector(selector: Mapping[str, Any] | None, *, reserved_label: str | None = None) -> str:
+    """``status.labelSelector``, the string HPA reads through the scale subresource.
+
+    In reservation mode reserved pods must not count for HPA, so ``<reserved_label>=false`` is
+    added as one more requirement and the whole selector is printed canonically (sorted by
+    key, as apimachinery's ``Selector.String()``); OpenKruise appends it at the end instead.
+    Both parse to the same selector.
+    """
+    parsed = parse_selector(selector) if selector else Selector(())
+    if reserved_label is not None:
+        parsed = Selector((*parsed.requirements, Requirement(reserved_label, EQUALS, ("false",))))
+    return str(parsed)
 
 
 def observe(
@@ -110,7 +128,7 @@ def compute(facts: Facts) -> Json:
     prev = facts.previous
     status: Json = {"observedGeneration": facts.generation}
     views = facts.children
-    status["replicas"] = sum(v.replicas - v.reserved for v in views.values())
+    status["replicas"] = sum(max(0, v.replicas - v.reserved) for v in views.values())
     status["readyReplicas"] = sum(v.ready for v in views.values())
     status["updatedReplicas"] = sum(v.updated for v in views.values())
     status["updatedReadyReplicas"] = sum(v.updated_ready for v in views.values())
@@ -161,6 +179,8 @@ def _subset_statuses(facts: Facts) -> list[Json]:
             "reason": a.reason,
             "message": message,
         }
+        if a.name in facts.schedulable:
+            entry["conditions"] = [dict(facts.schedulable[a.name])]
         out.append(entry)
     return out
 
@@ -180,7 +200,8 @@ def _converged(facts: Facts, subsets: Sequence[Json]) -> str | None:
         if not view.current or view.spec_replicas != want or view.replicas != want:
             return f"subset {s['name']}: {view.replicas} of {want} replicas"
         if view.ready < want:
-            return f"subset {s['name']}: {view.ready} of {want} replicas ready"
+            reserved = f" ({view.reserved} reserved: unschedulable)" if view.reserved else ""
+            return f"subset {s['name']}: {view.ready} of {want} replicas ready{reserved}"
         if view.updated < want - held:
             return f"subset {s['name']}: {view.updated} of {want - held} replicas updated"
     return None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from united.allocation import Allocation, Plan
-from united.status import ChildView, Facts, Problem, compute, observe, stalled
+from united.status import ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
+
+RESERVED_LABEL = "apps.united.io/united-deployment-reserved-pod"
 
 PLAN = Plan(
     allocator="specified",
@@ -109,3 +111,47 @@ def test_observe_counts_active_pods_at_the_updated_revision() -> None:
         1,
         True,
     )
+
+
+def test_hpa_selector_is_the_canonical_string() -> None:
+    selector = {"matchLabels": {"zone": "x", "app": "web"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]}
+    assert hpa_selector(selector) == "app=web,tier,zone=x"
+    assert hpa_selector(None) == ""
+
+
+def test_hpa_selector_excludes_reserved_pods_in_canonical_order() -> None:
+    """apimachinery sorts requirements by key; OpenKruise appends the filter instead."""
+    selector = {"matchLabels": {"zone": "x", "app": "web"}}
+    assert hpa_selector(selector, reserved_label=RESERVED_LABEL) == f"app=web,{RESERVED_LABEL}=false,zone=x"
+    assert hpa_selector({"matchLabels": {"app": "web"}}, reserved_label=RESERVED_LABEL) == (
+        f"app=web,{RESERVED_LABEL}=false"
+    )
+    assert hpa_selector(None, reserved_label=RESERVED_LABEL) == f"{RESERVED_LABEL}=false"
+
+
+def test_reserved_pods_are_not_replicas_and_are_explained() -> None:
+    views = {"a": ChildView("a1", 2, 2, 0, 0, 0, reserved=2), "b": ChildView("b1", 3, 3, 3, 3, 3)}
+    status = compute(facts(children=views))
+    assert (status["replicas"], status["reservedPods"], status["readyReplicas"]) == (3, 2, 3)
+    assert [s["reservedPods"] for s in status["subsetStatuses"]] == [2, 0]
+    assert conditions(status)["Ready"] == ("False", "Progressing")
+    assert "subset a: 0 of 2 replicas ready (2 reserved: unschedulable)" in status["conditions"][0]["message"]
+
+
+def test_replicas_never_negative_while_the_child_status_lags() -> None:
+    status = compute(facts(children={"a": ChildView("a1", 2, 1, 0, 0, 0, reserved=2)}))
+    assert status["replicas"] == 0
+
+
+def test_schedulable_conditions_go_to_their_subsets() -> None:
+    cond = {
+        "type": "Schedulable",
+        "status": "False",
+        "lastTransitionTime": "2026-11-22T00:00:00Z",
+        "reason": "reschedule",
+        "message": "pods pending",
+    }
+    status = compute(facts(schedulable={"b": cond}))
+    a, b = status["subsetStatuses"]
+    assert "conditions" not in a
+    assert b["conditions"] == [cond]

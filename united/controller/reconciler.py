@@ -12,7 +12,9 @@ pass ends without touching children.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -20,19 +22,20 @@ from typing import Any, Protocol
 import jsonpatch
 import structlog
 
-from united import history
-from united.allocation import AllocationError, Plan, SubsetState, allocate
+from united import adaptive, history
+from united.allocation import AllocationError, Plan, SubsetState, allocate, partition
 from united.api import ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
 from united.children import claim, controller_uid, deleting, name_of
 from united.diff import child_patch, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
+from united.kube.client import PODS
 from united.kube.errors import AlreadyExists
-from united.render import KINDS, owner_reference, render
+from united.render import KINDS, owner_reference, render, spec_digest
 from united.runtime.metrics import SubsetReplicas
 from united.selector import parse as parse_selector
-from united.status import ChildView, Facts, Problem, compute, observe, stalled
+from united.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
 
 Json = dict[str, Any]
 log = structlog.get_logger(__name__)
@@ -84,6 +87,11 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+DEADLINE_MARGIN = 0.05
+"""Seconds added to a requeue for an adaptive deadline: the timeouts are strict (``<``), so
+the pass must run just after the deadline, not at it."""
+
+
 class Reconciler:
     """Owns no state but a record of the statuses it wrote (to compare against while the
     cache lags behind its own writes)."""
@@ -96,6 +104,7 @@ class Reconciler:
         recorder: Recorder,
         ud_resource: Resource,
         clock: Callable[[], str] = now_rfc3339,
+        seconds: Callable[[], float] = time.time,
         gauges: Gauges | None = None,
     ) -> None:
         self.client = client
@@ -103,6 +112,8 @@ class Reconciler:
         self.recorder = recorder
         self.ud_resource = ud_resource
         self.clock = clock
+        self.seconds = seconds
+        """Wall-clock epoch seconds for adaptive scheduling (pod timestamps are wall-clock)."""
         self.gauges = gauges
         self._written: dict[str, tuple[int, Json]] = {}
 
@@ -207,6 +218,7 @@ class _Pass:
         plan_ = await self.revisions(owner)
         updated = plan_.updated
         claimed = claim(self.ud, self.in_namespace(store), self.keys)
+        pods = self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
                 replicas=int((c.get("spec") or {}).get("replicas") or 0),
@@ -214,23 +226,38 @@ class _Pass:
             )
             for name, c in claimed.by_subset.items()
         }
+        settings = adaptive.Settings.of(self.ud.spec)
+        seconds = self.r.seconds()
+        decisions = self.decide(settings, claimed.by_subset, pods, updated, seconds) if settings else {}
+        for name, d in decisions.items():
+            state[name] = dataclasses.replace(state[name], unschedulable=d.unschedulable, reserved_pods=d.held)
         try:
             plan = allocate(self.ud.spec, state)
+            if settings is not None and settings.reserve:
+                plan = self.regrow(settings, plan, state, decisions, seconds)
         except AllocationError as e:
             self.event("Warning", "AllocationFailed", str(e))
             failed = Problem("AllocationFailed", str(e))
             status = stalled(self.previous, generation=self.generation, problem=failed, now=now)
             await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
             return Result()
+        for d in decisions.values():
+            if d.event is not None:
+                self.event(d.event.type, d.event.reason, d.event.message)
+        await self.label_pods(decisions)
         resource = resource_of(variant)
-        applied = await self.children(resource, claimed, plan, updated)
+        overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
+        applied = await self.children(resource, claimed, plan, updated, overrides)
         extra = await self.cleanup(resource, variant, claimed)
-        views = self.observe(claimed.by_subset, updated)
+        views = self.observe(claimed.by_subset, pods, updated, decisions)
         problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False) if self.errors else None
+        selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
         facts = Facts(
             generation=self.generation,
             previous=self.previous,
-            label_selector=str(parse_selector(self.ud.spec.selector.to_dict())) if self.ud.spec.selector else "",
+            label_selector=hpa_selector(
+                selector, reserved_label=self.keys.reserved_pod if settings and settings.reserve else None
+            ),
             now=now,
             plan=plan,
             children=views,
@@ -240,6 +267,7 @@ class _Pass:
             collision_count=plan_.collision_count,
             problem=problem,
             extra_children=extra,
+            schedulable={n: d.condition.to_dict() for n, d in decisions.items() if d.condition is not None},
         )
         status = compute(facts)
         if self.r.gauges is not None:
@@ -251,13 +279,130 @@ class _Pass:
                     for s in status["subsetStatuses"]
                 },
             )
-        if not self.writes or self.errors:
+        if not self.writes or self.errors or _schedulable(status) != _schedulable(self.previous):
+            # The Schedulable conditions are the memory of adaptive scheduling (when a subset
+            # was marked): they are written in the same pass as the child writes they cause,
+            # or the next pass would not know why a subset was capped.
             await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
         if self.errors:
             raise RetryableError("; ".join(self.errors))
-        if claimed.terminating:
-            return Result(requeue_after=2.0)
-        return Result(requeue_after=self.requeue_after)
+        delays = [2.0] if claimed.terminating else []
+        deadline = min((d.deadline for d in decisions.values() if d.deadline is not None), default=None)
+        if deadline is not None:
+            delays.append(max(0.0, deadline - seconds) + DEADLINE_MARGIN)
+        return Result(requeue_after=min(delays, default=None))
+
+    def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
+        """Each child's pods (its selector over the pod cache, which holds only pods that carry
+        the subset-name label)."""
+        pods = self.in_namespace(self.r.caches.pods)
+        out = {}
+        for subset, child in by_subset.items():
+            sel = parse_selector((child.get("spec") or {}).get("selector") or {})
+            out[subset] = [p for p in pods if sel.matches((p.get("metadata") or {}).get("labels") or {})]
+        return out
+
+    def decide(
+        self,
+        settings: adaptive.Settings,
+        by_subset: Mapping[str, Json],
+        pods: Mapping[str, list[Json]],
+        updated: str,
+        seconds: float,
+    ) -> dict[str, adaptive.Decision]:
+        """Adaptive decisions for every subset with a child, in topology order."""
+        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
+        updated_since = None
+        for c in self.previous.get("conditions") or ():
+            if isinstance(c, dict) and c.get("type") == UPDATED:
+                updated_since = adaptive.parse_time(c.get("lastTransitionTime"))
+        out = {}
+        for subset in self.ud.spec.subsets:
+            child = by_subset.get(subset.name)
+            if child is None:
+                continue
+            replicas = int((child.get("spec") or {}).get("replicas") or 0)
+            out[subset.name] = adaptive.decide(
+                settings,
+                pods.get(subset.name, []),
+                subset=subset.name,
+                previous=adaptive.schedulable_condition(previous.get(subset.name)),
+                now=seconds,
+                keys=self.keys,
+                updated_revision=updated,
+                updated_since=updated_since,
+                replicas=replicas,
+                partition=partition(self.ud.spec, subset.name, replicas),
+            )
+        return out
+
+    def regrow(
+        self,
+        settings: adaptive.Settings,
+        plan: Plan,
+        state: dict[str, SubsetState],
+        decisions: dict[str, adaptive.Decision],
+        seconds: float,
+    ) -> Plan:
+        """Reservation: a recovered subset that grows keeps its substitutes until its new pods
+        prove ready (reference 8.7.4); allocate again with its new pods counted as reserved."""
+        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
+        grown = False
+        for name, d in list(decisions.items()):
+            st = state[name]
+            again = adaptive.regrow(
+                settings,
+                d,
+                subset=name,
+                previous=adaptive.schedulable_condition(previous.get(name)),
+                replicas=st.replicas,
+                allocated=plan[name].replicas,
+                now=seconds,
+            )
+            if again is None:
+                continue
+            decisions[name] = again
+            state[name] = SubsetState(
+                replicas=plan[name].replicas,
+                ready_replicas=st.ready_replicas,
+                unschedulable=True,
+                reserved_pods=again.held,
+            )
+            grown = True
+        return allocate(self.ud.spec, state) if grown else plan
+
+    async def label_pods(self, decisions: Mapping[str, adaptive.Decision]) -> None:
+        """Reservation: set the reserved-pod label where it changed (a merge patch of one label;
+        the ClusterRole's ``patch`` on pods exists for this alone)."""
+        for d in decisions.values():
+            for change in d.labels:
+                body = {"metadata": {"labels": {self.keys.reserved_pod: change.value}}}
+                await self.write(
+                    "label",
+                    f"pod {change.pod}",
+                    self.r.client.patch(PODS, change.pod, body, patch_type=PatchType.MERGE, namespace=self.namespace),
+                    success=None,
+                    missing_ok=True,
+                )
+
+    def max_unavailable(
+        self,
+        settings: adaptive.Settings | None,
+        by_subset: Mapping[str, Json],
+        plan: Plan,
+        decisions: Mapping[str, adaptive.Decision],
+    ) -> dict[str, int]:
+        """Reservation: how many pods a rollout of each unschedulable subset may take down, so
+        its reserved (pending) pods can be replaced by the new revision (reference 8.7.5)."""
+        if settings is None or not settings.reserve:
+            return {}
+        out = {}
+        for name, d in decisions.items():
+            if not d.unschedulable:
+                continue
+            ready = int((by_subset[name].get("status") or {}).get("readyReplicas") or 0)
+            out[name] = adaptive.max_unavailable(plan[name].replicas, ready, d.update_timeout_pods)
+        return out
 
     async def revisions(self, owner: Json) -> history.HistoryPlan:
         owned = [r for r in self.in_namespace(self.r.caches.revisions) if controller_uid(r) == self.ud.uid]
@@ -284,7 +429,9 @@ class _Pass:
                 pass
         return hp
 
-    async def children(self, resource: Resource, claimed: Any, plan: Plan, updated: str) -> dict[str, bool]:
+    async def children(
+        self, resource: Resource, claimed: Any, plan: Plan, updated: str, overrides: Mapping[str, int]
+    ) -> dict[str, bool]:
         applied: dict[str, bool] = {}
         kind = KINDS[resource_variant(resource)]
         for subset in self.ud.spec.subsets:
@@ -293,6 +440,7 @@ class _Pass:
                 self.ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=updated, keys=self.keys
             )
             applied[subset.name] = rendered.partition_applied
+            overridden = self.override(rendered.object, overrides.get(subset.name, 0))
             live = claimed.by_subset.get(subset.name)
             if live is None:
                 if subset.name in claimed.terminating:
@@ -317,7 +465,12 @@ class _Pass:
             if before != a.replicas:
                 what.append(f"scaled from {before} to {a.replicas}")
             if (patch.get("spec") or {}).keys() - {"replicas"}:
-                what.append(f"updated to revision {updated}")
+                if ((live.get("metadata") or {}).get("labels") or {}).get(self.keys.revision) != updated:
+                    what.append(f"updated to revision {updated}")
+                elif overridden:
+                    what.append(f"maxUnavailable {overrides[subset.name]} while its pods are reserved")
+                else:
+                    what.append("spec updated")
             if "ownerReferences" in (patch.get("metadata") or {}):
                 what.append("adopted")
             message = f"{kind.kind} {name_of(live)} of subset {subset.name}: " + (", ".join(what) or "labels updated")
@@ -330,6 +483,18 @@ class _Pass:
                 success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
             )
         return applied
+
+    def override(self, child: Json, value: int) -> bool:
+        """Write a reservation ``maxUnavailable`` into a rendered child and fold it into the
+        child's spec digest, so the diff sees it come and go like any other rendered change
+        (when it goes, the template's own strategy is written back)."""
+        template = self.ud.spec.template
+        assert template is not None
+        if not adaptive.override_max_unavailable(template.variant, child["spec"], value):
+            return False
+        annotations = child["metadata"]["annotations"]
+        annotations[self.keys.spec_hash] = spec_digest(rendered=annotations[self.keys.spec_hash], maxUnavailable=value)
+        return True
 
     async def cleanup(self, resource: Resource, variant: str, claimed: Any) -> int:
         """Delete children of removed subsets, duplicates and children of other kinds; release
@@ -374,7 +539,7 @@ class _Pass:
         return remaining
 
     async def write(
-        self, verb: str, target: str, call: Any, *, success: tuple[str, str], missing_ok: bool = False
+        self, verb: str, target: str, call: Any, *, success: tuple[str, str] | None, missing_ok: bool = False
     ) -> None:
         try:
             await call
@@ -390,16 +555,31 @@ class _Pass:
             self.event("Warning", f"Failed{verb.capitalize()}", f"{verb} {target}: {e}")
             return
         self.writes += 1
-        self.event("Normal", *success)
+        if success is not None:
+            self.event("Normal", *success)
 
-    def observe(self, by_subset: Mapping[str, Json], updated: str) -> dict[str, ChildView]:
-        pods = self.in_namespace(self.r.caches.pods)
+    def observe(
+        self,
+        by_subset: Mapping[str, Json],
+        pods: Mapping[str, list[Json]],
+        updated: str,
+        decisions: Mapping[str, adaptive.Decision],
+    ) -> dict[str, ChildView]:
         views = {}
         for subset, child in by_subset.items():
-            sel = parse_selector((child.get("spec") or {}).get("selector") or {})
-            mine = [p for p in pods if sel.matches((p.get("metadata") or {}).get("labels") or {})]
-            views[subset] = observe(child, mine, revision_label=self.keys.revision, updated=updated)
+            view = observe(child, pods.get(subset, []), revision_label=self.keys.revision, updated=updated)
+            d = decisions.get(subset)
+            views[subset] = dataclasses.replace(view, reserved=d.reserved) if d is not None else view
         return views
+
+
+def _schedulable(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``Schedulable`` conditions of a status, by subset."""
+    return {
+        str(s.get("name")): s.get("conditions")
+        for s in status.get("subsetStatuses") or ()
+        if isinstance(s, dict) and s.get("conditions")
+    }
 
 
 def resource_variant(resource: Resource) -> str:
