@@ -63,6 +63,7 @@ DEFAULT_CONTROLLERS = (
     "persistentvolume-binder",
     "pvc-protection",
     "pv-protection",
+    "horizontalpodautoscaling",
 )
 
 

@@ -488,14 +488,25 @@ class KubeClient:
     async def create(
         self,
         resource: Resource,
-        body: JSON,
+        body: JSON | bytes,
         *,
         namespace: str | None = None,
         dry_run: bool = False,
     ) -> JSON:
-        """Create an object; raises ``AlreadyExists`` if the name is taken."""
+        """Create an object; raises ``AlreadyExists`` if the name is taken.
+
+        A ``bytes`` body is sent verbatim as YAML (JSON is YAML). Use it for objects with
+        raw-bytes fields such as ``ControllerRevision.data``: kubernetes-asyncio re-encodes
+        every JSON body with Python's ``json.dumps``, whose bytes differ from the Go
+        encoding the API server uses when it later patches the object — and ``data`` is
+        immutable, so even the garbage collector's owner-reference patch would be refused.
+        The API server turns YAML into JSON with Go's encoder, so stored bytes are canonical.
+        """
         query = [("dryRun", "All")] if dry_run else []
-        result: JSON = await self._json("POST", resource.path(namespace=namespace), query=query, body=body)
+        content_type = "application/yaml" if isinstance(body, bytes) else "application/json"
+        result: JSON = await self._json(
+            "POST", resource.path(namespace=namespace), query=query, body=body, content_type=content_type
+        )
         return result
 
     async def replace(

@@ -15,7 +15,9 @@ import pytest
 
 from tests.e2e.controller.conftest import CRDS, Controller, install_kruise_rbac
 from tests.e2e.controller.helpers import (
+    DEPLOYMENTS,
     EVENTS,
+    ROOT,
     UD,
     children,
     condition,
@@ -35,11 +37,12 @@ from tests.e2e.controller.helpers import (
 from united.devcluster.crds import install, kruise_crds
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
-from united.kube.client import KubeClient, PatchType
+from united.kube.client import KubeClient, PatchType, Resource
 from united.kube.errors import NotFound
 
 pytestmark = pytest.mark.e2e
 
+HPAS = Resource("autoscaling", "v2beta2", "horizontalpodautoscalers", True, "HorizontalPodAutoscaler")
 THREE_ZONES = [zone("a", "zone-a"), zone("b", "zone-b"), zone("c", "zone-c")]
 
 
@@ -412,3 +415,86 @@ async def test_kruise_manifests_work_unchanged(
                 )
     finally:
         assert kruise.stop() == 0
+
+
+async def test_an_hpa_drives_replicas_through_the_scale_subresource(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    """A real autoscaling/v2beta2 HPA (kube-controller-manager's controller). Without a
+    metrics API it still enforces minReplicas and maxReplicas through /scale, which is all
+    it takes to prove the wiring: scale target, labelSelector, and percentages re-split."""
+    doc = ud("hpa", [zone("a", "zone-a", replicas="20%"), zone("b", "zone-b")], replicas=2)
+    await create(kube, namespace, doc)
+    await wait_shape(kube, namespace, doc, {"a": 0, "b": 2})
+    hpa = {
+        "apiVersion": "autoscaling/v2beta2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "hpa"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps.united.io/v1alpha1", "kind": "UnitedDeployment", "name": "hpa"},
+            "minReplicas": 10,
+            "maxReplicas": 20,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+                }
+            ],
+        },
+    }
+    await kube.create(HPAS, hpa, namespace=namespace)
+    await wait_shape(kube, namespace, doc, {"a": 2, "b": 8}, within=90)
+    await kube.patch(
+        HPAS, "hpa", {"spec": {"minReplicas": 1, "maxReplicas": 5}}, patch_type=PatchType.MERGE, namespace=namespace
+    )
+    await wait_shape(kube, namespace, doc, {"a": 1, "b": 4}, within=90)
+
+
+async def test_orphans_are_adopted_not_duplicated(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    """A workload left behind (e.g. the UnitedDeployment was deleted with orphan propagation
+    and recreated) is adopted: no second child for its subset, and it is scaled in place."""
+    doc = ud("adopt", [zone("a", "zone-a"), zone("b", "zone-b")], replicas=2)
+    await create(kube, namespace, doc)
+    await wait_shape(kube, namespace, doc, {"a": 1, "b": 1})
+    kept = {c["metadata"]["name"] for c in await children(kube, namespace, doc)}
+    await kube.delete(UD, "adopt", namespace=namespace, propagation_policy="Orphan")
+
+    async def orphaned() -> None:
+        listed = await kube.list(DEPLOYMENTS, namespace=namespace)
+        assert {c["metadata"]["name"] for c in listed.items if not c["metadata"].get("ownerReferences")} == kept
+
+    await eventually(orphaned, within=60, what="children orphaned")
+
+    async def deleted() -> None:
+        with pytest.raises(NotFound):
+            await kube.get(UD, "adopt", namespace=namespace)
+
+    await eventually(deleted, within=60, what="orphaning UnitedDeployment gone")
+    doc["spec"]["replicas"] = 4
+    await create(kube, namespace, doc)
+    await wait_shape(kube, namespace, doc, {"a": 2, "b": 2})
+    assert {c["metadata"]["name"] for c in await children(kube, namespace, doc)} == kept
+
+
+async def test_shipped_manifests_pass_server_side_dry_run(cluster: Any, controller_identity: Any) -> None:
+    """`kubectl apply --dry-run=server -k` of both kustomizations against the real API server
+    (its namespace exists: a dry run cannot create it for the objects inside)."""
+    for overlay in ("base", "kruise"):
+        proc = await asyncio.create_subprocess_exec(
+            str(cluster.binaries.kubectl),
+            "--kubeconfig",
+            str(cluster.admin_kubeconfig),
+            "apply",
+            "--dry-run=server",
+            "-k",
+            str(ROOT / "manifests" / overlay),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await proc.communicate()
+        text = out.decode()
+        assert proc.returncode == 0, text
+        assert "deployment.apps/united-controller created (server dry run)" in text, text
+        assert "clusterrole.rbac.authorization.k8s.io/united-controller" in text, text
