@@ -1,0 +1,140 @@
+"""The bench's control plane: a :class:`LocalCluster` without the workload controllers,
+the CRDs and the controller's ServiceAccount and RBAC from ``manifests/base``.
+
+kube-controller-manager runs only what the bench needs (ServiceAccount tokens, namespace
+deletion, garbage collection): **no deployment/replicaset/statefulset controllers**, so
+children never get pods or status and every write the bench counts is the controller's
+own. The floor script and the controller run under the same ServiceAccount, so RBAC and
+authentication cost the same on both sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from united.devcluster.build import Binaries, provision
+from united.devcluster.cluster import LocalCluster
+from united.kube.client import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CRDS,
+    NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    KubeClient,
+    PatchType,
+)
+from united.kube.errors import AlreadyExists
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEM = "united-system"
+CONTROLLER_ACCOUNT = "united-controller"
+BENCH_CONTROLLERS = ("serviceaccount-token", "serviceaccount", "namespace", "garbagecollector")
+"""kube-controller-manager controllers the bench keeps: no workload controllers, no pods."""
+
+_RESOURCES = {
+    "Namespace": NAMESPACES,
+    "ServiceAccount": SERVICE_ACCOUNTS,
+    "ClusterRole": CLUSTER_ROLES,
+    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
+    "Role": ROLES,
+    "RoleBinding": ROLE_BINDINGS,
+    "CustomResourceDefinition": CRDS,
+}
+T = TypeVar("T")
+
+
+def documents(*paths: Path) -> list[dict[str, Any]]:
+    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d]
+
+
+async def install(client: KubeClient) -> None:
+    """The CRD, namespace, ServiceAccount and RBAC of ``manifests/base`` (idempotent)."""
+    base = ROOT / "manifests" / "base"
+    docs = documents(ROOT / "crds" / "apps.united.io_uniteddeployments.yaml")
+    docs += documents(
+        *(base / f for f in ("namespace.yaml", "serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml"))
+    )
+    for doc in docs:
+        resource = _RESOURCES[doc["kind"]]
+        namespace = SYSTEM if resource.namespaced else None
+        try:
+            await client.create(resource, doc, namespace=namespace)
+        except AlreadyExists:
+            await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
+    for doc in docs:
+        if doc["kind"] != "CustomResourceDefinition":
+            continue
+        for _ in range(300):
+            crd = await client.get(CRDS, doc["metadata"]["name"])
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                break
+            await asyncio.sleep(0.1)
+
+
+async def bounded(items: Iterable[T], call: Any, *, concurrency: int) -> list[Any]:
+    """``await call(item)`` for every item, at most ``concurrency`` at a time; results in order."""
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(item: T) -> Any:
+        async with semaphore:
+            return await call(item)
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+async def create_namespace(client: KubeClient, name: str) -> str:
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+class BenchCluster:
+    """A running control plane for the bench, with an admin kubeconfig and the controller's."""
+
+    def __init__(self, cluster: LocalCluster, controller_kubeconfig: Path, *, owned: bool) -> None:
+        self.cluster = cluster
+        self.controller_kubeconfig = controller_kubeconfig
+        self.owned = owned
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.cluster.admin_kubeconfig
+
+    @contextlib.asynccontextmanager
+    async def admin(self) -> AsyncIterator[KubeClient]:
+        async with await KubeClient.from_kubeconfig(self.admin_kubeconfig) as client:
+            yield client
+
+    @classmethod
+    async def prepare(cls, cluster: LocalCluster, *, owned: bool) -> BenchCluster:
+        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+            await install(client)
+            kubeconfig = await cluster.service_account_kubeconfig(
+                client, namespace=SYSTEM, name=CONTROLLER_ACCOUNT, within=60
+            )
+        return cls(cluster, kubeconfig, owned=owned)
+
+
+@contextlib.contextmanager
+def local_cluster(
+    binaries: Binaries | None = None, *, controllers: Sequence[str] = BENCH_CONTROLLERS
+) -> Iterator[LocalCluster]:
+    """A fresh control plane (provisioned first if needed), stopped on exit."""
+    cluster = LocalCluster(binaries or provision(), controllers=controllers, startup_timeout=180)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+__all__ = ["BENCH_CONTROLLERS", "BenchCluster", "bounded", "create_namespace", "install", "local_cluster"]

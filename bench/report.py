@@ -1,0 +1,195 @@
+"""The results as a Markdown table (figures, floors, ratios, goals) plus the machine they
+ran on; ``python -m bench.report results.json`` re-renders a saved run."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+JSON = dict[str, Any]
+
+GOALS = {
+    "cold_ratio": 1.3,
+    "scale_p50_ratio": 2.5,
+    "noop_writes": 0,
+    "kb_per_child": 8.0,
+    "alloc_1000_ms": 5.0,
+}
+
+
+def machine() -> JSON:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def _mark(ok: bool | None) -> str:
+    return "—" if ok is None else ("yes" if ok else "**no**")
+
+
+def render(results: JSON) -> str:
+    rows: list[tuple[str, str, str, str, str, str, str]] = []
+    cold = results.get("cold_start")
+    if cold:
+        name = f"Cold start, {cold['uds']} UDs x {cold['subsets']} subsets, {cold['workers']} workers"
+        rows.append(
+            (
+                name,
+                "spawn → all children and statuses (watch)",
+                f"{cold['controller_seconds']:.2f} s",
+                f"{cold['floor_seconds']:.2f} s",
+                f"{cold['ratio']:.2f}x",
+                f"≤ {GOALS['cold_ratio']}x",
+                _mark(cold["ratio"] <= GOALS["cold_ratio"]),
+            )
+        )
+        rows.append(
+            (
+                "",
+                "reconcile writes (revision + children + status)",
+                str(cold["controller_reconcile_writes"]),
+                str(cold["expected_writes"]),
+                f"{cold['controller_reconcile_writes'] / max(1, cold['expected_writes']):.2f}x",
+                "= floor",
+                _mark(cold["controller_reconcile_writes"] == cold["expected_writes"]),
+            )
+        )
+        rows.append(
+            (
+                "",
+                "Event writes; duplicate children; CPU",
+                f"{cold['controller_event_writes']}; {cold['duplicate_children_created']}; "
+                f"{cold['controller_cpu_seconds']:.1f} s",
+                "0; 0; —",
+                "",
+                "0 duplicates",
+                _mark(cold["duplicate_children_created"] == 0),
+            )
+        )
+    scale = results.get("scale")
+    if scale:
+        for key, label in (("one_at_a_time", "Scale, one at a time"), ("bursts", "Scale, bursts")):
+            s = scale[key]
+            if key == "bursts":
+                label += f" of {s['size']}"
+            label += f" ({s['events']} events)"
+            rows.append(
+                (
+                    label,
+                    "PATCH /scale → child's replicas via watch, p50 / p99",
+                    f"{s['p50_ms']:.0f} / {s['p99_ms']:.0f} ms",
+                    f"{s['floor_p50_ms']:.0f} / {s['floor_p99_ms']:.0f} ms",
+                    f"{s['ratio_p50']:.2f}x / {s['ratio_p99']:.2f}x",
+                    f"p50 ≤ {GOALS['scale_p50_ratio']}x",
+                    _mark(s["ratio_p50"] <= GOALS["scale_p50_ratio"]),
+                )
+            )
+            rows.append(
+                (
+                    "",
+                    "writes per event (children + status); Event writes",
+                    f"{s['writes_per_event']:.2f}; {s['event_writes_per_event']:.2f}",
+                    "",
+                    "",
+                    f"{s['goal_writes_per_event']:.2f} (changed + 1)",
+                    _mark(abs(s["writes_per_event"] - s["goal_writes_per_event"]) < 1e-9),
+                )
+            )
+    for key, label in (
+        ("resync_restart", "No-op resync: restart"),
+        ("resync_touch", "No-op resync: label on every UD"),
+    ):
+        r = results.get(key)
+        if not r:
+            continue
+        cpu = r.get("cpu_seconds_resync", r.get("cpu_seconds", 0.0))
+        rows.append(
+            (
+                f"{label} ({r['uds']} UDs)",
+                "writes; CPU (reconciles only)",
+                f"{r['writes']}; {cpu:.2f} s ({r['cpu_ms_per_ud']:.2f} ms/UD)",
+                "",
+                "",
+                "0 writes",
+                _mark(r["writes"] == GOALS["noop_writes"]),
+            )
+        )
+    mem = results.get("memory")
+    if mem:
+        rows.append(
+            (
+                f"Memory, {mem['children']} cached children",
+                "RSS full vs empty cache; per child",
+                f"{mem['rss_full_kb'] / 1024:.0f} MiB vs {mem['rss_empty_kb'] / 1024:.0f} MiB; "
+                f"{mem['kb_per_child']:.2f} KB",
+                f"{mem['json_bytes_per_child_as_created'] / 1024:.2f} KB JSON",
+                "",
+                f"≤ {GOALS['kb_per_child']:g} KB",
+                _mark(mem["kb_per_child"] <= GOALS["kb_per_child"]),
+            )
+        )
+    alloc = results.get("allocation")
+    if alloc:
+        for kind in ("specified", "elastic"):
+            figures = [v for v in alloc.values() if v["allocator"] == kind]
+            figures.sort(key=lambda v: v["subsets"])
+            text = " / ".join(f"{v['ms']:.3f}" for v in figures)
+            sizes = " / ".join(str(v["subsets"]) for v in figures)
+            biggest = figures[-1]
+            ok = biggest["ms"] <= GOALS["alloc_1000_ms"] if biggest["subsets"] >= 1000 else None
+            rows.append(
+                (
+                    f"Allocation, {kind}",
+                    f"ms per allocate(), {sizes} subsets",
+                    text + " ms",
+                    "",
+                    "",
+                    f"≤ {GOALS['alloc_1000_ms']:g} ms at 1000",
+                    _mark(ok),
+                )
+            )
+    header = ("Scenario", "Figure", "Controller", "Floor", "Ratio", "Goal", "Met")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    m = results.get("machine") or {}
+    notes = [
+        "",
+        f"Machine: {m.get('cpus')} CPUs ({m.get('cpu_model')}), load average at start "
+        f"{m.get('load_average_start')}, at end {m.get('load_average')}; Python {m.get('python')}.",
+    ]
+    if results.get("config"):
+        notes.append(f"Config: `{json.dumps(results['config'], sort_keys=True)}`.")
+    notes.append(
+        "Local control plane (Kubernetes 1.20.2); kube-controller-manager runs without its workload "
+        "controllers (no pods, no child status): every counted write is the controller's."
+    )
+    return "\n".join(lines + notes) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m bench.report RESULTS.json", file=sys.stderr)
+        return 2
+    sys.stdout.write(render(json.loads(Path(args[0]).read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""``python -m bench``: every scenario on a fresh local control plane; results as JSON and
+a Markdown table (``--out``, default ``bench/results/``). Several minutes at the defaults.
+
+The machine's load is recorded before and after: on a shared machine absolute figures
+move, the controller/floor ratios (measured side by side, interleaved) much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.env import BenchCluster, local_cluster
+from bench.profile import render as render_profile
+from bench.profile import summarise
+from bench.scenarios import Context, log, run_all
+from united.kube.client import KubeClient
+from united.log import configure_logging
+
+SCENARIOS = ("cold", "scale", "resync", "memory", "allocation")
+HERE = Path(__file__).resolve().parent
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--uds", type=int, default=500, help="UnitedDeployments in the cold start (default 500)")
+    p.add_argument("--subsets", type=int, default=3, help="subsets per UnitedDeployment (default 3)")
+    p.add_argument("--workers", type=int, default=3, help="controller workers = floor concurrency (default 3)")
+    p.add_argument("--repeats", type=int, default=1, help="cold starts of each (interleaved; medians reported)")
+    p.add_argument("--scale-singles", type=int, default=40, help="scale events one at a time (default 40)")
+    p.add_argument("--scale-bursts", type=int, default=4, help="bursts of scale events (default 4)")
+    p.add_argument("--burst-size", type=int, default=25, help="scale events per burst (default 25)")
+    p.add_argument("--children", type=int, default=10_000, help="cached children in the memory scenario")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--out", type=Path, default=HERE / "results", help="directory for results (default bench/results)")
+    p.add_argument("--name", default="latest", help="results file stem (default latest)")
+    p.add_argument("--profile", action="store_true", help="run the (last) cold-start controller under py-spy")
+    p.add_argument(
+        "--source", type=Path, help="run the controller from this source tree (PYTHONPATH), e.g. a patched worktree"
+    )
+    return p
+
+
+def config_of(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "uds": args.uds,
+        "subsets": args.subsets,
+        "workers": args.workers,
+        "repeats": args.repeats,
+        "scale_singles": args.scale_singles,
+        "scale_bursts": args.scale_bursts,
+        "burst_size": args.burst_size,
+        "children": args.children,
+        "profile": args.profile,
+        "source": str(args.source) if args.source else None,
+    }
+
+
+async def bench(bench_cluster: BenchCluster, config: dict[str, Any], scenarios: list[str], out: Path) -> dict[str, Any]:
+    log_dir = out / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    async with await KubeClient.from_kubeconfig(bench_cluster.admin_kubeconfig) as client:
+        ctx = Context(
+            bench=bench_cluster,
+            client=client,
+            workers=int(config["workers"]),
+            log_dir=log_dir,
+            source=Path(config["source"]) if config.get("source") else None,
+            profile_dir=out if config.get("profile") else None,
+        )
+        try:
+            return await run_all(ctx, config, scenarios)
+        finally:
+            ctx.stop_all()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown = set(scenarios) - set(SCENARIOS)
+    if unknown:
+        raise SystemExit(f"unknown scenarios: {', '.join(sorted(unknown))}")
+    config = config_of(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"config": config}
+    start_machine = report.machine()
+    started = time.monotonic()
+    if any(s != "allocation" for s in scenarios):
+        log("starting the local control plane (no workload controllers)")
+        with local_cluster() as cluster:
+            bench_cluster = asyncio.run(BenchCluster.prepare(cluster, owned=True))
+            results.update(asyncio.run(bench(bench_cluster, config, scenarios, args.out)))
+    else:
+        results.update(asyncio.run(bench_allocation_only(config)))
+    results["machine"] = {**report.machine(), "load_average_start": start_machine["load_average"]}
+    results["seconds"] = time.monotonic() - started
+    raw = args.out / "cold-start.raw"
+    if args.profile and raw.exists():
+        summary = summarise(raw)
+        results["profile"] = summary
+        (args.out / "cold-start-profile.txt").write_text(render_profile(summary))
+    return results
+
+
+async def bench_allocation_only(config: dict[str, Any]) -> dict[str, Any]:
+    from bench.scenarios import allocation_bench
+
+    return {"allocation": allocation_bench()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    configure_logging(level="WARNING", log_format="console")
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    results = run(args)
+    (args.out / f"{args.name}.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    table = report.render(results)
+    (args.out / f"{args.name}.md").write_text(table)
+    print(table)
+    log(f"results in {args.out / args.name}.json and .md ({results['seconds']:.0f} s)")
+    return 0

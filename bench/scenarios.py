@@ -1,0 +1,567 @@
+"""The five scenarios of issue #7. Each returns plain JSON-able data; ``bench.report`` turns
+it into the table. Every controller-versus-floor pair is measured in the same run, side by
+side (interleaved where it can be), so the ratios hold on a busy machine even when the
+absolute numbers do not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.controller import ControllerProcess, diff_counts
+from bench.env import BenchCluster, bounded, create_namespace
+from bench.observe import UD, NamespaceView
+from bench.workload import (
+    allocation,
+    deployment_status,
+    floor_plan,
+    plain_deployment,
+    ud_name,
+    united_deployment,
+)
+from united.allocation import SubsetState, allocate, choose
+from united.api import defaults
+from united.api.model import parse
+from united.kube.client import DEPLOYMENTS, JSON, KubeClient, PatchType
+
+ROOT = Path(__file__).resolve().parents[1]
+CHILD_WRITES = ("deployments", "uniteddeployments/status", "controllerrevisions")
+"""Resources whose writes are the reconcile's own (Events are counted apart)."""
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(k), math.ceil(k)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def reconcile_writes(writes: Mapping[str, int]) -> int:
+    return sum(n for k, n in writes.items() if k.split(" ", 1)[1] in CHILD_WRITES)
+
+
+def event_writes(writes: Mapping[str, int]) -> int:
+    return sum(n for k, n in writes.items() if k.split(" ", 1)[1] == "events")
+
+
+@dataclass
+class Context:
+    bench: BenchCluster
+    client: KubeClient
+    workers: int
+    log_dir: Path
+    source: Path | None = None
+    profile_dir: Path | None = None
+    controllers: list[ControllerProcess] = field(default_factory=list)
+
+    def controller(self, namespaces: Sequence[str], *, name: str, profile: Path | None = None) -> ControllerProcess:
+        ctl = ControllerProcess(
+            self.bench.controller_kubeconfig,
+            namespaces=namespaces,
+            workers=self.workers,
+            log_dir=self.log_dir,
+            name=name,
+            source=self.source,
+            profile=profile,
+        )
+        self.controllers.append(ctl)
+        return ctl
+
+    def stop_all(self) -> None:
+        for ctl in self.controllers:
+            ctl.stop()
+
+
+async def create_uds(client: KubeClient, namespace: str, *, uds: int, subsets: int) -> dict[str, JSON]:
+    await create_namespace(client, namespace)
+    docs = {
+        ud_name(i): united_deployment(ud_name(i), namespace, subsets=subsets, replicas=2 * subsets) for i in range(uds)
+    }
+
+    async def one(doc: JSON) -> None:
+        await client.create(UD, doc, namespace=namespace)
+
+    await bounded(docs.values(), one, concurrency=16)
+    return docs
+
+
+# -- 1. cold start ------------------------------------------------------------------------------
+
+
+@dataclass
+class ColdRun:
+    who: str
+    namespace: str
+    seconds: float
+    """Spawn to the last write of a converged namespace, as delivered by a watch."""
+    ready_seconds: float | None = None
+    writes: dict[str, int] = field(default_factory=dict)
+    cpu_seconds: float | None = None
+    own_seconds: float | None = None
+
+    def as_json(self) -> JSON:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+async def cold_start_run(
+    ctx: Context, who: str, namespace: str, *, uds: int, subsets: int, profile: Path | None = None
+) -> tuple[ColdRun, ControllerProcess | None]:
+    """One cold start in a fresh namespace, by the controller or by the floor script."""
+    docs = await create_uds(ctx.client, namespace, uds=uds, subsets=subsets)
+    view = NamespaceView(ctx.client, namespace)
+    await view.start()
+    view.expect({name: allocation(doc) for name, doc in docs.items()})
+    within = 120 + uds * subsets * 0.5
+    try:
+        if who == "floor":
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=ctx.log_dir) as f:
+                json.dump({name: floor_plan(doc) for name, doc in docs.items()}, f)
+            argv = [sys.executable, "-m", "bench.floor", "--kubeconfig", str(ctx.bench.controller_kubeconfig)]
+            argv += ["--namespace", namespace, "--workers", str(ctx.workers), "--plan", f.name]
+            spawned = time.monotonic()
+            proc = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, cwd=ROOT)
+            try:
+                converged = await view.wait_quiet(lambda: view.converged, quiet=1.0, within=within, what="floor")
+                out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+            if proc.returncode != 0:
+                raise RuntimeError(f"floor script exited with {proc.returncode}")
+            own = json.loads(out)
+            run = ColdRun(who, namespace, converged - spawned, writes={"floor": int(own["writes"])})
+            run.own_seconds = float(own["seconds"])
+            return run, None
+        ctl = ctx.controller([namespace], name=f"cold-{namespace}", profile=profile)
+        ctl.start()
+        ready = await ctl.wait_ready()
+        converged = await view.wait_quiet(lambda: view.converged, quiet=1.0, within=within, what="controller")
+        await ctl.wait_idle(quiet=0.5)
+        if view.last_event_at != converged:  # more writes while we waited for idle
+            converged = await view.wait_quiet(lambda: view.converged, quiet=1.0, within=within, what="controller")
+        run = ColdRun(who, namespace, converged - ctl.spawned_at, ready_seconds=ready)
+        run.writes = await ctl.writes()
+        run.cpu_seconds = ctl.cpu_seconds()
+        return run, ctl
+    finally:
+        await view.stop()
+
+
+async def cold_start(
+    ctx: Context, *, uds: int, subsets: int, repeats: int, profile: bool
+) -> tuple[JSON, str, ControllerProcess]:
+    """Floor and controller, interleaved ``repeats`` times (alternating who goes first).
+    Returns the figures, the namespace of the last controller run and its controller."""
+    runs: list[ColdRun] = []
+    last: tuple[str, ControllerProcess] | None = None
+    for r in range(repeats):
+        order = ("floor", "controller") if r % 2 == 0 else ("controller", "floor")
+        for who in order:
+            ns = f"cold-{who}-{r}"
+            spy = ctx.profile_dir / "cold-start.raw" if profile and ctx.profile_dir and who == "controller" else None
+            if spy is not None and r != repeats - 1:
+                spy = None
+            log(f"cold start {r + 1}/{repeats}: {who}, {uds} UDs x {subsets} subsets in {ns}")
+            run, ctl = await cold_start_run(ctx, who, ns, uds=uds, subsets=subsets, profile=spy)
+            ready = f" (ready after {run.ready_seconds:.2f} s)" if run.ready_seconds else ""
+            log(f"  {who}: {run.seconds:.2f} s{ready}")
+            runs.append(run)
+            if ctl is not None:
+                if last is not None:
+                    last[1].stop()
+                last = (ns, ctl)
+    assert last is not None
+    ctl_runs = [r for r in runs if r.who == "controller"]
+    floor_runs = [r for r in runs if r.who == "floor"]
+    ctl_s = statistics.median(r.seconds for r in ctl_runs)
+    floor_s = statistics.median(r.seconds for r in floor_runs)
+    expected_children = uds * subsets
+    writes = ctl_runs[-1].writes
+    result: JSON = {
+        "uds": uds,
+        "subsets": subsets,
+        "workers": ctx.workers,
+        "controller_seconds": ctl_s,
+        "floor_seconds": floor_s,
+        "ratio": ctl_s / floor_s,
+        "controller_ready_seconds": statistics.median(r.ready_seconds or 0.0 for r in ctl_runs),
+        "controller_cpu_seconds": statistics.median(r.cpu_seconds or 0.0 for r in ctl_runs),
+        "expected_writes": uds * (subsets + 2),
+        "controller_reconcile_writes": reconcile_writes(writes),
+        "controller_event_writes": event_writes(writes),
+        "duplicate_children_created": writes.get("POST deployments", 0) - expected_children,
+        "runs": [r.as_json() for r in runs],
+    }
+    return result, last[0], last[1]
+
+
+# -- 2. scale events ------------------------------------------------------------------------------
+
+
+@dataclass
+class ScaleSample:
+    ud: str
+    latency: float
+    changed: int
+    writes: dict[str, int]
+
+
+async def _floor_deployments(ctx: Context, namespace: str, count: int) -> list[str]:
+    names = [f"floor-{i:04d}" for i in range(count)]
+
+    async def one(name: str) -> None:
+        body = plain_deployment(name, namespace, replicas=1, subset_label=False)
+        await ctx.client.create(DEPLOYMENTS, body, namespace=namespace)
+
+    await bounded(names, one, concurrency=16)
+    return names
+
+
+async def _scale(client: KubeClient, resource: Any, namespace: str, name: str, replicas: int) -> None:
+    await client.patch(
+        resource,
+        name,
+        {"spec": {"replicas": replicas}},
+        patch_type=PatchType.MERGE,
+        namespace=namespace,
+        subresource="scale",
+    )
+
+
+async def scale_events(
+    ctx: Context,
+    ctl: ControllerProcess,
+    namespace: str,
+    *,
+    uds: int,
+    subsets: int,
+    singles: int,
+    bursts: int,
+    burst: int,
+) -> JSON:
+    """PATCH ``/scale`` on UnitedDeployments one at a time and in bursts; the floor is the
+    same PATCH ``/scale`` on a plain Deployment, interleaved with them in the same run."""
+    loop = asyncio.get_running_loop()
+    docs = {
+        ud_name(i): united_deployment(ud_name(i), namespace, subsets=subsets, replicas=2 * subsets) for i in range(uds)
+    }
+    replicas = dict.fromkeys(docs, 2 * subsets)
+    view = NamespaceView(ctx.client, namespace)
+    await view.start()
+    floors = await _floor_deployments(ctx, namespace, max(1, burst))
+    floor_replicas = dict.fromkeys(floors, 1)
+    await view.wait(lambda: all(view.replicas(n) == 1 for n in floors), within=60, what="floor deployments")
+    view.expect({name: allocation(doc) for name, doc in docs.items()})
+    await view.wait(lambda: view.converged, within=60, what="converged before scaling")
+    await ctl.wait_idle(quiet=1.0)
+    names = list(docs)
+    cursor = 0
+
+    def next_uds(k: int) -> list[str]:
+        nonlocal cursor
+        picked = [names[(cursor + i) % len(names)] for i in range(k)]
+        cursor += k
+        return picked
+
+    async def controller_batch(batch: list[str]) -> list[ScaleSample]:
+        plans: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+        for name in batch:
+            state = view.child_replicas(name)
+            replicas[name] += 1
+            want = allocation(docs[name], replicas[name], state)
+            plans[name] = (want, {s: n for s, n in want.items() if state.get(s) != n})
+            view.expect({name: want})
+        before = await ctl.writes()
+        sent: dict[str, float] = {}
+
+        async def send(name: str) -> None:
+            sent[name] = loop.time()
+            await _scale(ctx.client, UD, namespace, name, replicas[name])
+
+        await asyncio.gather(*(send(n) for n in batch))
+
+        def delivered(name: str) -> float | None:
+            _, changed = plans[name]
+            times = [view.first_seen(view.child_name(name, s), n, after=sent[name]) for s, n in changed.items()]
+            return None if any(t is None for t in times) else max(t for t in times if t is not None)
+
+        await view.wait(lambda: all(delivered(n) is not None for n in batch), within=120, what="scaled children")
+        at = {n: delivered(n) for n in batch}
+        await view.wait(lambda: view.converged, within=120, what="statuses after scaling")
+        await ctl.wait_idle(quiet=0.5)
+        delta = diff_counts(await ctl.writes(), before)
+        share = {k: v / len(batch) for k, v in delta.items()}
+        return [ScaleSample(n, (at[n] or 0.0) - sent[n], len(plans[n][1]), share) for n in batch]  # type: ignore[arg-type]
+
+    async def floor_batch(batch: list[str]) -> list[float]:
+        sent: dict[str, float] = {}
+
+        async def send(name: str) -> None:
+            floor_replicas[name] = 3 - floor_replicas[name]  # 1 <-> 2
+            sent[name] = loop.time()
+            await _scale(ctx.client, DEPLOYMENTS, namespace, name, floor_replicas[name])
+
+        await asyncio.gather(*(send(n) for n in batch))
+        await view.wait(
+            lambda: all(view.first_seen(n, floor_replicas[n], after=sent[n]) is not None for n in batch),
+            within=60,
+            what="floor scale delivered",
+        )
+        return [(view.first_seen(n, floor_replicas[n], after=sent[n]) or 0.0) - sent[n] for n in batch]
+
+    try:
+        log(f"scale events: {singles} one at a time, interleaved with as many raw writes")
+        one_ctl: list[ScaleSample] = []
+        one_floor: list[float] = []
+        for k in range(singles):
+            one_ctl += await controller_batch(next_uds(1))
+            one_floor += await floor_batch([floors[k % len(floors)]])
+        log(f"scale events: {bursts} bursts of {burst}")
+        burst_ctl: list[ScaleSample] = []
+        burst_floor: list[float] = []
+        for _ in range(bursts):
+            burst_ctl += await controller_batch(next_uds(burst))
+            burst_floor += await floor_batch(floors[:burst])
+    finally:
+        await view.stop()
+
+    def summary(samples: list[ScaleSample], floor: list[float]) -> JSON:
+        lat = [s.latency for s in samples]
+        writes: dict[str, float] = {}
+        for s in samples:
+            for k, v in s.writes.items():
+                writes[k] = writes.get(k, 0.0) + v / len(samples)
+        changed = statistics.mean(s.changed for s in samples) if samples else math.nan
+        recon = sum(v for k, v in writes.items() if k.split(" ", 1)[1] in CHILD_WRITES)
+        return {
+            "events": len(samples),
+            "p50_ms": 1000 * percentile(lat, 50),
+            "p99_ms": 1000 * percentile(lat, 99),
+            "floor_p50_ms": 1000 * percentile(floor, 50),
+            "floor_p99_ms": 1000 * percentile(floor, 99),
+            "ratio_p50": percentile(lat, 50) / percentile(floor, 50),
+            "ratio_p99": percentile(lat, 99) / percentile(floor, 99),
+            "changed_children_per_event": changed,
+            "writes_per_event": recon,
+            "goal_writes_per_event": changed + 1,
+            "event_writes_per_event": sum(v for k, v in writes.items() if k.split(" ", 1)[1] == "events"),
+            "writes_by_resource_per_event": writes,
+            "latencies_ms": [round(1000 * x, 2) for x in lat],
+            "floor_latencies_ms": [round(1000 * x, 2) for x in floor],
+        }
+
+    return {"one_at_a_time": summary(one_ctl, one_floor), "bursts": {"size": burst, **summary(burst_ctl, burst_floor)}}
+
+
+# -- 3. no-op resync --------------------------------------------------------------------------------
+
+
+async def _wait_reconciled(ctl: ControllerProcess, target: int, *, within: float) -> None:
+    deadline = time.monotonic() + within
+    while await ctl.reconciles() < target:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fewer than {target} reconciles within {within:g} s")
+        await asyncio.sleep(0.1)
+    await ctl.wait_idle(quiet=1.0, within=within)
+
+
+async def resync_restart(
+    ctx: Context, ctl: ControllerProcess, namespace: str, *, uds: int
+) -> tuple[JSON, ControllerProcess]:
+    """Restart the controller on a converged namespace: every UD is reconciled once more."""
+    ctl.stop()
+    fresh = ctx.controller([namespace], name=f"resync-{namespace}")
+    fresh.start()
+    ready = await fresh.wait_ready()
+    cpu_ready = fresh.cpu_seconds()
+    started = time.monotonic()
+    await _wait_reconciled(fresh, uds, within=120 + uds)
+    seconds = time.monotonic() - started - 1.0
+    writes = await fresh.writes()
+    cpu = fresh.cpu_seconds()
+    return {
+        "uds": uds,
+        "reconciles": await fresh.reconciles(),
+        "writes": reconcile_writes(writes),
+        "event_writes": event_writes(writes),
+        "writes_by_resource": writes,
+        "ready_seconds": ready,
+        "resync_seconds": seconds,
+        "cpu_seconds_total": cpu,
+        "cpu_seconds_startup": cpu_ready,
+        "cpu_seconds_resync": cpu - cpu_ready,
+        "cpu_ms_per_ud": 1000 * (cpu - cpu_ready) / uds,
+    }, fresh
+
+
+async def resync_touch(ctx: Context, ctl: ControllerProcess, namespace: str, *, uds: int) -> JSON:
+    """Change a label on every UnitedDeployment: one reconcile each, nothing to write."""
+    await ctl.wait_idle(quiet=1.0)
+    before, reconciles, cpu = await ctl.writes(), await ctl.reconciles(), ctl.cpu_seconds()
+    stamp = str(int(time.time()))
+    started = time.monotonic()
+
+    async def touch(i: int) -> None:
+        patch = {"metadata": {"labels": {"bench.united.dev/touched": stamp}}}
+        await ctx.client.patch(UD, ud_name(i), patch, patch_type=PatchType.MERGE, namespace=namespace)
+
+    await bounded(range(uds), touch, concurrency=16)
+    await _wait_reconciled(ctl, reconciles + uds, within=120 + uds)
+    seconds = time.monotonic() - started - 1.0
+    delta = diff_counts(await ctl.writes(), before)
+    used = ctl.cpu_seconds() - cpu
+    return {
+        "uds": uds,
+        "reconciles": await ctl.reconciles() - reconciles,
+        "writes": reconcile_writes(delta),
+        "event_writes": event_writes(delta),
+        "writes_by_resource": delta,
+        "seconds": seconds,
+        "cpu_seconds": used,
+        "cpu_ms_per_ud": 1000 * used / uds,
+    }
+
+
+# -- 4. memory ------------------------------------------------------------------------------------
+
+
+async def memory(ctx: Context, *, children: int, with_status: bool = True) -> JSON:
+    """Controller RSS with ``children`` cached Deployments (orphans with the subset label,
+    created directly) against the same controller with an empty namespace."""
+    empty, full = "mem-empty", "mem-full"
+    await create_namespace(ctx.client, empty)
+    await create_namespace(ctx.client, full)
+    template = plain_deployment("template", full, replicas=2, subset_label=True)
+    log(f"memory: creating {children} Deployments" + (" with status" if with_status else ""))
+    started = time.monotonic()
+
+    async def one(i: int) -> int:
+        body = plain_deployment(f"child-{i:05d}", full, replicas=2, subset_label=True, template=template)
+        created = await ctx.client.create(DEPLOYMENTS, body, namespace=full)
+        if with_status:
+            await ctx.client.patch(
+                DEPLOYMENTS,
+                created["metadata"]["name"],
+                {"status": deployment_status(2)},
+                patch_type=PatchType.MERGE,
+                namespace=full,
+                subresource="status",
+            )
+        return len(json.dumps(created))
+
+    sizes = await bounded(range(children), one, concurrency=32)
+    log(f"  created in {time.monotonic() - started:.1f} s")
+    rss: dict[str, int] = {}
+    for label, ns in (("empty", empty), ("full", full), ("empty_again", empty)):
+        ctl = ctx.controller([ns], name=f"memory-{label}")
+        ctl.start()
+        try:
+            await ctl.wait_ready(within=300)
+            await asyncio.sleep(2.0)
+            rss[label] = ctl.rss_kb()
+        finally:
+            ctl.stop()
+    baseline = min(rss["empty"], rss["empty_again"])
+    per_child = (rss["full"] - baseline) / children
+    return {
+        "children": children,
+        "with_status": with_status,
+        "rss_empty_kb": baseline,
+        "rss_full_kb": rss["full"],
+        "rss_kb": rss,
+        "kb_per_child": per_child,
+        "json_bytes_per_child_as_created": statistics.mean(sizes),
+    }
+
+
+# -- 5. allocation --------------------------------------------------------------------------------
+
+
+def allocation_spec(n: int, kind: str) -> Any:
+    """A parsed, defaulted spec with ``n`` subsets: ``specified`` (a quarter fixed at 1, the
+    rest an even share) or ``elastic`` (min 1, max 4 each)."""
+    subsets: list[JSON] = []
+    for j in range(n):
+        s: JSON = {"name": f"s{j}"}
+        if kind == "specified" and j % 4 == 0:
+            s["replicas"] = 1
+        if kind == "elastic":
+            s["minReplicas"], s["maxReplicas"] = 1, 4
+        subsets.append(s)
+    doc = united_deployment("alloc", "bench", subsets=1, replicas=2 * n)
+    doc["spec"]["topology"]["subsets"] = subsets
+    return defaults.apply(parse(doc)).spec
+
+
+def allocation_bench(sizes: Sequence[int] = (10, 100, 1000), *, budget: float = 0.5) -> JSON:
+    """Milliseconds per ``allocate()`` (best of 5 repeats of a ~``budget``/5 s loop)."""
+    out: JSON = {}
+    for kind in ("specified", "elastic"):
+        for n in sizes:
+            spec = allocation_spec(n, kind)
+            assert choose(spec) == kind
+            state = {s.name: SubsetState(replicas=1 + j % 3) for j, s in enumerate(spec.subsets)}
+            timer = timeit.Timer(lambda spec=spec, state=state: allocate(spec, state))
+            number, took = timer.autorange()
+            number = max(1, int(number * budget / 5 / max(took, 1e-9)))
+            best = min(timer.repeat(repeat=5, number=number)) / number
+            out[f"{kind}/{n}"] = {"allocator": kind, "subsets": n, "ms": 1000 * best, "loops": number}
+    return out
+
+
+async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[str]) -> JSON:
+    """Run the chosen scenarios in order (cold start feeds scale and resync)."""
+    results: JSON = {}
+    uds, subsets = int(config["uds"]), int(config["subsets"])
+    need_cold = any(s in scenarios for s in ("cold", "scale", "resync"))
+    if need_cold:
+        cold, namespace, ctl = await cold_start(
+            ctx, uds=uds, subsets=subsets, repeats=int(config["repeats"]), profile=bool(config["profile"])
+        )
+        if "cold" in scenarios:
+            results["cold_start"] = cold
+        log(f"resync: restart on {namespace}")
+        restart, ctl = await resync_restart(ctx, ctl, namespace, uds=uds)
+        if "resync" in scenarios:
+            results["resync_restart"] = restart
+        if "scale" in scenarios:
+            results["scale"] = await scale_events(
+                ctx,
+                ctl,
+                namespace,
+                uds=uds,
+                subsets=subsets,
+                singles=int(config["scale_singles"]),
+                bursts=int(config["scale_bursts"]),
+                burst=int(config["burst_size"]),
+            )
+        if "resync" in scenarios:
+            log("resync: touch every UD's labels")
+            results["resync_touch"] = await resync_touch(ctx, ctl, namespace, uds=uds)
+        ctl.stop()
+    if "memory" in scenarios:
+        results["memory"] = await memory(ctx, children=int(config["children"]))
+    if "allocation" in scenarios:
+        log("allocation")
+        results["allocation"] = allocation_bench(config.get("allocation_sizes", (10, 100, 1000)))
+    return results
