@@ -20,8 +20,10 @@ polls it with a deadline.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
+from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import CHILDREN, PODS, UD, condition, ud, zone
 from united.allocation import SubsetState, allocate
 from united.api import admit
@@ -157,10 +159,26 @@ def _status_problems(obj: JSON, want: dict[str, int]) -> list[str]:
     return problems
 
 
-async def wait_converged(kube: KubeClient, namespace: str, *, within: float, what: str = "converged") -> None:
-    """Poll :func:`violations` until there are none; fail with the last list after ``within`` s."""
+class ControllerDiedError(RuntimeError):
+    """The controller under test exited while we waited for it: no use waiting on."""
+
+
+async def wait_converged(
+    kube: KubeClient,
+    namespace: str,
+    *,
+    within: float,
+    what: str = "converged",
+    controllers: Sequence[Controller] = (),
+) -> None:
+    """Poll :func:`violations` until there are none; fail with the last list after ``within`` s,
+    or at once if one of ``controllers`` (that should be running) has exited."""
 
     async def clean() -> None:
+        for controller in controllers:
+            code = controller.proc.poll() if controller.proc is not None else "not started"
+            if code is not None:
+                raise ControllerDiedError(f"{what}: controller exited with {code}; see {controller.log_path}")
         found = await violations(kube, namespace)
         assert not found, f"{len(found)} violations: " + "; ".join(found[:12])
 

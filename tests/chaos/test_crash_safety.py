@@ -55,7 +55,7 @@ async def test_sigkill_at_random_moments_during_a_scale_storm(
     writes = 0
     mid_request = mid_write_burst = 0
     try:
-        await wait_converged(kube, namespace, within=120, what="initial convergence")
+        await wait_converged(kube, namespace, within=120, what="initial convergence", controllers=[controller])
         for kill in range(1, KILLS + 1):
             for _ in range(rng.randint(1, 4)):
                 await scale(kube, namespace, rng.choice(names), rng.randint(0, 6))
@@ -73,7 +73,11 @@ async def test_sigkill_at_random_moments_during_a_scale_storm(
             restarted = time.monotonic()
             controller.start()
             await wait_converged(
-                kube, namespace, within=RECOVERY_BOUND, what=f"invariants after kill {kill} of {KILLS} (seed {SEED})"
+                kube,
+                namespace,
+                within=RECOVERY_BOUND,
+                what=f"invariants after kill {kill} of {KILLS} (seed {SEED})",
+                controllers=[controller],
             )
             recoveries.append(time.monotonic() - restarted)
     finally:

@@ -71,7 +71,13 @@ async def test_scale_storm_through_faults_converges_and_loses_nothing(
             await scale(kube, namespace, rng.choice(names), rng.randint(0, 6))
             await asyncio.sleep(rng.uniform(0.05, 0.35))  # pacing the load, not waiting for anything
         storm = time.monotonic() - started
-        await wait_converged(kube, namespace, within=240, what=f"{UDS} UnitedDeployments converged under faults")
+        await wait_converged(
+            kube,
+            namespace,
+            within=240,
+            what=f"{UDS} UnitedDeployments converged under faults",
+            controllers=[controller],
+        )
         converged = time.monotonic() - started
         assert controller.proc is not None and controller.proc.poll() is None and controller.proc.pid == pid
 
