@@ -9,9 +9,14 @@ import re
 from collections import Counter
 from pathlib import Path
 
-IDLE_LEAVES = ("_worker (concurrent/futures/thread.py)", "EpollSelector.select (selectors.py)")
-"""Leaf frames of threads that wait (a pool thread blocked on its queue, the loop in epoll):
-py-spy does not always recognise them as idle; they are reported apart, not as work."""
+
+def _idle(leaf: str) -> bool:
+    """Leaf frames of threads that wait (a pool thread blocked on its queue, the loop in epoll):
+    py-spy does not always recognise them as idle; they are reported apart, not as work."""
+    return (leaf.startswith("_worker (") and leaf.endswith("futures/thread.py)")) or leaf.startswith(
+        ("EpollSelector.select (", "select (")
+    )
+
 
 _LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:()]*)(?::\d+)?\)$")
@@ -44,7 +49,7 @@ def summarise(path: Path, *, top: int = 25) -> dict[str, object]:
             continue
         # py-spy prefixes the thread ("process 1:\"MainThread\""); skip non-code frames.
         frames = [f for f in frames if "(" in f] or frames
-        if frames[-1] in IDLE_LEAVES:
+        if _idle(frames[-1]):
             idle += count
             continue
         total += count

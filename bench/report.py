@@ -149,6 +149,8 @@ def render(results: JSON) -> str:
         for kind in ("specified", "elastic"):
             figures = [v for v in alloc.values() if v["allocator"] == kind]
             figures.sort(key=lambda v: v["subsets"])
+            if not figures:
+                continue
             text = " / ".join(f"{v['ms']:.3f}" for v in figures)
             sizes = " / ".join(str(v["subsets"]) for v in figures)
             biggest = figures[-1]

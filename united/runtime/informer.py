@@ -26,9 +26,17 @@ from (ideas only, no code):
 The store keeps **raw dicts** (no models) keyed ``namespace/name`` (``name`` for
 cluster-scoped kinds, like client-go's ``MetaNamespaceKeyFunc``). ``managedFields``
 and kubectl's last-applied annotation are dropped on the way in: together they are
-often most of an object's bytes and the controller reads neither. One secondary
-index maps a controller owner's UID to its children, which is how a child's event
-finds its parent and how a reconcile lists a parent's children without an API call.
+often most of an object's bytes and the controller reads neither. Three secondary
+indexes keep reads proportional to what is asked for, not to the cache: a controller
+owner's UID to its children (how a child's event finds its parent and how a reconcile
+lists a parent's children without an API call), a namespace to its objects, and a
+namespace to its **orphans** (no controller owner: the candidates for adoption).
+
+**Memory** (``compact``): every stored object is rebuilt once on the way in with its
+strings — keys and values — interned, so the thousands of copies of ``"apiVersion"``,
+``"IfNotPresent"``, a namespace, an image or a label value that JSON decoding makes (one
+per watch event) become one each. A cached Deployment drops from about 12 KB to about
+6 KB of Python objects; the rebuild costs about as much as a tenth of decoding it.
 
 Objects in the store and those passed to handlers are shared, not copied: treat
 them as read-only (client-go's cache has the same contract).
@@ -40,8 +48,9 @@ import asyncio
 import builtins
 import inspect
 import random
+import sys
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -57,6 +66,7 @@ __all__ = [
     "EventHandler",
     "Informer",
     "Store",
+    "compact",
     "controller_uid",
     "object_key",
     "strip",
@@ -110,6 +120,49 @@ def strip(obj: JSON) -> JSON:
     return obj
 
 
+_intern = sys.intern
+
+
+def _compact_list(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    append = out.append
+    for value in items:
+        kind = type(value)
+        if kind is str:
+            value = _intern(value)
+        elif kind is dict:
+            value = _compact_dict(value)
+        elif kind is list:
+            value = _compact_list(value)
+        append(value)
+    return out
+
+
+def _compact_dict(mapping: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        kind = type(value)
+        if kind is str:
+            value = _intern(value)
+        elif kind is dict:
+            value = _compact_dict(value)
+        elif kind is list:
+            value = _compact_list(value)
+        out[_intern(key) if type(key) is str else key] = value
+    return out
+
+
+def compact(obj: JSON) -> JSON:
+    """:func:`strip` ``obj``, then return an equal copy whose strings (keys and values) are
+    interned, so identical strings across cached objects are stored once (see the module
+    docstring). Interned strings are freed again when no object uses them."""
+    return _compact_dict(strip(obj))
+
+
+def _namespace(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
 def _uid(obj: JSON) -> str | None:
     uid = (obj.get("metadata") or {}).get("uid")
     return str(uid) if uid else None
@@ -129,7 +182,8 @@ class Change(NamedTuple):
 
 
 class Store:
-    """Objects by key, with an index from controller-owner UID to children.
+    """Objects by key, with indexes from controller-owner UID to children, from namespace
+    to objects and from namespace to orphans (objects without a controller owner).
 
     Reads are for anyone; writes are for the informer that owns the store.
     """
@@ -138,6 +192,9 @@ class Store:
         self._objects: dict[str, JSON] = {}
         self._owner_of: dict[str, str] = {}  # key -> controller owner UID
         self._children: dict[str, set[str]] = {}  # owner UID -> keys
+        self._namespace_of: dict[str, str] = {}  # key -> namespace ("" if cluster-scoped)
+        self._in_namespace: dict[str, dict[str, JSON]] = {}  # namespace -> key -> object
+        self._orphans: dict[str, set[str]] = {}  # namespace -> keys without a controller owner
 
     # -- reads ----------------------------------------------------------------------
 
@@ -145,9 +202,16 @@ class Store:
         """The object stored under ``key`` (see :func:`object_key`), if any."""
         return self._objects.get(key)
 
-    def list(self) -> builtins.list[JSON]:
-        """Every stored object."""
-        return list(self._objects.values())
+    def list(self, namespace: str | None = None) -> builtins.list[JSON]:
+        """Every stored object, or those of one namespace (``""``: cluster-scoped ones);
+        the latter costs what the namespace holds, not what the store holds."""
+        if namespace is None:
+            return list(self._objects.values())
+        return list(self._in_namespace.get(namespace, {}).values())
+
+    def orphans(self, namespace: str) -> builtins.list[JSON]:
+        """The objects of ``namespace`` that no controller owns (candidates for adoption)."""
+        return [self._objects[key] for key in sorted(self._orphans.get(namespace, ()))]
 
     def keys(self) -> builtins.list[str]:
         """Every stored key."""
@@ -171,10 +235,15 @@ class Store:
         old = self._objects.get(key)
         self._objects[key] = obj
         self._unindex(key)
+        namespace = _namespace(obj)
+        self._namespace_of[key] = namespace
+        self._in_namespace.setdefault(namespace, {})[key] = obj
         owner = controller_uid(obj)
         if owner is not None:
             self._owner_of[key] = owner
             self._children.setdefault(owner, set()).add(key)
+        else:
+            self._orphans.setdefault(namespace, set()).add(key)
         return old
 
     def remove(self, key: str) -> JSON | None:
@@ -203,14 +272,27 @@ class Store:
         return changes
 
     def _unindex(self, key: str) -> None:
+        namespace = self._namespace_of.pop(key, None)
+        if namespace is not None:
+            _discard(self._in_namespace, namespace, key)
         owner = self._owner_of.pop(key, None)
-        if owner is None:
-            return
-        children = self._children.get(owner)
-        if children is not None:
-            children.discard(key)
-            if not children:
-                del self._children[owner]
+        if owner is not None:
+            _discard(self._children, owner, key)
+        elif namespace is not None:
+            _discard(self._orphans, namespace, key)
+
+
+def _discard(index: dict[str, Any], value: str, key: str) -> None:
+    """Remove ``key`` from ``index[value]`` (a set or dict), dropping it when empty."""
+    entries = index.get(value)
+    if entries is None:
+        return
+    if isinstance(entries, dict):
+        entries.pop(key, None)
+    else:
+        entries.discard(key)
+    if not entries:
+        del index[value]
 
 
 def _changed(old: JSON, new: JSON) -> bool:
@@ -335,7 +417,7 @@ class Informer:
         if self.lists:
             self.relists += 1
         self.lists += 1
-        changes = self.store.replace(strip(obj) for obj in listed.items)
+        changes = self.store.replace(compact(obj) for obj in listed.items)
         self.resource_version = listed.resource_version
         self._log.debug("listed", objects=len(self.store), resource_version=self.resource_version, changes=len(changes))
         for change in changes:
@@ -378,7 +460,7 @@ class Informer:
     async def _apply(self, event: WatchEvent) -> None:
         if event.type == "BOOKMARK":
             return
-        obj = strip(event.object)
+        obj = compact(event.object)
         if event.type in (ADDED, MODIFIED):
             old = self.store.upsert(obj)
             await self._dispatch(Change(ADDED if old is None else MODIFIED, obj, old))

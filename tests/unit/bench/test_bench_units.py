@@ -1,0 +1,202 @@
+"""Unit tests for the benchmark harness's pure parts and for the performance changes it
+led to in the runtime (store indexes, compact cached objects) and the API client (no
+per-request environment lookups)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.controller import diff_counts, parse_metrics, total, writes_by
+from bench.observe import _status_ok
+from bench.profile import summarise
+from bench.report import render
+from bench.scenarios import allocation_bench, allocation_spec, percentile
+from bench.workload import allocation, floor_plan, plain_deployment, united_deployment
+from united.allocation import choose
+from united.kube.client import KubeClient
+from united.runtime.informer import LAST_APPLIED_ANNOTATION, Store, compact, object_key
+
+
+def obj(name: str, namespace: str = "ns", owner: str | None = None) -> dict[str, object]:
+    meta: dict[str, object] = {"name": name, "namespace": namespace, "resourceVersion": "1", "uid": f"u-{name}"}
+    if owner is not None:
+        meta["ownerReferences"] = [{"uid": owner, "controller": True, "kind": "UnitedDeployment", "name": owner}]
+    return {"metadata": meta}
+
+
+# -- runtime: store indexes ------------------------------------------------------------------
+
+
+def test_store_lists_one_namespace_and_its_orphans_and_keeps_indexes_on_updates() -> None:
+    store = Store()
+    for item in (obj("a", "x", owner="p"), obj("b", "x"), obj("c", "y"), obj("d", "x", owner="p")):
+        store.upsert(item)
+    assert sorted(object_key(o) for o in store.list("x")) == ["x/a", "x/b", "x/d"]
+    assert [object_key(o) for o in store.list("y")] == ["y/c"]
+    assert store.list("none") == []
+    assert len(store.list()) == 4
+    assert [object_key(o) for o in store.orphans("x")] == ["x/b"]
+    store.upsert(obj("b", "x", owner="p"))  # adopted
+    assert store.orphans("x") == []
+    assert [object_key(o) for o in store.by_owner("p")] == ["x/a", "x/b", "x/d"]
+    store.upsert(obj("a", "x"))  # released
+    assert [object_key(o) for o in store.orphans("x")] == ["x/a"]
+    store.remove("x/a")
+    assert store.orphans("x") == []
+    assert sorted(object_key(o) for o in store.list("x")) == ["x/b", "x/d"]
+    store.replace([obj("c", "y")])
+    assert store.list("x") == [] and store.by_owner("p") == []
+    assert [object_key(o) for o in store.orphans("y")] == ["y/c"]
+    cluster_scoped = {"metadata": {"name": "n1", "resourceVersion": "1"}}
+    store.upsert(cluster_scoped)
+    assert store.list("") == [cluster_scoped]
+
+
+# -- runtime: compact cached objects -----------------------------------------------------------
+
+
+def test_compact_strips_copies_and_interns_keys_and_values() -> None:
+    value = "".join(["If", "NotPresent"])  # a fresh string, not the literal's
+    raw = {
+        "metadata": {
+            "name": "a",
+            "managedFields": [{"manager": "x"}],
+            "annotations": {LAST_APPLIED_ANNOTATION: "{}", "keep": "me"},
+        },
+        "spec": {"containers": [{"imagePullPolicy": value, "ports": [1, 2.5, None, True]}]},
+    }
+    out = compact(raw)
+    assert out == {
+        "metadata": {"name": "a", "annotations": {"keep": "me"}},
+        "spec": {"containers": [{"imagePullPolicy": "IfNotPresent", "ports": [1, 2.5, None, True]}]},
+    }
+    got = out["spec"]["containers"][0]["imagePullPolicy"]
+    assert got is sys.intern("IfNotPresent")
+    other = compact({"spec": {"containers": [{"imagePullPolicy": "".join(["IfNot", "Present"])}]}})
+    assert other["spec"]["containers"][0]["imagePullPolicy"] is got
+    keys = list(out["spec"]["containers"][0])
+    assert keys[0] is sys.intern("imagePullPolicy")
+
+
+# -- client: no per-request environment lookups ---------------------------------------------------
+
+
+async def test_client_session_does_not_trust_the_environment_but_keeps_its_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client = KubeClient.for_server("https://api.example.invalid:6443", token="t0k")
+    try:
+        assert client._session.trust_env is False
+        assert str(client._options["proxy"]) == "http://proxy.invalid:3128"
+        headers = await client._headers("application/json")
+        assert headers["authorization"] == "Bearer t0k"
+        assert headers["User-Agent"].startswith("united/")
+    finally:
+        await client.close()
+    monkeypatch.delenv("HTTPS_PROXY")
+    plain = KubeClient.for_server("https://api.example.invalid:6443")
+    try:
+        assert "proxy" not in plain._options
+        assert "authorization" not in await plain._headers("application/json")
+    finally:
+        await plain.close()
+
+
+# -- bench helpers --------------------------------------------------------------------------------
+
+METRICS = """# HELP rest_client_requests_total x
+rest_client_requests_total{code="201",resource="deployments",verb="POST"} 3.0
+rest_client_requests_total{code="409",resource="deployments",verb="POST"} 1.0
+rest_client_requests_total{code="200",resource="uniteddeployments/status",verb="PATCH"} 2.0
+rest_client_requests_total{code="200",resource="deployments",verb="GET"} 7.0
+workqueue_depth{name="uniteddeployment"} 0.0
+"""
+
+
+def test_metrics_parsing_and_write_counts() -> None:
+    samples = parse_metrics(METRICS)
+    assert total(samples, "rest_client_requests_total", verb="POST") == 4
+    assert total(samples, "workqueue_depth") == 0
+    writes = writes_by(samples)
+    assert writes == {"POST deployments": 4, "PATCH uniteddeployments/status": 2}
+    assert diff_counts({"a": 3, "b": 1}, {"a": 1, "b": 1}) == {"a": 2}
+
+
+def test_percentile_interpolates() -> None:
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile([5.0], 99) == 5.0
+    assert percentile([1.0, 2.0], 100) == 2.0
+
+
+def test_floor_plan_is_what_the_controller_writes_for_a_new_ud() -> None:
+    doc = united_deployment("web", "ns", subsets=3, replicas=6)
+    plan = floor_plan(doc)
+    assert plan["revision"]["kind"] == "ControllerRevision"
+    assert [c["spec"]["replicas"] for c in plan["children"]] == [2, 2, 2]
+    status = plan["status"]
+    assert status["subsetReplicas"] == {"s0": 2, "s1": 2, "s2": 2}
+    assert _status_ok({"metadata": {"generation": 1}, "status": status}, allocation(doc))
+    assert not _status_ok({"metadata": {"generation": 2}, "status": status}, allocation(doc))
+    assert allocation(doc, 7, {"s0": 2, "s1": 2, "s2": 2}) == {"s0": 2, "s1": 2, "s2": 3}
+
+
+def test_plain_deployments_with_and_without_the_subset_label() -> None:
+    labelled = plain_deployment("c", "ns", replicas=2, subset_label=True)
+    assert labelled["metadata"]["name"] == "c" and "ownerReferences" not in labelled["metadata"]
+    assert "apps.united.io/subset-name" in labelled["metadata"]["labels"]
+    bare = plain_deployment("f", "ns", replicas=1, subset_label=False)
+    assert "apps.united.io/subset-name" not in bare["metadata"]["labels"]
+    assert "apps.united.io/subset-name" not in bare["spec"]["selector"]["matchLabels"]
+
+
+def test_allocation_specs_choose_their_allocator_and_the_bench_times_them() -> None:
+    assert choose(allocation_spec(8, "specified")) == "specified"
+    assert choose(allocation_spec(8, "elastic")) == "elastic"
+    out = allocation_bench((10,), budget=0.01)
+    assert set(out) == {"specified/10", "elastic/10"}
+    assert all(v["ms"] > 0 for v in out.values())
+
+
+def test_profile_summary_skips_idle_threads(tmp_path: Path) -> None:
+    raw = tmp_path / "p.raw"
+    raw.write_text(
+        "main (a.py:1);work (b.py:2) 30\n"
+        "main (a.py:1);work (b.py:3);inner (c.py:9) 10\n"
+        "_bootstrap (threading.py:1);_worker (concurrent/futures/thread.py:81) 500\n"
+    )
+    summary = summarise(raw)
+    assert summary["samples"] == 40 and summary["idle_samples"] == 500
+    assert summary["self"][0][:2] == ("work (b.py)", 30)
+
+
+def test_report_renders_every_scenario() -> None:
+    results = {
+        "cold_start": {
+            "uds": 5, "subsets": 3, "workers": 3, "controller_seconds": 2.0, "floor_seconds": 1.0, "ratio": 2.0,
+            "controller_reconcile_writes": 25, "expected_writes": 25, "controller_event_writes": 15,
+            "duplicate_children_created": 0, "controller_cpu_seconds": 1.0,
+        },
+        "scale": {
+            key: {
+                "size": 3, "events": 3, "p50_ms": 20, "p99_ms": 30, "floor_p50_ms": 10, "floor_p99_ms": 12,
+                "ratio_p50": 2.0, "ratio_p99": 2.5, "writes_per_event": 2.0, "goal_writes_per_event": 2.0,
+                "event_writes_per_event": 1.0,
+            }
+            for key in ("one_at_a_time", "bursts")
+        },
+        "resync_restart": {"uds": 5, "writes": 0, "cpu_seconds_resync": 0.1, "cpu_ms_per_ud": 20.0},
+        "resync_touch": {"uds": 5, "writes": 0, "cpu_seconds": 0.1, "cpu_ms_per_ud": 20.0},
+        "memory": {"children": 200, "rss_full_kb": 90000, "rss_empty_kb": 80000, "kb_per_child": 50.0,
+                   "json_bytes_per_child_as_created": 2800},
+        "allocation": {"specified/1000": {"allocator": "specified", "subsets": 1000, "ms": 2.0}},
+        "machine": {"cpus": 2},
+    }  # fmt: skip
+    table = render(results)
+    assert "| Cold start, 5 UDs x 3 subsets, 3 workers |" in table
+    assert table.count("| yes |") >= 5 and "| **no** |" in table  # the memory row misses
