@@ -245,9 +245,14 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
     for s, b in zip(spec.subsets, bounds, strict=True):
         n = b.total
         if s.name in capped:
-            msg = f"unschedulable: capped at its {capped[s.name]} ready pods"
-            if b.min0 > capped[s.name]:
-                msg += f", but keeps minReplicas {b.min0}"
+            ready = capped[s.name]
+            msg = f"unschedulable: capped at its {_pods(ready, 'ready pod')}"
+            if b.min0 > ready:
+                # Reference bug 21: min > max after capping is silently "min wins"; say so.
+                msg += (
+                    f", but keeps minReplicas {b.min0} (the minimum wins over the cap: "
+                    f"{_pods(b.min0 - ready, 'pod')} may stay pending)"
+                )
             out.append((n, READY_CAPPED, msg + "; the rest moves to later subsets"))
         elif s.name in kept and b.second == 0 and n == b.min and n > b.min0:
             out.append((n, READY_KEPT, f"keeps its {kept[s.name]} ready pods; later subsets scale in first"))
@@ -324,8 +329,8 @@ def _reservation(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]
                 (
                     b.total,
                     RESERVED,
-                    f"unschedulable: keeps its {b.total} pods ({st.reserved_pods} reserved); "
-                    f"substitutes for the pending ones run in later subsets",
+                    f"unschedulable: keeps its {_pods(b.total, 'pod')} ({st.reserved_pods} reserved); "
+                    f"substitutes for the reserved ones run in later subsets",
                 )
             )
             continue
@@ -334,3 +339,7 @@ def _reservation(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]
             msg += f", including temporary substitutes for {substitutes} reserved pods"
         out.append((n, why, msg))
     return out
+
+
+def _pods(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
