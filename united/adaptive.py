@@ -335,7 +335,8 @@ def _default(
         )
         condition = set_condition(condition, marked)
         unschedulable = True
-        window_end = condition.since + settings.window
+        # A zero window (or one already over) has no end to wait for.
+        window_end = condition.since + settings.window if condition.since + settings.window > now else None
     event = _transition(subset, previous, condition, settings, timed_out=len(timed_out))
     return Decision(
         unschedulable=unschedulable,

@@ -202,6 +202,10 @@ class TestDefaultMode:
         assert d.deadline == T0 + 21 + 20
         assert d.event is not None and "marked unschedulable again" in d.event.message
 
+    def test_a_zero_window_sets_no_timer_in_the_past(self) -> None:
+        d = run(Settings(critical=10, window=0), [pod("p1", created=T0)], T0 + 10.5)
+        assert d.unschedulable and d.deadline is None
+
     def test_default_mode_never_labels_or_reserves(self) -> None:
         d = run(DEFAULT, [pod("p1", created=T0), running("r1")], T0 + 60)
         assert d.labels == () and d.reserved == 0 and d.held == 0

@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import (
+    CLONESETS,
     DEPLOYMENTS,
     EVENTS,
     PODS,
@@ -205,8 +206,9 @@ async def test_adaptive_basic_sequence(
     # Strict timeout, then a timer at the deadline: never before `critical`, and not much after.
     assert critical <= marked_at - created <= critical + 10, (created, marked_at)
     print(
-        f"\nadaptive: pod created {created:.0f}, marked {marked_at - created:.0f}s later (critical {critical}s); "
-        f"unschedulable seen -> replicas moved observed in {moved - seen:.1f}s"
+        f"\nadaptive: pending pod created -> subset marked {marked_at - created:.0f}s (critical {critical}s); "
+        f"created -> seen Unschedulable {seen - created:.1f}s, -> substitute running in s2 {moved - created:.1f}s "
+        f"(timestamps in whole seconds; the test polls every 0.25s)"
     )
     status = obj["status"]
     assert [s["desired"] for s in status["subsetStatuses"]] == [2, 0, 1]
@@ -274,9 +276,9 @@ async def test_adaptive_basic_sequence(
 async def test_adaptive_unschedulable_subset_keeps_its_minimum(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """Reference 8.8, second sequence: s0{min 1, max 2, unschedulable}, s1{}."""
+    """Reference 8.8, second sequence: s0{min 1, max 2, unschedulable (cordoned)}, s1{}."""
     critical, window = 5, 15
-    await sim.set_zone_full("zone-a")
+    await sim.cordon_zone("zone-a")  # the other way to be never schedulable
     doc = adaptive_ud(
         "adaptive-min",
         [zone("s0", "zone-a", minReplicas=1, maxReplicas=2), zone("s1", "zone-b")],
@@ -299,7 +301,7 @@ async def test_adaptive_unschedulable_subset_keeps_its_minimum(
     await wait_schedulable(kube, namespace, doc, {"s0": False}, within=1)
 
     # Fix s0: its pending pod runs; the subset recovers when the window ends.
-    await sim.set_zone_full("zone-a", False)
+    await sim.cordon_zone("zone-a", False)
     await wait_schedulable(kube, namespace, doc, {"s0": True, "s1": True}, within=window + STEP)
     await wait_pods(kube, namespace, doc, (1, 2))
     await wait_ready_pods(kube, namespace, doc, 3)
@@ -429,3 +431,39 @@ async def test_reservation_with_minimums(
         "5": (5, 1, 0),
     }
     await reservation_sequence(kube, sim, namespace, doc, shapes)
+
+
+async def test_reservation_with_cloneset_children(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    """Reservation with CloneSet children (the other kind that may reserve pods): reserved pods
+    are labelled, the substitutes go once the pods have room and prove ready, and the CloneSet's
+    ``updateStrategy.maxUnavailable`` override comes and goes."""
+    doc = ud("reserve-cs", [zone("s0", "zone-a"), zone("s1", "zone-c")], replicas=2, variant="cloneSetTemplate")
+    doc["spec"]["topology"]["scheduleStrategy"] = adaptive(5, 2, reserve=True)
+    await sim.set_zone_full("zone-a")
+    await kube.create(resource_for(doc), doc, namespace=namespace)
+    await wait_pods(kube, namespace, doc, (2, 2), reserved=(2, 0))
+    await wait_schedulable(kube, namespace, doc, {"s0": False, "s1": True})
+
+    async def strategy(subset: str) -> JSON:
+        listed = await kube.list(CLONESETS, namespace=namespace, label_selector=f"{SUBSET}={subset}")
+        assert len(listed.items) == 1
+        found: JSON = listed.items[0]["spec"].get("updateStrategy") or {}
+        return found
+
+    async def overridden() -> None:
+        assert (await strategy("s0")).get("maxUnavailable") == 2
+        assert "maxUnavailable" not in await strategy("s1")
+
+    await eventually(overridden, within=STEP, what="s0 maxUnavailable 2")
+    await sim.set_zone_full("zone-a", False)
+    await wait_pods(kube, namespace, doc, (2, 0), reserved=(0, 0))
+    await wait_schedulable(kube, namespace, doc, {"s0": True, "s1": True})
+
+    async def restored() -> None:
+        assert "maxUnavailable" not in await strategy("s0")
+
+    await eventually(restored, within=STEP, what="s0 maxUnavailable gone")
+    pods = await pods_by_subset(kube, namespace, doc)
+    assert sorted(p["metadata"]["labels"].get(RESERVED) for p in pods) == ["false", "false"]
