@@ -367,3 +367,176 @@ class TestMaxUnavailable:
         assert spec == {"updateStrategy": {"partition": 1, "maxUnavailable": 2}}
         sts: dict[str, Any] = {}
         assert not override_max_unavailable("statefulSetTemplate", sts, 2) and sts == {}
+
+
+# --- the reconciler's wiring, with fake caches and client --------------------------------------
+
+
+class FakeStore:
+    def __init__(self, objs: list[dict[str, Any]] | None = None) -> None:
+        self.objs = objs or []
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        for o in self.objs:
+            if f"{o['metadata']['namespace']}/{o['metadata']['name']}" == key:
+                return o
+        return None
+
+    def list(self) -> list[dict[str, Any]]:
+        return list(self.objs)
+
+
+class FakeClient:
+    """Records writes; answers like the API server would, minimally."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str, Any]] = []
+
+    async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
+        self.calls.append(("create", resource.plural, "", body))
+        return body
+
+    async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
+        what = f"{resource.plural}/{kw['subresource']}" if kw.get("subresource") else resource.plural
+        self.calls.append(("patch", what, name, body))
+        return {"metadata": {"resourceVersion": "99"}}
+
+    async def delete(self, resource: Any, name: str, **kw: Any) -> None:
+        self.calls.append(("delete", resource.plural, name, None))
+
+    def writes(self, verb: str, what: str) -> list[tuple[str, Any]]:
+        return [(n, b) for v, w, n, b in self.calls if (v, w) == (verb, what)]
+
+
+class FakeRecorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.events.append((event_type, reason, message))
+
+
+class Cluster:
+    """A UnitedDeployment with Deployment children a (zone-a) and b, rendered by our own
+    renderer so that only adaptive decisions cause child writes."""
+
+    def __init__(self, strategy: dict[str, Any], *, replicas: int, a: tuple[int, int], b: tuple[int, int]) -> None:
+        from united.api import admit
+        from united.render import render
+        from united.revision import name as revision_name
+
+        pod_template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "m", "image": "x"}]}}
+        self.obj: dict[str, Any] = {
+            "apiVersion": "apps.united.io/v1alpha1",
+            "kind": "UnitedDeployment",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": 1, "resourceVersion": "1"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "deploymentTemplate": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template},
+                    }
+                },
+                "topology": {"subsets": [{"name": "a"}, {"name": "b"}], "scheduleStrategy": strategy},
+            },
+        }
+        ud = admit(self.obj)
+        assert ud.spec.template is not None
+        self.revision = revision_name("web", ud.spec.template)
+        self.children = []
+        for subset, (n, ready) in zip(ud.spec.subsets, (a, b), strict=True):
+            child = render(ud, subset=subset, replicas=n, partition=0, revision=self.revision, keys=KEYS).object
+            child["metadata"]["name"] = f"web-{subset.name}"
+            child["status"] = {"replicas": n, "readyReplicas": ready}
+            self.children.append(child)
+        self.pods: list[dict[str, Any]] = []
+        self.client = FakeClient()
+        self.recorder = FakeRecorder()
+
+    def add_pod(self, subset: str, p: dict[str, Any]) -> None:
+        p["metadata"]["namespace"] = "ns"
+        p["metadata"]["labels"].update({"app": "web", KEYS.subset_name: subset, KEYS.revision: self.revision})
+        self.pods.append(p)
+
+    async def reconcile(self, now: float) -> Any:
+        from united.controller.reconciler import Caches, Reconciler
+        from united.kube import Resource
+
+        caches = Caches(
+            uniteddeployments=FakeStore([self.obj]),
+            revisions=FakeStore(),
+            pods=FakeStore(self.pods),
+            children={"deploymentTemplate": FakeStore(self.children)},
+        )
+        reconciler = Reconciler(
+            client=self.client,  # type: ignore[arg-type]
+            caches=caches,
+            recorder=self.recorder,
+            ud_resource=Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment"),
+            clock=lambda: format_time(now),
+            seconds=lambda: now,
+        )
+        return await reconciler.reconcile("ns/web")
+
+    def status_patch(self) -> dict[str, Any]:
+        patches = self.client.writes("patch", "uniteddeployments/status")
+        assert len(patches) == 1, patches
+        status: dict[str, Any] = patches[0][1]["status"]
+        return status
+
+
+DEFAULT_STRATEGY = {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 10, "unschedulableDuration": 20}}
+
+
+class TestReconcilerWiring:
+    async def test_requeue_at_the_pending_pod_timeout_then_cap_and_remember(self) -> None:
+        c = Cluster(DEFAULT_STRATEGY, replicas=2, a=(2, 1), b=(0, 0))
+        c.add_pod("a", running("a-ready"))
+        c.add_pod("a", pod("a-stuck", created=T0))
+        before = await c.reconcile(T0 + 4)
+        assert before.requeue_after == pytest.approx(6 + 0.05)
+        assert c.client.writes("patch", "deployments") == []
+
+        after = await c.reconcile(T0 + 10.5)
+        # The window ends 20 s after the mark (whole seconds: T0 + 10).
+        assert after.requeue_after == pytest.approx(19.5 + 0.05)
+        scaled = {n: b["spec"]["replicas"] for n, b in c.client.writes("patch", "deployments")}
+        assert scaled == {"web-a": 1, "web-b": 1}
+        # Written in the same pass as the child writes: the mark must survive until the next one.
+        status = c.status_patch()
+        a = status["subsetStatuses"][0]
+        assert a["reason"] == "adaptive-ready-capped"
+        assert a["conditions"] == [
+            {
+                "type": "Schedulable",
+                "status": "False",
+                "lastTransitionTime": format_time(T0 + 10),
+                "reason": "reschedule",
+                "message": "pods pending unschedulable for more than 10s: capped at its ready pods for 20s",
+            }
+        ]
+        assert "conditions" not in status["subsetStatuses"][1]
+        assert [e[:2] for e in c.recorder.events] == [
+            ("Warning", "SubsetUnschedulable"),
+            ("Normal", "ScaledSubset"),
+            ("Normal", "ScaledSubset"),
+        ]
+
+    async def test_reservation_labels_pods_filters_hpa_and_overrides_max_unavailable(self) -> None:
+        strategy = {**DEFAULT_STRATEGY, "adaptive": {**DEFAULT_STRATEGY["adaptive"], "reserveUnschedulablePods": True}}
+        c = Cluster(strategy, replicas=2, a=(2, 0), b=(0, 0))
+        c.add_pod("a", pod("a-1", created=T0))
+        c.add_pod("a", pod("a-2", created=T0 + 3))
+        result = await c.reconcile(T0 + 11)
+        labels = {n: b["metadata"]["labels"][RESERVED] for n, b in c.client.writes("patch", "pods")}
+        assert labels == {"a-1": "true", "a-2": "false"}
+        assert result.requeue_after == pytest.approx(2 + 0.05)  # a-2 times out at T0 + 13
+        status = c.status_patch()
+        assert status["labelSelector"] == f"app=web,{RESERVED}=false"
+        assert (status["replicas"], status["reservedPods"]) == (1, 1)
+        children = dict(c.client.writes("patch", "deployments"))
+        # a keeps its 2 pods (1 reserved): 1 substitute in b; a's rollout may take 2 - 0 pods down.
+        assert children["web-a"]["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 2
+        assert children["web-b"]["spec"] == {"replicas": 1}
