@@ -148,7 +148,10 @@ class ControllerProcess:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.source), env.get("PYTHONPATH", "")) if p)
         with self.log_path.open("ab") as log:
             self.spawned_at = time.monotonic()
-            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env)
+            # ``python -m`` puts the working directory first on sys.path: run from the source
+            # tree, or the checkout we were started from would shadow it.
+            cwd = self.source if self.source is not None else None
+            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         self.pid = self.proc.pid
 
     async def wait_ready(self, *, within: float = 120.0) -> float:

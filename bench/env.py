@@ -109,6 +109,14 @@ class BenchCluster:
     def admin_kubeconfig(self) -> Path:
         return self.cluster.admin_kubeconfig
 
+    def server_cpu_seconds(self) -> float:
+        """CPU seconds used so far by kube-apiserver and etcd (what every write costs the
+        control plane; a controller that writes more, Events included, shows up here)."""
+        from bench.controller import proc_cpu_seconds
+
+        pids = self.cluster.pids
+        return sum(proc_cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd") if name in pids)
+
     @contextlib.asynccontextmanager
     async def admin(self) -> AsyncIterator[KubeClient]:
         async with await KubeClient.from_kubeconfig(self.admin_kubeconfig) as client:

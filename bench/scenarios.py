@@ -117,6 +117,8 @@ class ColdRun:
     writes: dict[str, int] = field(default_factory=dict)
     cpu_seconds: float | None = None
     own_seconds: float | None = None
+    server_cpu_seconds: float | None = None
+    """kube-apiserver + etcd CPU during the run."""
 
     def as_json(self) -> JSON:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -131,6 +133,7 @@ async def cold_start_run(
     await view.start()
     view.expect({name: allocation(doc) for name, doc in docs.items()})
     within = 120 + uds * subsets * 0.5
+    server_cpu = ctx.bench.server_cpu_seconds()
     try:
         if who == "floor":
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=ctx.log_dir) as f:
@@ -151,6 +154,8 @@ async def cold_start_run(
             own = json.loads(out)
             run = ColdRun(who, namespace, converged - spawned, writes={"floor": int(own["writes"])})
             run.own_seconds = float(own["seconds"])
+            run.cpu_seconds = float(own["cpu_seconds"])
+            run.server_cpu_seconds = ctx.bench.server_cpu_seconds() - server_cpu
             return run, None
         ctl = ctx.controller([namespace], name=f"cold-{namespace}", profile=profile)
         ctl.start()
@@ -162,6 +167,7 @@ async def cold_start_run(
         run = ColdRun(who, namespace, converged - ctl.spawned_at, ready_seconds=ready)
         run.writes = await ctl.writes()
         run.cpu_seconds = ctl.cpu_seconds()
+        run.server_cpu_seconds = ctx.bench.server_cpu_seconds() - server_cpu
         return run, ctl
     finally:
         await view.stop()
@@ -195,6 +201,7 @@ async def cold_start(
     floor_runs = [r for r in runs if r.who == "floor"]
     ctl_s = statistics.median(r.seconds for r in ctl_runs)
     floor_s = statistics.median(r.seconds for r in floor_runs)
+    pair_ratios = [c.seconds / f.seconds for c, f in zip(ctl_runs, floor_runs, strict=True)]
     expected_children = uds * subsets
     writes = ctl_runs[-1].writes
     result: JSON = {
@@ -203,9 +210,13 @@ async def cold_start(
         "workers": ctx.workers,
         "controller_seconds": ctl_s,
         "floor_seconds": floor_s,
-        "ratio": ctl_s / floor_s,
+        "ratio": statistics.median(pair_ratios),  # pairs run back to back: robust to load drifting
+        "pair_ratios": pair_ratios,
         "controller_ready_seconds": statistics.median(r.ready_seconds or 0.0 for r in ctl_runs),
         "controller_cpu_seconds": statistics.median(r.cpu_seconds or 0.0 for r in ctl_runs),
+        "floor_cpu_seconds": statistics.median(r.cpu_seconds or 0.0 for r in floor_runs),
+        "controller_server_cpu_seconds": statistics.median(r.server_cpu_seconds or 0.0 for r in ctl_runs),
+        "floor_server_cpu_seconds": statistics.median(r.server_cpu_seconds or 0.0 for r in floor_runs),
         "expected_writes": uds * (subsets + 2),
         "controller_reconcile_writes": reconcile_writes(writes),
         "controller_event_writes": event_writes(writes),
