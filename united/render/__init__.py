@@ -97,11 +97,12 @@ def render(
         keys.subset_name: subset.name,
     }
     annotations = {**(template.metadata.get("annotations") or {}), keys.subset_patch: patch_text(subset.patch)}
-    spec: Json = copy.deepcopy(template.spec)
+    # The pod template is copied once, by place(); here it only keeps its key's position.
+    spec: Json = {k: None if k == "template" else copy.deepcopy(v) for k, v in template.spec.items()}
     spec.pop("replicas", None)
     spec["selector"] = child_selector(ud, subset.name, keys)
-    pod = copy.deepcopy(template.pod_template)
-    pod_meta = pod["metadata"] = pod.get("metadata") or {}
+    pod = dict(template.pod_template)
+    pod_meta = pod["metadata"] = dict(pod.get("metadata") or {})
     pod_meta["labels"] = {**(pod_meta.get("labels") or {}), keys.subset_name: subset.name, keys.revision: revision}
     spec["template"] = place(
         pod,
