@@ -162,13 +162,25 @@ class ApiMetrics:
     def __init__(self, metrics: Metrics) -> None:
         self._requests = metrics.rest_client_requests_total
         self._duration = metrics.rest_client_request_duration_seconds
+        # Labelled children by label values: ``labels()`` validates and locks on every call,
+        # and this runs once per API request. Bounded by verbs x codes x resources.
+        self._counters: dict[tuple[str, str, str], Counter] = {}
+        self._histograms: dict[tuple[str, str], Histogram] = {}
 
     def observe(self, verb: str, resource: str, code: int, seconds: float) -> None:
         """Record one request: HTTP ``verb``, ``resource`` (e.g. ``deployments.apps``),
         the answer's status ``code`` (0 when there was no answer) and its latency."""
         method = verb.upper()
-        self._requests.labels(verb=method, code=str(code) if code else NO_ANSWER_CODE, resource=resource).inc()
-        self._duration.labels(verb=method, resource=resource).observe(max(seconds, 0.0))
+        key = (method, str(code) if code else NO_ANSWER_CODE, resource)
+        counter = self._counters.get(key)
+        if counter is None:
+            counter = self._counters[key] = self._requests.labels(verb=key[0], code=key[1], resource=resource)
+        counter.inc()
+        histogram = self._histograms.get((method, resource))
+        if histogram is None:
+            histogram = self._duration.labels(verb=method, resource=resource)
+            self._histograms[(method, resource)] = histogram
+        histogram.observe(max(seconds, 0.0))
 
     def requests(
         self,
