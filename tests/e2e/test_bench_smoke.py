@@ -1,0 +1,57 @@
+"""The benchmark at tiny sizes, so it never rots: ``python -m bench`` end to end on its own
+local control plane (5 UnitedDeployments, 200 cached children), asserting that every
+scenario produces its figures and the goals that do not depend on size — a no-op resync
+writes nothing, a scale event writes its changed children and one status. Timing goals
+(ratios, KB per child) are for the full manual run (README "Performance")."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench.run import main
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+TINY = [
+    "--uds", "5", "--subsets", "3", "--workers", "3", "--repeats", "1",
+    "--scale-singles", "3", "--scale-bursts", "1", "--burst-size", "3", "--children", "200",
+]  # fmt: skip
+
+
+def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
+    assert main([*TINY, "--out", str(tmp_path), "--name", "smoke"]) == 0
+    results = json.loads((tmp_path / "smoke.json").read_text())
+    table = (tmp_path / "smoke.md").read_text()
+    assert table.startswith("| Scenario | Figure |") and "Machine:" in table
+
+    cold = results["cold_start"]
+    assert cold["uds"] == 5 and cold["subsets"] == 3
+    assert cold["controller_seconds"] > 0 and cold["floor_seconds"] > 0 and math.isfinite(cold["ratio"])
+    # The controller makes at least the floor's writes (duplicates it later deletes would add some).
+    assert cold["controller_reconcile_writes"] >= cold["expected_writes"] == 5 * (3 + 2)
+    assert {r["who"] for r in cold["runs"]} == {"controller", "floor"}
+
+    for key in ("one_at_a_time", "bursts"):
+        scale = results["scale"][key]
+        assert scale["events"] == 3
+        assert scale["p50_ms"] > 0 and scale["floor_p50_ms"] > 0
+        assert scale["writes_per_event"] == pytest.approx(scale["goal_writes_per_event"]), scale[
+            "writes_by_resource_per_event"
+        ]
+
+    for key in ("resync_restart", "resync_touch"):
+        resync = results[key]
+        assert resync["reconciles"] >= 5
+        assert resync["writes"] == 0, resync["writes_by_resource"]
+
+    memory = results["memory"]
+    assert memory["children"] == 200
+    assert memory["rss_full_kb"] > memory["rss_empty_kb"] > 0
+
+    allocation = results["allocation"]
+    assert {v["allocator"] for v in allocation.values()} == {"specified", "elastic"}
+    assert all(v["ms"] > 0 for v in allocation.values())
