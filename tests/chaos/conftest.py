@@ -18,28 +18,25 @@ Knobs (environment):
 from __future__ import annotations
 
 import asyncio
-import os
+import gc
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.chaos import figures
+from tests.chaos.support import KILLS, SEED
 from tests.e2e.conftest import ZONES, kube, namespace, sim
 from tests.e2e.controller.conftest import LOG_DIR, SYSTEM, _install
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
-from united.devcluster.faultproxy import ThreadedFaultProxy
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
 from united.kube.client import KubeClient
 
 __all__ = ["kube", "namespace", "sim"]
-
-SEED = int(os.environ.get("UNITED_CHAOS_SEED", "6"))
-KILLS = int(os.environ.get("UNITED_CHAOS_KILLS", "10"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -92,6 +89,13 @@ def simulation(cluster: LocalCluster) -> Iterator[Simulation]:
         yield running
     finally:
         running.stop()
+        # Simulation.stop() leaves the TLS sockets of its six watches to the garbage collector
+        # (they sit in reference cycles with its closed loop: a devcluster bug, reported).
+        # Finalize them here and now: a collection at a random later moment, under pytest's
+        # "error" warning filter, would turn their ResourceWarnings into a failed run.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
 
 
 @pytest.fixture(scope="package")
@@ -105,26 +109,6 @@ def controller_identity(cluster: LocalCluster) -> Path:
             return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
 
     return asyncio.run(setup())
-
-
-def token_of(kubeconfig: Path) -> str:
-    """The bearer token of a kubeconfig's (first) user."""
-    config = yaml.safe_load(kubeconfig.read_text())
-    return str(config["users"][0]["user"]["token"])
-
-
-def proxy_for(cluster: LocalCluster, identity: Path, *, name: str, seed: int = SEED) -> ThreadedFaultProxy:
-    """A started fault proxy in front of the cluster that forwards the controller's own token
-    (so the shipped RBAC applies) and logs its requests under ``name``."""
-    token = token_of(identity)
-    proxy = ThreadedFaultProxy(
-        cluster.server, ca_cert=cluster.ca_cert, forward_auth=True, seed=f"{seed}/{name}", identities={token: name}
-    )
-    return proxy.start()
-
-
-def proxied_kubeconfig(proxy: ThreadedFaultProxy, identity: Path, path: Path) -> Path:
-    return proxy.write_kubeconfig(path, token=token_of(identity), user="united-controller")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -33,9 +33,9 @@ import aiohttp
 import pytest
 import yaml
 
-from tests.chaos.conftest import proxied_kubeconfig, proxy_for
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
+from tests.chaos.support import proxied_kubeconfig, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import CHILDREN, EVENTS, UD, children, condition
 from tests.unit.api.test_validation import CASES as RULES

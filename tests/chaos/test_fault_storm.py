@@ -18,9 +18,9 @@ from typing import Literal
 
 import pytest
 
-from tests.chaos.conftest import SEED, proxied_kubeconfig, proxy_for
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
+from tests.chaos.support import SEED, proxied_kubeconfig, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD
 from united.devcluster.cluster import LocalCluster

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.conftest import proxied_kubeconfig, proxy_for
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
+from tests.chaos.support import proxied_kubeconfig, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD
 from united.devcluster.cluster import LocalCluster

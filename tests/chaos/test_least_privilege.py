@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.chaos.conftest import proxied_kubeconfig, proxy_for
 from tests.chaos.figures import record
 from tests.chaos.invariants import KEYS, scale, wait_converged
+from tests.chaos.support import proxied_kubeconfig, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, EVENTS, PODS, UD, children, condition, get_ud, patch_ud, ud, zone
 from united.devcluster.cluster import LocalCluster

@@ -1,0 +1,34 @@
+"""Knobs and fault-proxy plumbing shared by the chaos tests (see ``conftest.py`` for the knobs)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from united.devcluster.cluster import LocalCluster
+from united.devcluster.faultproxy import ThreadedFaultProxy
+
+SEED = int(os.environ.get("UNITED_CHAOS_SEED", "6"))
+KILLS = int(os.environ.get("UNITED_CHAOS_KILLS", "10"))
+
+
+def token_of(kubeconfig: Path) -> str:
+    """The bearer token of a kubeconfig's (first) user."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    return str(config["users"][0]["user"]["token"])
+
+
+def proxy_for(cluster: LocalCluster, identity: Path, *, name: str, seed: int = SEED) -> ThreadedFaultProxy:
+    """A started fault proxy in front of the cluster that forwards the controller's own token
+    (so the shipped RBAC applies) and logs its requests under ``name``."""
+    token = token_of(identity)
+    proxy = ThreadedFaultProxy(
+        cluster.server, ca_cert=cluster.ca_cert, forward_auth=True, seed=f"{seed}/{name}", identities={token: name}
+    )
+    return proxy.start()
+
+
+def proxied_kubeconfig(proxy: ThreadedFaultProxy, identity: Path, path: Path) -> Path:
+    return proxy.write_kubeconfig(path, token=token_of(identity), user="united-controller")
