@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from united.api.defaults import DEFAULT_RESCHEDULE_CRITICAL_SECONDS, DEFAULT_UNSCHEDULABLE_DURATION
 from united.api.keys import Keys
 from united.api.model import CLONE_SET, DEPLOYMENT, Spec
 
@@ -81,8 +82,8 @@ class Settings:
         critical = adaptive.reschedule_critical_seconds if adaptive else None
         window = adaptive.unschedulable_duration if adaptive else None
         return cls(
-            critical=float(30 if critical is None else critical),
-            window=float(300 if window is None else window),
+            critical=float(DEFAULT_RESCHEDULE_CRITICAL_SECONDS if critical is None else critical),
+            window=float(DEFAULT_UNSCHEDULABLE_DURATION if window is None else window),
             reserve=schedule.reserves,
         )
 
