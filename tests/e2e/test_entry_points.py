@@ -21,10 +21,11 @@ pytestmark = pytest.mark.e2e
 UDS = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 
 
-async def _run_until_ready(argv: list[str], ready: str) -> tuple[asyncio.subprocess.Process,
-                                                                   list[str]]:
+async def _run_until_ready(argv: list[str], ready: str) -> tuple[asyncio.subprocess.Process, list[str]]:
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
     assert proc.stdout is not None
@@ -89,19 +90,27 @@ async def test_demo_converges_a_sample_until_interrupted() -> None:
                 assert len([p for p in pods if is_pod_ready(p)]) == 10
 
             await eventually(converged, within=120, what="demo sample Ready")
+
+            async def printed() -> None:
+                assert proc.stdout is not None
+                while not any("Ready=True" in line for line in lines):
+                    raw = await proc.stdout.readline()
+                    assert raw, "demo exited"
+                    lines.append(raw.decode().rstrip())
+
+            await asyncio.wait_for(printed(), timeout=30)
     finally:
         output = await _interrupt(proc)
     assert proc.returncode == 0, output
-    table = "\n".join(lines) + output
-    assert "Ready=True" in table and "zone-c  6" in table, table
+    table = "\n".join(lines[lines.index(next(x for x in lines if "Ready=True" in x)) :]) + output
+    assert "zone-c  6" in table, table
+    assert "[debug" not in table, "the demo's table is drowned in debug logs"
     assert not _exists(kubeconfig), "the demo left its files behind"
     assert _port_closed(server), "the demo's API server still listens"
 
 
 async def test_start_command_prints_a_kubeconfig_and_stops_on_ctrl_c() -> None:
-    proc, lines = await _run_until_ready(
-        [sys.executable, "-m", "united.devcluster", "start"], "Ctrl-C stops it"
-    )
+    proc, lines = await _run_until_ready([sys.executable, "-m", "united.devcluster", "start"], "Ctrl-C stops it")
     kubeconfig = Path(_value(lines, "export KUBECONFIG="))
     try:
         async with await KubeClient.from_kubeconfig(kubeconfig) as client:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import jsonpatch
 import structlog
 
-from united import adaptive, history
+from united import adaptive, history, revision
 from united.allocation import AllocationError, Plan, SubsetState, allocate, partition
 from united.api import ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
@@ -411,7 +411,7 @@ class _Pass:
         hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count)
         if hp.create is not None:
             try:
-                await self.r.client.create(CONTROLLER_REVISIONS, hp.create, namespace=self.namespace)
+                await self.r.client.create(CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace)
                 self.writes += 1
             except AlreadyExists:
                 pass

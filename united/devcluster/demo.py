@@ -27,6 +27,7 @@ from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
 from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient, Resource
 from united.kube.errors import AlreadyExists, NotFound
+from united.log import configure_logging
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 READY_LINE = "demo running; press Ctrl-C to stop and tear everything down"
@@ -64,6 +65,7 @@ def run(*, sample: str | None = None) -> int:
     if missing:
         _say(f"the demo runs from a source checkout: {', '.join(map(str, missing))} not found")
         return 2
+    configure_logging(level="WARNING", log_format="console")
     try:
         binaries = provision(progress=_say)
     except ProvisionError as exc:

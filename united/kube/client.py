@@ -1,11 +1,10 @@
 """A thin, generic, async REST client for the Kubernetes API.
 
 This is the only module that imports ``kubernetes_asyncio``. It borrows the library's
-configuration loading (kubeconfig, in-cluster) and its ``ApiClient``'s connection (TLS,
-client certificates, bearer tokens with their refresh hooks, one aiohttp session), but not
-its generated typed APIs nor its per-request machinery: every call goes through
-:meth:`KubeClient._request` with plain JSON dicts in and out. That sidesteps the library's
-known traps in one place:
+configuration loading (kubeconfig, later in-cluster) and its ``ApiClient`` transport
+(TLS, bearer tokens, aiohttp session), but not its generated typed APIs: every call
+goes through :meth:`KubeClient._request` with ``_preload_content=False`` and plain
+JSON dicts in and out. That sidesteps the library's known traps in one place:
 
 * a custom-object PATCH with a dict body silently defaults to json-patch; here the
   patch type is a *required* keyword, so nothing defaults;
@@ -15,16 +14,6 @@ known traps in one place:
   watch is an ``async with`` stream on the shared session that raises ``Gone`` and
   lets the caller own the re-list loop;
 * the typed stubs lack ``_content_type``; the generic path never needs it.
-
-**Cost per request** (it is paid on every write the controller makes, so the bench
-measures it): the request goes straight to the library's aiohttp session — the auth
-header from ``Configuration.auth_settings()`` (so token refresh hooks still run), the
-body encoded once — instead of through ``ApiClient.call_api``, which walks every body
-with ``sanitize_for_serialization`` first. And the session does
-not "trust the environment": the library creates it with ``trust_env=True``, which makes
-aiohttp hop to a thread **twice per request** (read ``~/.netrc``, scan the proxy
-variables). The proxy variables are read once, at construction, instead (``HTTPS_PROXY``,
-``NO_PROXY`` still work); ``~/.netrc`` is not consulted (no Kubernetes client does).
 """
 
 from __future__ import annotations
@@ -38,13 +27,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, NamedTuple, Self
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
-from yarl import URL
 
 from united.kube.errors import ApiError, TransientError, error_from_status
 
@@ -173,19 +160,6 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-
-
-def _encode(body: Any, content_type: str) -> bytes | None:
-    """The request body: bytes verbatim, anything else as JSON (also for
-    ``application/apply-patch+yaml``: JSON is YAML), encoded exactly as the library would."""
-    if body is None:
-        return None
-    if isinstance(body, bytes):
-        return body
-    return json.dumps(body).encode()
-
-
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
     value = resp.headers.get("Retry-After")
     try:
@@ -288,35 +262,6 @@ class KubeClient:
         self.observer: Callable[[str, str, int, float], None] | None = None
         """Called after every request with (verb, resource, HTTP code or 0, seconds), e.g. to
         count API requests by verb and code; watches report when their stream opens."""
-        configuration = api_client.configuration
-        rest = api_client.rest_client
-        self._host = str(configuration.host).rstrip("/")
-        self._options: dict[str, Any] = {}
-        if rest.server_hostname:
-            self._options["server_hostname"] = rest.server_hostname
-        if rest.proxy:
-            self._options["proxy"] = rest.proxy
-            if rest.proxy_headers:
-                self._options["proxy_headers"] = rest.proxy_headers
-        session: aiohttp.ClientSession = rest.pool_manager
-        if session.trust_env:
-            # The same connector (TLS context, pool) in a session that does not look up
-            # ~/.netrc and the proxy variables in a thread on every request.
-            if not rest.proxy:
-                try:
-                    proxy, proxy_auth = get_env_proxy_for_url(URL(self._host))
-                except LookupError:
-                    pass
-                else:
-                    self._options["proxy"] = proxy
-                    if proxy_auth is not None:
-                        self._options["proxy_auth"] = proxy_auth
-            connector = session.connector
-            rest.pool_manager = aiohttp.ClientSession(
-                connector=connector, trust_env=False, read_bufsize=2**21, auto_decompress=session.auto_decompress
-            )
-            session.detach()
-        self._session: aiohttp.ClientSession = rest.pool_manager
 
     @classmethod
     async def from_config(
@@ -334,7 +279,9 @@ class KubeClient:
             api = k8s_client.ApiClient(configuration)
             api.user_agent = user_agent
             return cls(api, request_timeout=request_timeout)
-        path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(_HOME_KUBECONFIG)
+        path = (
+            kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(_HOME_KUBECONFIG)
+        )
         return await cls.from_kubeconfig(path, user_agent=user_agent, request_timeout=request_timeout)
 
     @classmethod
@@ -411,19 +358,19 @@ class KubeClient:
         request_timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> aiohttp.ClientResponse:
         """Send one request; return the open response of a 2xx answer, raise otherwise."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
         started = time.perf_counter()
         code = 0
         try:
-            headers = await self._headers(content_type)
-            url = f"{self._host}{path}?{urlencode(query)}" if query else f"{self._host}{path}"
-            timeout = self._timeout if request_timeout is None else request_timeout
-            resp: aiohttp.ClientResponse = await self._session.request(
+            resp: aiohttp.ClientResponse = await self._api.call_api(
+                path,
                 method,
-                url,
-                headers=headers,
-                data=_encode(body, content_type) if method in _BODY_METHODS else None,
-                timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
-                **self._options,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self._timeout if request_timeout is None else request_timeout,
             )
             code = resp.status
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -435,17 +382,6 @@ class KubeClient:
             answer = await _read_json(resp, f"{method} {path}")
             raise error_from_status(resp.status, answer, retry_after=_retry_after(resp))
         return resp
-
-    async def _headers(self, content_type: str) -> dict[str, str]:
-        """Accept/Content-Type, the library's default headers (User-Agent) and the auth
-        header, asked for on every request so that a token refresh hook runs."""
-        headers = {**self._api.default_headers, "Accept": "application/json", "Content-Type": content_type}
-        if self._api.cookie:
-            headers["Cookie"] = self._api.cookie
-        for setting in (await self._api.configuration.auth_settings()).values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[str(setting["key"])] = str(setting["value"])
-        return headers
 
     async def _json(
         self,

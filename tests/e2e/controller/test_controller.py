@@ -350,20 +350,13 @@ async def test_missing_child_crd_is_reported_and_others_are_served(
     controller keeps serving the others, and once the CRD is installed the discovery timer
     notices and the UnitedDeployment converges."""
     asts = next(c for c in kruise_crds() if c["metadata"]["name"] == "statefulsets.apps.kruise.io")
+    orphan = ud("asts", [zone("a", "zone-a"), zone("b", "zone-b")], replicas=2, variant="advancedStatefulSetTemplate")
+    fine = ud("fine", THREE_ZONES, replicas=3)
     controller.stop()
     try:
         await kube.delete(CRDS, "statefulsets.apps.kruise.io")
-
-        async def gone() -> None:
-            with pytest.raises(NotFound):
-                await kube.get(CRDS, "statefulsets.apps.kruise.io")
-
-        await eventually(gone, within=30, what="Advanced StatefulSet CRD deleted")
+        await eventually(lambda: crd_absent(kube), within=60, what="Advanced StatefulSet CRD deleted")
         controller.start()
-        orphan = ud(
-            "asts", [zone("a", "zone-a"), zone("b", "zone-b")], replicas=2, variant="advancedStatefulSetTemplate"
-        )
-        fine = ud("fine", THREE_ZONES, replicas=3)
         await create(kube, namespace, orphan)
         await create(kube, namespace, fine)
 
@@ -377,9 +370,20 @@ async def test_missing_child_crd_is_reported_and_others_are_served(
         await eventually(stalled, within=60, what="UD with a missing child kind stalled")
         await wait_ready(kube, namespace, fine)
     finally:
+        if controller.proc is None:
+            controller.start()
+        await eventually(lambda: crd_absent(kube), within=60, what="Advanced StatefulSet CRD gone before reinstall")
         await install(kube, [asts])
     await wait_shape(kube, namespace, orphan, {"a": 1, "b": 1}, within=60)
     await wait_ready(kube, namespace, orphan, within=90)
+
+
+async def crd_absent(kube: KubeClient) -> None:
+    try:
+        await kube.get(CRDS, "statefulsets.apps.kruise.io")
+    except NotFound:
+        return
+    raise AssertionError("statefulsets.apps.kruise.io still exists")
 
 
 async def test_kruise_manifests_work_unchanged(
@@ -468,8 +472,11 @@ async def test_orphans_are_adopted_not_duplicated(
     await eventually(orphaned, within=60, what="children orphaned")
 
     async def deleted() -> None:
-        with pytest.raises(NotFound):
+        try:
             await kube.get(UD, "adopt", namespace=namespace)
+        except NotFound:
+            return
+        raise AssertionError("the orphaning UnitedDeployment still exists")
 
     await eventually(deleted, within=60, what="orphaning UnitedDeployment gone")
     doc["spec"]["replicas"] = 4
