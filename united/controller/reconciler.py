@@ -40,6 +40,10 @@ from united.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selec
 Json = dict[str, Any]
 log = structlog.get_logger(__name__)
 
+EXPECTATION_TTL = 15.0
+"""Seconds to trust our own write over a cache that has not shown it (client-go uses 5 min;
+a watch normally catches up in milliseconds, and a short TTL bounds the harm if an object we
+wrote was deleted by someone else before the cache saw our write)."""
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
 
 
@@ -116,6 +120,11 @@ class Reconciler:
         """Wall-clock epoch seconds for adaptive scheduling (pod timestamps are wall-clock)."""
         self.gauges = gauges
         self._written: dict[str, tuple[int, Json]] = {}
+        self._children: dict[tuple[str, str, str, str], tuple[int, Json | None, float]] = {}
+        """Children this process wrote, by (group, plural, namespace, name): the resourceVersion
+        and object the API server answered (None once deleted), and when — read instead of a
+        cache that has not seen our own write yet, so a reconcile right after a write neither
+        repeats it nor creates a second child for the subset (client-go's expectations)."""
 
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.uniteddeployments.get(key)
@@ -142,6 +151,30 @@ class Reconciler:
             return Result()
         pass_ = _Pass(self, ud, obj, previous, generation)
         return await pass_.run()
+
+    def remember(self, resource: Resource, namespace: str, name: str, obj: Json | None, *, rv: int) -> None:
+        self._children[(resource.group, resource.plural, namespace, name)] = (rv, obj, time.monotonic())
+
+    def fresh(self, resource: Resource, namespace: str, cached: list[Json]) -> list[Json]:
+        """The cached children, with our own recent writes in place of what the cache lacks."""
+        by_name = {name_of(o): o for o in cached}
+        now = time.monotonic()
+        for key, (rv, obj, at) in list(self._children.items()):
+            group, plural, ns, name = key
+            if (group, plural, ns) != (resource.group, resource.plural, namespace):
+                continue
+            have = by_name.get(name)
+            if (
+                now - at > EXPECTATION_TTL
+                or (obj is None and have is None)
+                or (have is not None and _rv(have) >= rv > 0)
+            ):
+                del self._children[key]
+            elif obj is None:
+                by_name.pop(name, None)
+            else:
+                by_name[name] = obj
+        return list(by_name.values())
 
     def _previous_status(self, key: str, obj: Mapping[str, Any]) -> Json:
         cached = dict(obj.get("status") or {})
@@ -217,7 +250,8 @@ class _Pass:
         owner = owner_reference(self.ud)
         plan_ = await self.revisions(owner)
         updated = plan_.updated
-        claimed = claim(self.ud, self.in_namespace(store), self.keys)
+        resource = resource_of(variant)
+        claimed = claim(self.ud, self.r.fresh(resource, self.namespace, self.in_namespace(store)), self.keys)
         pods = self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
@@ -245,7 +279,6 @@ class _Pass:
             if d.event is not None:
                 self.event(d.event.type, d.event.reason, d.event.message)
         await self.label_pods(decisions)
-        resource = resource_of(variant)
         overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
         applied = await self.children(resource, claimed, plan, updated, overrides)
         extra = await self.cleanup(resource, variant, claimed)
@@ -445,7 +478,7 @@ class _Pass:
             if live is None:
                 if subset.name in claimed.terminating:
                     continue
-                await self.write(
+                created = await self.write(
                     "create",
                     subset.name,
                     self.r.client.create(resource, rendered.object, namespace=self.namespace),
@@ -454,6 +487,8 @@ class _Pass:
                         f"Created {kind.kind} for subset {subset.name} with {a.replicas} replicas",
                     ),
                 )
+                if created:
+                    self.r.remember(resource, self.namespace, name_of(created), created, rv=_rv(created))
                 continue
             patch = child_patch(
                 live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
@@ -474,7 +509,7 @@ class _Pass:
             if "ownerReferences" in (patch.get("metadata") or {}):
                 what.append("adopted")
             message = f"{kind.kind} {name_of(live)} of subset {subset.name}: " + (", ".join(what) or "labels updated")
-            await self.write(
+            patched = await self.write(
                 "update",
                 subset.name,
                 self.r.client.patch(
@@ -482,6 +517,8 @@ class _Pass:
                 ),
                 success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
             )
+            if patched:
+                self.r.remember(resource, self.namespace, name_of(patched), patched, rv=_rv(patched))
         return applied
 
     def override(self, child: Json, value: int) -> bool:
@@ -512,13 +549,15 @@ class _Pass:
                 remaining += 1
                 continue
             remaining += 1
-            await self.write(
+            gone = await self.write(
                 "delete",
                 name_of(child),
                 self.r.client.delete(res, name_of(child), namespace=self.namespace, propagation_policy="Background"),
                 success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}"),
                 missing_ok=True,
             )
+            if gone is not None:
+                self.r.remember(res, self.namespace, name_of(child), None, rv=_rv(child))
         for child in claimed.release:
             refs = [
                 r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid
@@ -540,23 +579,26 @@ class _Pass:
 
     async def write(
         self, verb: str, target: str, call: Any, *, success: tuple[str, str] | None, missing_ok: bool = False
-    ) -> None:
+    ) -> Json | None:
+        """Await one write; failures are collected (the status reports them, the key is
+        requeued), never raised. Returns the API server's answer, or None on failure."""
         try:
-            await call
+            answer = await call
         except NotFound:
             if not missing_ok:
                 self.errors.append(f"{verb} {target}: not found")
-            return
+            return None
         except Conflict as e:
             self.errors.append(f"{verb} {target}: conflict ({e})")
-            return
+            return None
         except ApiError as e:
             self.errors.append(f"{verb} {target}: {e}")
             self.event("Warning", f"Failed{verb.capitalize()}", f"{verb} {target}: {e}")
-            return
+            return None
         self.writes += 1
         if success is not None:
             self.event("Normal", *success)
+        return answer if isinstance(answer, dict) else {}
 
     def observe(
         self,

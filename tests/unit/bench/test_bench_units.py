@@ -84,28 +84,26 @@ def test_compact_strips_copies_and_interns_keys_and_values() -> None:
 # -- client: no per-request environment lookups ---------------------------------------------------
 
 
-async def test_client_session_does_not_trust_the_environment_but_keeps_its_proxy(
+async def test_client_reads_the_proxy_once_and_stops_trusting_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
     client = KubeClient.for_server("https://api.example.invalid:6443", token="t0k")
     try:
-        assert client._session.trust_env is False
-        assert str(client._options["proxy"]) == "http://proxy.invalid:3128"
-        headers = await client._headers("application/json")
-        assert headers["authorization"] == "Bearer t0k"
-        assert headers["User-Agent"].startswith("united/")
+        rest = client._api.rest_client
+        assert rest.pool_manager.trust_env is False
+        assert rest.proxy == "http://proxy.invalid:3128"
     finally:
         await client.close()
-    monkeypatch.delenv("HTTPS_PROXY")
-    plain = KubeClient.for_server("https://api.example.invalid:6443")
+    monkeypatch.setenv("NO_PROXY", "api.example.invalid")
+    bypassed = KubeClient.for_server("https://api.example.invalid:6443")
     try:
-        assert "proxy" not in plain._options
-        assert "authorization" not in await plain._headers("application/json")
+        assert bypassed._api.rest_client.pool_manager.trust_env is False
+        assert not bypassed._api.rest_client.proxy
     finally:
-        await plain.close()
+        await bypassed.close()
 
 
 # -- bench helpers --------------------------------------------------------------------------------
