@@ -101,12 +101,15 @@ async def test_standby_takes_over_after_sigkill_and_sigterm_and_never_writes_whi
         first_write = min(e.time for e in proxies["b"].log.writes(identity="b") if e.resource != "leases")
         standby_reads = proxies["b"].log.requests(identity="b", verb=("list", "watch"))
         b_lists = sum(1 for e in standby_reads if e.time < won.time)
-        b_lease_polls = len(proxies["b"].log.requests(identity="b", resource="leases", verb="get"))
+        b_lease_polls = sum(
+            1 for e in proxies["b"].log.requests(identity="b", resource="leases", verb="get") if e.time < won.time
+        )
 
         # Round 2: a new standby, then SIGTERM the leader: it releases the Lease.
-        a.start()
-        await proxies["a"].log.wait_for(2, within=30, identity="a", resource="leases", verb="get")
         mark = proxies["a"].log.mark()
+        a.start()
+        await proxies["a"].log.wait_for(2, within=30, identity="a", resource="leases", verb="get", since=mark)
+        assert not _leading(a)
         stopped = time.time()
         assert b.stop(signal.SIGTERM) == 0
         release = [
