@@ -16,6 +16,7 @@ used is listed and must be one of those known and explained in README "Reliabili
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,7 +33,8 @@ from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import LogEntry
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
-from united.kube.client import JSON, KubeClient, PatchType
+from united.kube.client import JSON, LEASES, KubeClient, PatchType
+from united.kube.errors import NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "manifests" / "base"
@@ -156,6 +158,9 @@ async def test_every_granted_permission_is_needed_and_nothing_more_is_asked(
     controller_identity: Path,
     tmp_path: Path,
 ) -> None:
+    # A fresh install: the controller creates its Lease (an earlier test may have left one).
+    with contextlib.suppress(NotFound):
+        await kube.delete(LEASES, "united-controller", namespace=SYSTEM)
     proxy = proxy_for(cluster, controller_identity, name="rbac")
     controller = Controller(
         proxied_kubeconfig(proxy, controller_identity, tmp_path / "proxy.kubeconfig"), name="chaos-rbac"
