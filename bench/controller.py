@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -24,6 +25,15 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 Labels = frozenset[tuple[str, str]]
 Samples = dict[tuple[str, Labels], float]
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child before exec: SIGTERM when the bench dies, so no controller outlives it."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -151,7 +161,9 @@ class ControllerProcess:
             # ``python -m`` puts the working directory first on sys.path: run from the source
             # tree, or the checkout we were started from would shadow it.
             cwd = self.source if self.source is not None else None
-            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+            self.proc = subprocess.Popen(
+                self.argv(), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd, preexec_fn=die_with_parent
+            )
         self.pid = self.proc.pid
 
     async def wait_ready(self, *, within: float = 120.0) -> float:

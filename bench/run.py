@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,14 @@ async def bench_allocation_only(config: dict[str, Any]) -> dict[str, Any]:
     return {"allocation": allocation_bench()}
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     configure_logging(level="WARNING", log_format="console")
+    signal.signal(signal.SIGTERM, _interrupt)  # clean up (controllers, control plane) as on Ctrl-C
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     results = run(args)
     (args.out / f"{args.name}.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.controller import ControllerProcess, diff_counts
+from bench.controller import ControllerProcess, die_with_parent, diff_counts
 from bench.env import BenchCluster, bounded, create_namespace
 from bench.observe import UD, NamespaceView
 from bench.workload import (
@@ -140,8 +141,12 @@ async def cold_start_run(
                 json.dump({name: floor_plan(doc) for name, doc in docs.items()}, f)
             argv = [sys.executable, "-m", "bench.floor", "--kubeconfig", str(ctx.bench.controller_kubeconfig)]
             argv += ["--namespace", namespace, "--workers", str(ctx.workers), "--plan", f.name]
+            # The floor uses the controller's client: from --source too when there is one.
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (ctx.source, ROOT) if p)}
             spawned = time.monotonic()
-            proc = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, cwd=ROOT)
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=subprocess.PIPE, cwd=ctx.source or ROOT, env=env, preexec_fn=die_with_parent
+            )
             try:
                 converged = await view.wait_quiet(lambda: view.converged, quiet=1.0, within=within, what="floor")
                 out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)

@@ -13,12 +13,7 @@ JSON dicts in and out. That sidesteps the library's known traps in one place:
 * ``Watch`` builds its own ``ApiClient`` and retries a 410 once on its own; here a
   watch is an ``async with`` stream on the shared session that raises ``Gone`` and
   lets the caller own the re-list loop;
-* the typed stubs lack ``_content_type``; the generic path never needs it;
-* the library creates its aiohttp session with ``trust_env=True``, which makes aiohttp read
-  ``~/.netrc`` and scan the proxy variables **in a worker thread, twice per request**
-  (about a third of the client's CPU per request, measured by ``python -m bench``); here
-  the proxy the environment names for the API server is read once, at construction, and
-  the session stops trusting the environment (no Kubernetes client reads ``~/.netrc``).
+* the typed stubs lack ``_content_type``; the generic path never needs it.
 """
 
 from __future__ import annotations
@@ -35,10 +30,8 @@ from typing import Any, NamedTuple, Self
 from urllib.parse import quote
 
 import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
-from yarl import URL
 
 from united.kube.errors import ApiError, TransientError, error_from_status
 
@@ -167,27 +160,6 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _distrust_environment(api_client: k8s_client.ApiClient) -> None:
-    """Stop aiohttp from reading ~/.netrc and the proxy variables in a worker thread on every
-    request (the library creates its session with ``trust_env=True``): the proxy the
-    environment names for the API server is read once, here, into the library's own
-    ``proxy`` setting, which it passes on every request."""
-    rest = api_client.rest_client
-    session = rest.pool_manager
-    if not session.trust_env:
-        return
-    if not rest.proxy:
-        try:
-            proxy, proxy_auth = get_env_proxy_for_url(URL(str(api_client.configuration.host)))
-        except LookupError:
-            pass
-        else:
-            rest.proxy = str(proxy)
-            if proxy_auth is not None:
-                rest.proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
-    session._trust_env = False
-
-
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
     value = resp.headers.get("Retry-After")
     try:
@@ -290,7 +262,6 @@ class KubeClient:
         self.observer: Callable[[str, str, int, float], None] | None = None
         """Called after every request with (verb, resource, HTTP code or 0, seconds), e.g. to
         count API requests by verb and code; watches report when their stream opens."""
-        _distrust_environment(api_client)
 
     @classmethod
     async def from_config(
@@ -308,7 +279,9 @@ class KubeClient:
             api = k8s_client.ApiClient(configuration)
             api.user_agent = user_agent
             return cls(api, request_timeout=request_timeout)
-        path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(_HOME_KUBECONFIG)
+        path = (
+            kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(_HOME_KUBECONFIG)
+        )
         return await cls.from_kubeconfig(path, user_agent=user_agent, request_timeout=request_timeout)
 
     @classmethod
