@@ -424,8 +424,14 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        transform: Callable[[JSON], JSON] | None = None,
     ) -> ObjectList:
-        """List objects (all pages) and the list's resourceVersion to watch from."""
+        """List objects (all pages) and the list's resourceVersion to watch from.
+
+        ``transform`` is applied to each item as its page arrives, so each page's decoded
+        originals are freed before the next page is read: an informer that keeps a compact
+        copy of every object would otherwise hold all originals of a large LIST at once, and
+        the memory they leave behind is not given back."""
         query: list[tuple[str, str]] = [("limit", str(page_size))]
         if label_selector:
             query.append(("labelSelector", label_selector))
@@ -442,7 +448,7 @@ class KubeClient:
             for item in page.get("items") or []:
                 item.setdefault("apiVersion", page.get("apiVersion", resource.api_version))
                 item.setdefault("kind", kind)
-                items.append(item)
+                items.append(transform(item) if transform is not None else item)
             meta = page.get("metadata") or {}
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             cont = str(meta.get("continue") or "")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from bench.controller import diff_counts, parse_metrics, total, writes_by
 from bench.observe import _status_ok
 from bench.profile import summarise
@@ -16,7 +14,6 @@ from bench.report import render
 from bench.scenarios import allocation_bench, allocation_spec, percentile
 from bench.workload import allocation, floor_plan, plain_deployment, united_deployment
 from united.allocation import choose
-from united.kube.client import KubeClient
 from united.runtime.informer import LAST_APPLIED_ANNOTATION, Store, compact, object_key
 
 
@@ -79,31 +76,6 @@ def test_compact_strips_copies_and_interns_keys_and_values() -> None:
     assert other["spec"]["containers"][0]["imagePullPolicy"] is got
     keys = list(out["spec"]["containers"][0])
     assert keys[0] is sys.intern("imagePullPolicy")
-
-
-# -- client: no per-request environment lookups ---------------------------------------------------
-
-
-async def test_client_reads_the_proxy_once_and_stops_trusting_the_environment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    client = KubeClient.for_server("https://api.example.invalid:6443", token="t0k")
-    try:
-        rest = client._api.rest_client
-        assert rest.pool_manager.trust_env is False
-        assert rest.proxy == "http://proxy.invalid:3128"
-    finally:
-        await client.close()
-    monkeypatch.setenv("NO_PROXY", "api.example.invalid")
-    bypassed = KubeClient.for_server("https://api.example.invalid:6443")
-    try:
-        assert bypassed._api.rest_client.pool_manager.trust_env is False
-        assert not bypassed._api.rest_client.proxy
-    finally:
-        await bypassed.close()
 
 
 # -- bench helpers --------------------------------------------------------------------------------
@@ -198,3 +170,42 @@ def test_report_renders_every_scenario() -> None:
     table = render(results)
     assert "| Cold start, 5 UDs x 3 subsets, 3 workers |" in table
     assert table.count("| yes |") >= 5 and "| **no** |" in table  # the memory row misses
+
+
+# -- client: LIST items transformed page by page ------------------------------------------------
+
+
+async def test_list_transforms_each_item_as_its_page_arrives() -> None:
+    from aiohttp import web
+
+    from united.devcluster.cluster import free_ports
+    from united.kube.client import PODS, KubeClient
+
+    pages = {
+        "": {"metadata": {"resourceVersion": "7", "continue": "p2"}, "items": [{"metadata": {"name": "a"}}]},
+        "p2": {"metadata": {}, "items": [{"metadata": {"name": "b"}}]},
+    }
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response({"kind": "PodList", "apiVersion": "v1", **pages[request.query.get("continue", "")]})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/pods", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_ports(1)[0]
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with KubeClient.for_server(f"http://127.0.0.1:{port}") as client:
+
+            def transform(item: dict[str, object]) -> dict[str, object]:
+                seen.append(f"{item['kind']}/{item['metadata']['name']}")  # type: ignore[index]
+                return {"copy": item}
+
+            listed = await client.list(PODS, transform=transform)
+    finally:
+        await runner.cleanup()
+    assert seen == ["Pod/a", "Pod/b"]
+    assert [i["copy"]["metadata"]["name"] for i in listed.items] == ["a", "b"]
+    assert listed.resource_version == "7"
