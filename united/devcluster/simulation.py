@@ -97,6 +97,9 @@ class Simulation:
                 finally:
                     if workloads is not None:
                         await workloads.stop()
+        # aiohttp closes TLS transports on the next loop turns; let them finish, or their
+        # sockets are collected later, at random, as ResourceWarnings in some test.
+        await asyncio.sleep(0.25)
 
     def submit(self, fn: Callable[[NodeSimulator], Awaitable[T]]) -> concurrent.futures.Future[T]:
         """Run ``fn(node_simulator)`` on the simulation's loop."""

@@ -123,6 +123,7 @@ class Controller:
     def start(self) -> None:
         self.port = free_port()
         self.starts += 1
+        self._close_log()
         self._log = log = self.log_path.open("ab")
         log.write(f"\n==== start {self.starts} ====\n".encode())
         self.proc = subprocess.Popen(
@@ -163,6 +164,7 @@ class Controller:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40) -> int | None:
         if self.proc is None:
+            self._close_log()
             return None
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -173,10 +175,13 @@ class Controller:
                 self.proc.wait()
         code = self.proc.returncode
         self.proc = None
+        self._close_log()
+        return code
+
+    def _close_log(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None
-        return code
 
     def restart(self, sig: int = signal.SIGTERM) -> None:
         self.stop(sig)
