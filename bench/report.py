@@ -128,23 +128,30 @@ def render(results: JSON) -> str:
                     _mark(abs(s["writes_per_event"] - s["goal_writes_per_event"]) < 1e-9),
                 )
             )
-    for key, label in (
-        ("resync_restart", "No-op resync: restart"),
-        ("resync_touch", "No-op resync: label on every UD"),
-    ):
-        r = results.get(key)
-        if not r:
-            continue
-        cpu = r.get("cpu_seconds_resync", r.get("cpu_seconds", 0.0))
+    restart = results.get("resync_restart")
+    if restart:
         rows.append(
             (
-                f"{label} ({r['uds']} UDs)",
-                "writes; CPU (reconciles only)",
-                f"{r['writes']}; {cpu:.2f} s ({r['cpu_ms_per_ud']:.2f} ms/UD)",
+                f"No-op resync: restart ({restart['uds']} UDs)",
+                "writes; CPU from spawn to idle (imports, LISTs, reconciles)",
+                f"{restart['writes']}; {restart['cpu_seconds_total']:.2f} s",
                 "",
                 "",
                 "0 writes",
-                _mark(r["writes"] == GOALS["noop_writes"]),
+                _mark(restart["writes"] == GOALS["noop_writes"]),
+            )
+        )
+    touch = results.get("resync_touch")
+    if touch:
+        rows.append(
+            (
+                f"No-op resync: label on every UD ({touch['uds']} UDs)",
+                "writes; CPU of the reconciles",
+                f"{touch['writes']}; {touch['cpu_seconds']:.2f} s ({touch['cpu_ms_per_ud']:.2f} ms per UD)",
+                "",
+                "",
+                "0 writes",
+                _mark(touch["writes"] == GOALS["noop_writes"]),
             )
         )
     mem = results.get("memory")

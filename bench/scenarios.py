@@ -424,9 +424,9 @@ async def resync_restart(
         "ready_seconds": ready,
         "resync_seconds": seconds,
         "cpu_seconds_total": cpu,
-        "cpu_seconds_startup": cpu_ready,
-        "cpu_seconds_resync": cpu - cpu_ready,
-        "cpu_ms_per_ud": 1000 * (cpu - cpu_ready) / uds,
+        # /readyz turns true once the UD, revision and pod caches are synced, before the
+        # children's cache and the workers: reconciles may run before or after this reading.
+        "cpu_seconds_at_ready": cpu_ready,
     }, fresh
 
 

@@ -160,7 +160,7 @@ def test_report_renders_every_scenario() -> None:
             }
             for key in ("one_at_a_time", "bursts")
         },
-        "resync_restart": {"uds": 5, "writes": 0, "cpu_seconds_resync": 0.1, "cpu_ms_per_ud": 20.0},
+        "resync_restart": {"uds": 5, "writes": 0, "cpu_seconds_total": 1.5},
         "resync_touch": {"uds": 5, "writes": 0, "cpu_seconds": 0.1, "cpu_ms_per_ud": 20.0},
         "memory": {"children": 200, "rss_full_kb": 90000, "rss_empty_kb": 80000, "kb_per_child": 50.0,
                    "json_bytes_per_child_as_created": 2800},
