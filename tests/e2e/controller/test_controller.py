@@ -293,7 +293,7 @@ async def test_resync_with_nothing_to_do_makes_zero_writes(
     assert writes == dict.fromkeys(writes, 0), f"a full resync of converged objects wrote: {writes}"
 
 
-async def quiescent(controller: Controller, *, quiet: float = 2.0, within: float = 60.0) -> dict[str, int]:
+async def quiescent(controller: Controller, *, quiet: float = 5.0, within: float = 90.0) -> dict[str, int]:
     """Writes by resource once none but Lease renewals happened for ``quiet`` seconds: pods
     becoming ready after Ready=True still move counts in the status, legitimately."""
     deadline = asyncio.get_running_loop().time() + within
