@@ -147,7 +147,8 @@ class ControllerProcess:
         argv += self.extra
         if self.profile is not None:
             spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-            argv = [spy, "record", "--format", "raw", "--rate", "200", "--output", str(self.profile), "--", *argv]
+            output = str(self.profile.resolve())
+            argv = [spy, "record", "--format", "raw", "--rate", "200", "--output", output, "--", *argv]
         return argv
 
     def start(self) -> None:

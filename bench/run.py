@@ -120,6 +120,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.out = args.out.resolve()  # controllers run from --source trees: no relative paths
     configure_logging(level="WARNING", log_format="console")
     signal.signal(signal.SIGTERM, _interrupt)  # clean up (controllers, control plane) as on Ctrl-C
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
