@@ -372,18 +372,14 @@ class TestMaxUnavailable:
 # --- the reconciler's wiring, with fake caches and client --------------------------------------
 
 
-class FakeStore:
-    def __init__(self, objs: list[dict[str, Any]] | None = None) -> None:
-        self.objs = objs or []
+def store_of(objs: list[dict[str, Any]] | None = None) -> Any:
+    """The informer's real store, holding ``objs``."""
+    from united.runtime.informer import Store
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        for o in self.objs:
-            if f"{o['metadata']['namespace']}/{o['metadata']['name']}" == key:
-                return o
-        return None
-
-    def list(self) -> list[dict[str, Any]]:
-        return list(self.objs)
+    store = Store()
+    for o in objs or []:
+        store.upsert(o)
+    return store
 
 
 class FakeClient:
@@ -465,10 +461,10 @@ class Cluster:
         from united.kube import Resource
 
         caches = Caches(
-            uniteddeployments=FakeStore([self.obj]),
-            revisions=FakeStore(),
-            pods=FakeStore(self.pods),
-            children={"deploymentTemplate": FakeStore(self.children)},
+            uniteddeployments=store_of([self.obj]),
+            revisions=store_of(),
+            pods=store_of(self.pods),
+            children={"deploymentTemplate": store_of(self.children)},
         )
         reconciler = Reconciler(
             client=self.client,  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ and client close last.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import json
 import os
@@ -96,8 +97,14 @@ class _Stores:
                 return obj
         return None
 
-    def list(self) -> list[Json]:
-        return [obj for store in self.stores for obj in store.list()]
+    def list(self, namespace: str | None = None) -> list[Json]:
+        return [obj for store in self.stores for obj in store.list(namespace)]
+
+    def by_owner(self, uid: str) -> builtins.list[Json]:
+        return [obj for store in self.stores for obj in store.by_owner(uid)]
+
+    def orphans(self, namespace: str) -> builtins.list[Json]:
+        return [obj for store in self.stores for obj in store.orphans(namespace)]
 
 
 def _meta_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
@@ -173,10 +180,10 @@ class Manager:
     def _matching_uds(self, obj: Mapping[str, Any]) -> Iterable[str]:
         meta = obj.get("metadata") or {}
         namespace, labels = meta.get("namespace"), meta.get("labels") or {}
-        for ud in self.caches.uniteddeployments.list():
+        for ud in self.caches.uniteddeployments.list(str(namespace or "")):
             umeta = ud.get("metadata") or {}
             selector = (ud.get("spec") or {}).get("selector")
-            if umeta.get("namespace") != namespace or not isinstance(selector, dict):
+            if not isinstance(selector, dict):
                 continue
             try:
                 if parse_selector(selector).matches(labels):

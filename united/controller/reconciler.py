@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import jsonpatch
 import structlog
 
 from united import adaptive, history, revision
@@ -27,11 +26,11 @@ from united.allocation import AllocationError, Plan, SubsetState, allocate, part
 from united.api import ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
-from united.children import claim, controller_uid, deleting, name_of
+from united.children import claim, deleting, name_of
 from united.diff import child_patch, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
-from united.kube.errors import AlreadyExists
+from united.kube.errors import AlreadyExists, namespace_terminating
 from united.render import KINDS, owner_reference, render, spec_digest
 from united.runtime.metrics import SubsetReplicas
 from united.selector import parse as parse_selector
@@ -49,7 +48,9 @@ CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "Cont
 
 class Store(Protocol):
     def get(self, key: str) -> Json | None: ...
-    def list(self) -> list[Json]: ...
+    def by_owner(self, uid: str) -> list[Json]: ...
+    def orphans(self, namespace: str) -> list[Json]: ...
+    def list(self, namespace: str | None = None) -> list[Json]: ...
 
 
 class Recorder(Protocol):
@@ -150,7 +151,13 @@ class Reconciler:
             )
             return Result()
         pass_ = _Pass(self, ud, obj, previous, generation)
-        return await pass_.run()
+        try:
+            return await pass_.run()
+        except ApiError as e:
+            if not namespace_terminating(e):
+                raise
+            log.info("namespace is being deleted; nothing more to do", error=str(e))
+            return Result()
 
     def remember(self, resource: Resource, namespace: str, name: str, obj: Json | None, *, rv: int) -> None:
         self._children[(resource.group, resource.plural, namespace, name)] = (rv, obj, time.monotonic())
@@ -189,7 +196,7 @@ class Reconciler:
             return False
         meta = obj.get("metadata") or {}
         patch = {"status": merge_patch(previous, status)}
-        log.info("status", changed=[op["path"] for op in jsonpatch.make_patch(previous, status)][:20])
+        log.info("status", changed=sorted(patch["status"])[:20])
         answer = await self.client.patch(
             self.ud_resource,
             str(meta.get("name")),
@@ -229,9 +236,6 @@ class _Pass:
     def event(self, type_: str, reason: str, message: str) -> None:
         self.r.recorder.event(self.obj, type_, reason, message)
 
-    def in_namespace(self, store: Store) -> list[Json]:
-        return [o for o in store.list() if (o.get("metadata") or {}).get("namespace") == self.namespace]
-
     async def run(self) -> Result:
         template = self.ud.spec.template
         assert template is not None
@@ -251,7 +255,7 @@ class _Pass:
         plan_ = await self.revisions(owner)
         updated = plan_.updated
         resource = resource_of(variant)
-        claimed = claim(self.ud, self.r.fresh(resource, self.namespace, self.in_namespace(store)), self.keys)
+        claimed = claim(self.ud, self.r.fresh(resource, self.namespace, self.candidates(store)), self.keys)
         pods = self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
@@ -325,10 +329,15 @@ class _Pass:
             delays.append(max(0.0, deadline - seconds) + DEADLINE_MARGIN)
         return Result(requeue_after=min(delays, default=None))
 
+    def candidates(self, store: Store) -> list[Json]:
+        """Children this UD may keep or adopt: its own and the namespace's orphans (from the
+        stores' indexes, so a pass costs what it owns, not what the namespace holds)."""
+        return [*store.by_owner(self.ud.uid), *store.orphans(self.namespace)]
+
     def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
         """Each child's pods (its selector over the pod cache, which holds only pods that carry
         the subset-name label)."""
-        pods = self.in_namespace(self.r.caches.pods)
+        pods = self.r.caches.pods.list(self.namespace)
         out = {}
         for subset, child in by_subset.items():
             sel = parse_selector((child.get("spec") or {}).get("selector") or {})
@@ -438,7 +447,7 @@ class _Pass:
         return out
 
     async def revisions(self, owner: Json) -> history.HistoryPlan:
-        owned = [r for r in self.in_namespace(self.r.caches.revisions) if controller_uid(r) == self.ud.uid]
+        owned = self.r.caches.revisions.by_owner(self.ud.uid)
         current = self.previous.get("currentRevision") or None
         count = int(self.previous.get("collisionCount") or 0)
         hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count)
@@ -542,7 +551,7 @@ class _Pass:
         for other, store in self.r.caches.children.items():
             if other != variant:
                 res = resource_of(other)
-                doomed += [(c, res) for c in self.in_namespace(store) if controller_uid(c) == self.ud.uid]
+                doomed += [(c, res) for c in store.by_owner(self.ud.uid)]
         remaining = 0
         for child, res in doomed:
             if deleting(child):
@@ -581,7 +590,8 @@ class _Pass:
         self, verb: str, target: str, call: Any, *, success: tuple[str, str] | None, missing_ok: bool = False
     ) -> Json | None:
         """Await one write; failures are collected (the status reports them, the key is
-        requeued), never raised. Returns the API server's answer, or None on failure."""
+        requeued), never raised — but a namespace being deleted ends the pass. Returns the API
+        server's answer, or None on failure."""
         try:
             answer = await call
         except NotFound:
@@ -592,6 +602,8 @@ class _Pass:
             self.errors.append(f"{verb} {target}: conflict ({e})")
             return None
         except ApiError as e:
+            if namespace_terminating(e):
+                raise
             self.errors.append(f"{verb} {target}: {e}")
             self.event("Warning", f"Failed{verb.capitalize()}", f"{verb} {target}: {e}")
             return None

@@ -74,6 +74,17 @@ class TooManyRequests(TransientError):
     """429: throttled by API priority and fairness; honour ``retry_after``."""
 
 
+def namespace_terminating(error: ApiError) -> bool:
+    """The API server refused a create because the namespace is being deleted (a 403 with
+    cause ``NamespaceTerminating``): nothing can be created there any more, and the objects
+    we serve there are about to go, so retrying only makes load (Kubernetes' own workload
+    controllers drop such errors the same way). A ``StatusCause``'s type is sent as ``reason``."""
+    causes = (error.body.get("details") or {}).get("causes") or ()
+    return error.status == 403 and any(
+        isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes
+    )
+
+
 def error_from_status(
     status: int,
     body: Any,

@@ -37,7 +37,7 @@ from tests.e2e.controller.helpers import (
 from united.devcluster.crds import install, kruise_crds
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
-from united.kube.client import KubeClient, PatchType, Resource
+from united.kube.client import NAMESPACES, KubeClient, PatchType, Resource
 from united.kube.errors import NotFound
 
 pytestmark = pytest.mark.e2e
@@ -267,6 +267,7 @@ async def test_resync_with_nothing_to_do_makes_zero_writes(
     doc = ud("quiet", THREE_ZONES, replicas=3)
     await create(kube, namespace, doc)
     await wait_ready(kube, namespace, doc)
+    await others_gone(kube, namespace)
     before_by = await quiescent(controller)
     before_reconciles = controller.counter("controller_runtime_reconcile_total")
     await patch_ud(kube, namespace, doc, {"metadata": {"labels": {"touched": "yes"}}})
@@ -291,6 +292,18 @@ async def test_resync_with_nothing_to_do_makes_zero_writes(
         r: controller.writes(r) for r in ("deployments", "uniteddeployments/status", "controllerrevisions", "events")
     }
     assert writes == dict.fromkeys(writes, 0), f"a full resync of converged objects wrote: {writes}"
+
+
+async def others_gone(kube: KubeClient, namespace: str) -> None:
+    """Wait until earlier tests' namespaces are deleted: the controller is shared, and their
+    UDs' statuses legitimately change while the namespace controller deletes their pods."""
+
+    async def gone() -> None:
+        listing = await kube.list(NAMESPACES, label_selector="e2e.united.dev/test=true")
+        others = [n["metadata"]["name"] for n in listing.items if n["metadata"]["name"] != namespace]
+        assert not others, f"still being deleted: {others}"
+
+    await eventually(gone, within=120, what="earlier tests' namespaces deleted")
 
 
 async def quiescent(controller: Controller, *, quiet: float = 5.0, within: float = 90.0) -> dict[str, int]:
