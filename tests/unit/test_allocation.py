@@ -236,6 +236,10 @@ class TestReservation:
         fixed = {**stuck, "s0": SubsetState(1, 1), "s2": SubsetState(2, 2)}
         assert run(4, fixed) == (4, 1, 0)
         assert run(5, fixed) == (5, 1, 0)
+        # s0 marked a second before s1: s0's substitute lands in s1, whose pods are then all
+        # kept when s1 is marked too (pass 2's target for it is its current size).
+        assert run(2, {"s0": stuck["s0"], "s1": SubsetState(1, 0)}) == (1, 2, 0)
+        assert run(2, {"s0": stuck["s0"], "s1": SubsetState(2, 0, unschedulable=True, reserved_pods=2)}) == (1, 2, 2)
 
     def test_pass_two_never_lowers_a_subset_below_its_minimum(self) -> None:
         s = spec(4, S("a", min_replicas=3), S("b"), adaptive=True, reserve=True)

@@ -10,6 +10,7 @@ its pods ``PodScheduled=False/Unschedulable``. Windows are a few seconds; every 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -339,15 +340,61 @@ async def wait_images(kube: KubeClient, namespace: str, doc: JSON, image: str) -
     await eventually(check, within=STEP, what=f"every pod at {image}")
 
 
+async def create_marked_together(kube: KubeClient, namespace: str, doc: JSON, subsets: tuple[str, ...]) -> None:
+    """Create ``doc`` so that the first pods of ``subsets`` share a creation second.
+
+    A pod's pending timeout runs from its ``creationTimestamp`` (whole seconds). The
+    reference's fourth sequence has ``s0`` and ``s1`` marked in the same pass; when their pods
+    are created across a second boundary, ``s0`` is marked a second earlier and its substitute
+    lands in ``s1`` — the reference allocator's correct answer to a different sequence (unit
+    test ``test_reserved_subsets_keep_their_minimum``), not the one asserted here. So the UD is
+    created just after a second begins, and created again (after its pods are gone) until the
+    pods share their second."""
+    name = doc["metadata"]["name"]
+    stamps: set[str] = set()
+    for _ in range(5):
+        await asyncio.sleep(1.02 - time.time() % 1)
+        await kube.create(resource_for(doc), doc, namespace=namespace)
+
+        async def created() -> set[str]:
+            pods = await pods_by_subset(kube, namespace, doc)
+            found = {p["metadata"]["labels"].get(SUBSET): p["metadata"]["creationTimestamp"] for p in pods}
+            assert set(subsets) <= found.keys(), f"pods so far: {found}"
+            return {found[s] for s in subsets}
+
+        stamps = await eventually(created, within=STEP, what=f"first pods of {subsets}")
+        if len(stamps) == 1:
+            return
+        await kube.delete(resource_for(doc), name, namespace=namespace, propagation_policy="Foreground")
+
+        async def gone() -> None:
+            assert not await pods_by_subset(kube, namespace, doc), "pods left"
+            listed = await kube.list(resource_for(doc), namespace=namespace)
+            assert not listed.items, "UnitedDeployment left"
+
+        await eventually(gone, within=STEP, what=f"{name} and its pods deleted")
+    raise AssertionError(f"pods of {subsets} never created in one second: {stamps}")
+
+
 async def reservation_sequence(
-    kube: KubeClient, sim: Simulation, namespace: str, doc: JSON, shapes: Mapping[str, tuple[int, ...]]
+    kube: KubeClient,
+    sim: Simulation,
+    namespace: str,
+    doc: JSON,
+    shapes: Mapping[str, tuple[int, ...]],
+    *,
+    together: tuple[str, ...] = (),
 ) -> None:
-    """The reference's two reservation sequences share their steps; only the shapes differ."""
+    """The reference's two reservation sequences share their steps; only the shapes differ
+    (and which subsets must be marked in one pass, ``together``)."""
     critical, window = 5, 2
     doc["spec"]["topology"]["scheduleStrategy"] = adaptive(critical, window, reserve=True)
     await sim.set_zone_full("zone-a")
     await sim.set_zone_full("zone-b")
-    await kube.create(resource_for(doc), doc, namespace=namespace)
+    if together:
+        await create_marked_together(kube, namespace, doc, together)
+    else:
+        await kube.create(resource_for(doc), doc, namespace=namespace)
     name = doc["metadata"]["name"]
 
     await wait_pods(kube, namespace, doc, shapes["2"], reserved=shapes["2 reserved"])
@@ -430,7 +477,7 @@ async def test_reservation_with_minimums(
         "recovered reserved": (0, 1, 0),
         "5": (5, 1, 0),
     }
-    await reservation_sequence(kube, sim, namespace, doc, shapes)
+    await reservation_sequence(kube, sim, namespace, doc, shapes, together=("s0", "s1"))
 
 
 async def test_reservation_with_cloneset_children(
