@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import jsonpatch
 import structlog
 
 from united import adaptive, history, revision
@@ -121,8 +122,8 @@ class Reconciler:
         """Wall-clock epoch seconds for adaptive scheduling (pod timestamps are wall-clock)."""
         self.gauges = gauges
         self._written: dict[str, tuple[int, Json]] = {}
-        self._children: dict[tuple[str, str, str, str], tuple[int, Json | None, float]] = {}
-        """Children this process wrote, by (group, plural, namespace, name): the resourceVersion
+        self._children: dict[str, dict[tuple[str, str, str], tuple[int, Json | None, float]]] = {}
+        """Children this process wrote, by UD key and (group, plural, name): the resourceVersion
         and object the API server answered (None once deleted), and when — read instead of a
         cache that has not seen our own write yet, so a reconcile right after a write neither
         repeats it nor creates a second child for the subset (client-go's expectations)."""
@@ -131,6 +132,7 @@ class Reconciler:
         obj = self.caches.uniteddeployments.get(key)
         if obj is None:
             self._written.pop(key, None)
+            self._children.pop(key, None)
             if self.gauges is not None:
                 namespace, _, name = key.partition("/")
                 self.gauges.forget_uniteddeployment(namespace, name)
@@ -159,28 +161,35 @@ class Reconciler:
             log.info("namespace is being deleted; nothing more to do", error=str(e))
             return Result()
 
-    def remember(self, resource: Resource, namespace: str, name: str, obj: Json | None, *, rv: int) -> None:
-        self._children[(resource.group, resource.plural, namespace, name)] = (rv, obj, time.monotonic())
+    def remember(self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int) -> None:
+        self._children.setdefault(key, {})[(resource.group, resource.plural, name)] = (rv, obj, time.monotonic())
 
-    def fresh(self, resource: Resource, namespace: str, cached: list[Json]) -> list[Json]:
-        """The cached children, with our own recent writes in place of what the cache lacks."""
+    def fresh(self, key: str, resource: Resource, cached: list[Json]) -> list[Json]:
+        """The cached children of UD ``key``, with our own recent writes in place of what the
+        cache lacks."""
+        mine = self._children.get(key)
+        if not mine:
+            return cached
         by_name = {name_of(o): o for o in cached}
         now = time.monotonic()
-        for key, (rv, obj, at) in list(self._children.items()):
-            group, plural, ns, name = key
-            if (group, plural, ns) != (resource.group, resource.plural, namespace):
+        for entry, (rv, obj, at) in list(mine.items()):
+            group, plural, name = entry
+            if (group, plural) != (resource.group, resource.plural):
                 continue
             have = by_name.get(name)
             if (
                 now - at > EXPECTATION_TTL
                 or (obj is None and have is None)
-                or (have is not None and _rv(have) >= rv > 0)
+                # a deleted child's last version stays cached until the watch says it is gone
+                or (have is not None and (_rv(have) > rv if obj is None else _rv(have) >= rv > 0))
             ):
-                del self._children[key]
+                del mine[entry]
             elif obj is None:
                 by_name.pop(name, None)
             else:
                 by_name[name] = obj
+        if not mine:
+            del self._children[key]
         return list(by_name.values())
 
     def _previous_status(self, key: str, obj: Mapping[str, Any]) -> Json:
@@ -196,7 +205,7 @@ class Reconciler:
             return False
         meta = obj.get("metadata") or {}
         patch = {"status": merge_patch(previous, status)}
-        log.info("status", changed=sorted(patch["status"])[:20])
+        log.info("status", changed=[op["path"] for op in jsonpatch.make_patch(previous, status)][:20])
         answer = await self.client.patch(
             self.ud_resource,
             str(meta.get("name")),
@@ -255,7 +264,7 @@ class _Pass:
         plan_ = await self.revisions(owner)
         updated = plan_.updated
         resource = resource_of(variant)
-        claimed = claim(self.ud, self.r.fresh(resource, self.namespace, self.candidates(store)), self.keys)
+        claimed = claim(self.ud, self.r.fresh(_key(self.obj), resource, self.candidates(store)), self.keys)
         pods = self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
@@ -497,7 +506,7 @@ class _Pass:
                     ),
                 )
                 if created:
-                    self.r.remember(resource, self.namespace, name_of(created), created, rv=_rv(created))
+                    self.r.remember(_key(self.obj), resource, name_of(created), created, rv=_rv(created))
                 continue
             patch = child_patch(
                 live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
@@ -527,7 +536,7 @@ class _Pass:
                 success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
             )
             if patched:
-                self.r.remember(resource, self.namespace, name_of(patched), patched, rv=_rv(patched))
+                self.r.remember(_key(self.obj), resource, name_of(patched), patched, rv=_rv(patched))
         return applied
 
     def override(self, child: Json, value: int) -> bool:
@@ -566,7 +575,7 @@ class _Pass:
                 missing_ok=True,
             )
             if gone is not None:
-                self.r.remember(res, self.namespace, name_of(child), None, rv=_rv(child))
+                self.r.remember(_key(self.obj), res, name_of(child), None, rv=_rv(child))
         for child in claimed.release:
             refs = [
                 r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid

@@ -6,9 +6,12 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_adaptive import Cluster, FakeClient
+from tests.unit.test_adaptive import Cluster, FakeClient, store_of
+from united.controller.reconciler import resource_of
 from united.kube.errors import Forbidden, error_from_status, namespace_terminating
 
+DEPLOYMENTS = resource_of("deploymentTemplate")
+STATEFULSETS = resource_of("statefulSetTemplate")
 TERMINATING = {
     "kind": "Status",
     "status": "Failure",
@@ -58,3 +61,58 @@ def test_namespace_terminating_reads_the_status_cause() -> None:
     assert namespace_terminating(error_from_status(403, TERMINATING))
     assert not namespace_terminating(error_from_status(403, {**TERMINATING, "details": {}}))
     assert not namespace_terminating(error_from_status(409, TERMINATING))
+
+
+def child(name: str, rv: int, replicas: int = 1) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(rv)}, "spec": {"replicas": replicas}}
+
+
+def reconciler() -> Any:
+    from united.controller.reconciler import Caches, Reconciler
+    from united.kube import Resource
+
+    caches = Caches(uniteddeployments=store_of(), revisions=store_of(), pods=store_of())
+    ud = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+    return Reconciler(client=FakeClient(), caches=caches, recorder=None, ud_resource=ud)  # type: ignore[arg-type]
+
+
+class TestExpectations:
+    """Our own writes stand in for a cache that has not shown them yet, and only until it has."""
+
+    def test_a_created_child_is_seen_until_the_cache_has_it(self) -> None:
+        r = reconciler()
+        r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
+        assert [c["metadata"]["name"] for c in r.fresh("ns/web", DEPLOYMENTS, [])] == ["web-a"]
+        assert r.fresh("ns/other", DEPLOYMENTS, []) == []
+        assert r.fresh("ns/web", STATEFULSETS, []) == []
+        assert r.fresh("ns/web", DEPLOYMENTS, [child("web-a", 10)]) == [child("web-a", 10)]
+        assert r._children == {}
+
+    def test_a_patched_child_wins_over_an_older_cached_copy(self) -> None:
+        r = reconciler()
+        r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 12, replicas=3), rv=12)
+        assert r.fresh("ns/web", DEPLOYMENTS, [child("web-a", 11)]) == [child("web-a", 12, replicas=3)]
+        newer = child("web-a", 13, replicas=5)
+        assert r.fresh("ns/web", DEPLOYMENTS, [newer]) == [newer]
+
+    def test_a_deleted_child_is_hidden_until_the_cache_drops_it(self) -> None:
+        r = reconciler()
+        r.remember("ns/web", DEPLOYMENTS, "web-b", None, rv=7)
+        assert r.fresh("ns/web", DEPLOYMENTS, [child("web-b", 7), child("web-a", 3)]) == [child("web-a", 3)]
+        assert r.fresh("ns/web", DEPLOYMENTS, [child("web-a", 3)]) == [child("web-a", 3)]
+        assert r._children == {}
+
+    def test_expectations_expire(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from united.controller import reconciler as module
+
+        r = reconciler()
+        r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
+        start = module.time.monotonic()
+        monkeypatch.setattr(module.time, "monotonic", lambda: start + module.EXPECTATION_TTL + 1)
+        assert r.fresh("ns/web", DEPLOYMENTS, []) == []
+
+    async def test_a_deleted_ud_forgets_its_expectations(self) -> None:
+        r = reconciler()
+        r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
+        await r.reconcile("ns/web")
+        assert r._children == {}
