@@ -514,11 +514,10 @@ class TestReconcilerWiring:
             }
         ]
         assert "conditions" not in status["subsetStatuses"][1]
-        assert [e[:2] for e in c.recorder.events] == [
-            ("Warning", "SubsetUnschedulable"),
-            ("Normal", "ScaledSubset"),
-            ("Normal", "ScaledSubset"),
-        ]
+        assert [e[:2] for e in c.recorder.events] == [("Warning", "SubsetUnschedulable"), ("Normal", "ScaledSubset")]
+        assert c.recorder.events[1][2] == (
+            "Deployment web-a of subset a: scaled from 2 to 1; Deployment web-b of subset b: scaled from 0 to 1"
+        )
 
     async def test_reservation_labels_pods_filters_hpa_and_overrides_max_unavailable(self) -> None:
         strategy = {**DEFAULT_STRATEGY, "adaptive": {**DEFAULT_STRATEGY["adaptive"], "reserveUnschedulablePods": True}}

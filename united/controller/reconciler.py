@@ -239,6 +239,9 @@ class _Pass:
         self.keys = Keys(ud.group)
         self.namespace = ud.namespace
         self.errors: list[str] = []
+        self.done: dict[str, list[str]] = {}
+        """Messages of this pass's successful writes by Event reason: one Event per reason
+        per pass (a new UD with 3 subsets gets one ``SuccessfulCreate``, not three)."""
         self.writes = 0
         self.requeue_after: float | None = None
 
@@ -295,6 +298,8 @@ class _Pass:
         overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
         applied = await self.children(resource, claimed, plan, updated, overrides)
         extra = await self.cleanup(resource, variant, claimed)
+        for reason, messages in self.done.items():
+            self.event("Normal", reason, "; ".join(messages))
         views = self.observe(claimed.by_subset, pods, updated, decisions)
         problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False) if self.errors else None
         selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
@@ -618,7 +623,8 @@ class _Pass:
             return None
         self.writes += 1
         if success is not None:
-            self.event("Normal", *success)
+            reason, message = success
+            self.done.setdefault(reason, []).append(message)
         return answer if isinstance(answer, dict) else {}
 
     def observe(
