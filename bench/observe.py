@@ -59,6 +59,8 @@ class NamespaceView:
         self.children: dict[str, dict[str, set[str]]] = {}
         self.replicas_seen: dict[str, list[tuple[float, int]]] = {}
         """Deployment name -> (arrival time, spec.replicas) for every change of spec.replicas."""
+        self.ud_replicas_seen: dict[str, list[tuple[float, int]]] = {}
+        """UD name -> (arrival time, spec.replicas) for every change of spec.replicas."""
         self.status_seen: dict[str, list[tuple[float, dict[str, int]]]] = {}
         """UD name -> (arrival time, status.subsetReplicas) for every status change."""
         self.expected: dict[str, dict[str, int]] = {}
@@ -113,9 +115,10 @@ class NamespaceView:
             raise LookupError(f"{ud}/{subset}: {len(names)} live children")
         return names[0]
 
-    def first_seen(self, name: str, replicas: int, *, after: float) -> float | None:
-        """When a watch first delivered ``name`` with ``spec.replicas == replicas`` after ``after``."""
-        for at, value in self.replicas_seen.get(name, ()):
+    def first_seen(self, name: str, replicas: int, *, after: float, ud: bool = False) -> float | None:
+        """When a watch first delivered Deployment (or, with ``ud``, UnitedDeployment) ``name``
+        with ``spec.replicas == replicas`` after ``after``."""
+        for at, value in (self.ud_replicas_seen if ud else self.replicas_seen).get(name, ()):
             if at >= after and value == replicas:
                 return at
         return None
@@ -183,6 +186,10 @@ class NamespaceView:
     async def _on_ud(self, kind: str, obj: JSON, old: JSON | None) -> None:
         now = self._time()
         name = str((obj.get("metadata") or {}).get("name"))
+        replicas = int((obj.get("spec") or {}).get("replicas") or 0)
+        seen = self.ud_replicas_seen.setdefault(name, [])
+        if kind != DELETED and (not seen or seen[-1][1] != replicas):
+            seen.append((now, replicas))
         status = obj.get("status") or {}
         if old is None or status != (old.get("status") or {}):
             self.status_seen.setdefault(name, []).append((now, dict(status.get("subsetReplicas") or {})))

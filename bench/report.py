@@ -117,6 +117,19 @@ def render(results: JSON) -> str:
                     _mark(s["ratio_p50"] <= GOALS["scale_p50_ratio"]),
                 )
             )
+            if "ud_write_p50_ms" in s:
+                rows.append(
+                    (
+                        "",
+                        "of which: UD /scale → UD via watch; then UD seen → child via watch, p50",
+                        f"{s['ud_write_p50_ms']:.0f}; {s['controller_leg_p50_ms']:.0f} ms",
+                        "",
+                        f"{s['ud_write_p50_ms'] / s['floor_p50_ms']:.2f}x; "
+                        f"{s['controller_leg_p50_ms'] / s['floor_p50_ms']:.2f}x",
+                        "",
+                        "",
+                    )
+                )
             rows.append(
                 (
                     "",

@@ -7,6 +7,7 @@ absolute numbers do not.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import os
@@ -238,6 +239,9 @@ async def cold_start(
 class ScaleSample:
     ud: str
     latency: float
+    ud_seen: float
+    """Of ``latency``: until the watch delivered the UD's own new spec.replicas (the API
+    server's custom-resource write and watch, before the controller can act)."""
     changed: int
     writes: dict[str, int]
 
@@ -327,7 +331,11 @@ async def scale_events(
         await ctl.wait_idle(quiet=0.5)
         delta = diff_counts(await ctl.writes(), before)
         share = {k: v / len(batch) for k, v in delta.items()}
-        return [ScaleSample(n, (at[n] or 0.0) - sent[n], len(plans[n][1]), share) for n in batch]  # type: ignore[arg-type]
+        ud_at = {n: view.first_seen(n, replicas[n], after=sent[n], ud=True) for n in batch}
+        return [
+            ScaleSample(n, (at[n] or 0.0) - sent[n], (ud_at[n] or math.nan) - sent[n], len(plans[n][1]), share)  # type: ignore[arg-type]
+            for n in batch
+        ]
 
     async def floor_batch(batch: list[str]) -> list[float]:
         sent: dict[str, float] = {}
@@ -369,10 +377,14 @@ async def scale_events(
                 writes[k] = writes.get(k, 0.0) + v / len(samples)
         changed = statistics.mean(s.changed for s in samples) if samples else math.nan
         recon = sum(v for k, v in writes.items() if k.split(" ", 1)[1] in CHILD_WRITES)
+        ud_leg = [s.ud_seen for s in samples]
+        controller_leg = [s.latency - s.ud_seen for s in samples]
         return {
             "events": len(samples),
             "p50_ms": 1000 * percentile(lat, 50),
             "p99_ms": 1000 * percentile(lat, 99),
+            "ud_write_p50_ms": 1000 * percentile(ud_leg, 50),
+            "controller_leg_p50_ms": 1000 * percentile(controller_leg, 50),
             "floor_p50_ms": 1000 * percentile(floor, 50),
             "floor_p99_ms": 1000 * percentile(floor, 99),
             "ratio_p50": percentile(lat, 50) / percentile(floor, 50),
@@ -537,7 +549,7 @@ def allocation_bench(sizes: Sequence[int] = (10, 100, 1000), *, budget: float = 
             spec = allocation_spec(n, kind)
             assert choose(spec) == kind
             state = {s.name: SubsetState(replicas=1 + j % 3) for j, s in enumerate(spec.subsets)}
-            timer = timeit.Timer(lambda spec=spec, state=state: allocate(spec, state))
+            timer = timeit.Timer(functools.partial(allocate, spec, state))
             number, took = timer.autorange()
             number = max(1, int(number * budget / 5 / max(took, 1e-9)))
             best = min(timer.repeat(repeat=5, number=number)) / number
