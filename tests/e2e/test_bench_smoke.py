@@ -39,6 +39,7 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
         scale = results["scale"][key]
         assert scale["events"] == 3
         assert scale["p50_ms"] > 0 and scale["floor_p50_ms"] > 0
+        assert 0 < scale["ud_write_p50_ms"] < scale["p50_ms"], scale  # the UD leg comes first
         assert scale["writes_per_event"] == pytest.approx(scale["goal_writes_per_event"]), scale[
             "writes_by_resource_per_event"
         ]

@@ -156,7 +156,7 @@ def test_report_renders_every_scenario() -> None:
             key: {
                 "size": 3, "events": 3, "p50_ms": 20, "p99_ms": 30, "floor_p50_ms": 10, "floor_p99_ms": 12,
                 "ratio_p50": 2.0, "ratio_p99": 2.5, "writes_per_event": 2.0, "goal_writes_per_event": 2.0,
-                "event_writes_per_event": 1.0,
+                "event_writes_per_event": 1.0, "ud_write_p50_ms": 7, "controller_leg_p50_ms": 13,
             }
             for key in ("one_at_a_time", "bursts")
         },
@@ -170,6 +170,7 @@ def test_report_renders_every_scenario() -> None:
     table = render(results)
     assert "| Cold start, 5 UDs x 3 subsets, 3 workers |" in table
     assert table.count("| yes |") >= 5 and "| **no** |" in table  # the memory row misses
+    assert "| 7; 13 ms |  | 0.70x; 1.30x |" in table
 
 
 # -- client: LIST items transformed page by page ------------------------------------------------
