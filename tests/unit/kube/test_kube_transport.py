@@ -137,3 +137,29 @@ async def test_connection_refused_is_transient() -> None:
     async with KubeClient.for_server(f"http://127.0.0.1:{port}") as client:
         with pytest.raises(TransientError):
             await client.get(PODS, "p", namespace="ns")
+
+
+async def test_the_environment_proxy_is_read_once_and_still_used(
+    server: tuple[str, Seen], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, seen = server
+    unreachable = f"http://127.0.0.1:{free_ports(1)[0]}"
+    monkeypatch.setenv("HTTP_PROXY", base)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with KubeClient.for_server(unreachable) as client:
+        assert client._api.rest_client.pool_manager.trust_env is False
+        monkeypatch.delenv("HTTP_PROXY")  # read at construction, not per request
+        await client.get(PODS, "p", namespace="ns")
+    assert [s["path"] for s in seen] == ["/api/v1/namespaces/ns/pods/p"]
+
+
+async def test_no_proxy_is_honoured(server: tuple[str, Seen], monkeypatch: pytest.MonkeyPatch) -> None:
+    base, seen = server
+    unreachable = f"http://127.0.0.1:{free_ports(1)[0]}"
+    monkeypatch.setenv("HTTP_PROXY", base)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    async with KubeClient.for_server(unreachable) as client:
+        with pytest.raises(TransientError):
+            await client.get(PODS, "p", namespace="ns")
+    assert seen == []
