@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -25,6 +26,7 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 Labels = frozenset[tuple[str, str]]
 Samples = dict[tuple[str, Labels], float]
+JSON = dict[str, Any]
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -136,6 +138,8 @@ class ControllerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.pid = 0
         """The controller's own pid (not py-spy's when profiling)."""
+        self.scrapes = 0
+        """``/metrics`` scrapes so far (each costs the controller CPU, see :meth:`net_cpu`)."""
         self.spawned_at = 0.0
         self.ready_at = 0.0
 
@@ -193,6 +197,7 @@ class ControllerProcess:
         return children[0] if children else self.proc.pid
 
     async def samples(self) -> Samples:
+        self.scrapes += 1
         async with (
             aiohttp.ClientSession() as session,
             session.get(f"http://127.0.0.1:{self.port}/metrics", timeout=aiohttp.ClientTimeout(10)) as r,
@@ -226,6 +231,22 @@ class ControllerProcess:
 
     def cpu_seconds(self) -> float:
         return proc_cpu_seconds(self.pid)
+
+    async def scrape_cpu(self, *, n: int = 10) -> float:
+        """CPU seconds one ``/metrics`` scrape costs the controller now (idle, every series
+        present): a phase the bench watches by polling ``/metrics`` is reported net of it (with
+        500 UDs a scrape renders thousands of series; polling every 50 ms would otherwise count
+        as the controller's own work)."""
+        before = self.cpu_seconds()
+        for _ in range(n):
+            await self.samples()
+        return max(0.0, (self.cpu_seconds() - before) / n)
+
+    async def net_cpu(self, gross: float, scrapes: int) -> JSON:
+        """``gross`` CPU seconds of a phase in which the bench scraped ``scrapes`` times."""
+        cost = await self.scrape_cpu()
+        return {"cpu_seconds": max(0.0, gross - scrapes * cost), "gross_cpu_seconds": gross,
+                "scrapes": scrapes, "cpu_seconds_per_scrape": cost}  # fmt: skip
 
     def rss_kb(self) -> int:
         return proc_rss_kb(self.pid)

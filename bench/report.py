@@ -80,7 +80,7 @@ def render(results: JSON) -> str:
         rows.append(
             (
                 "",
-                "CPU: own process; kube-apiserver + etcd",
+                "CPU: own process (net of the bench's /metrics scrapes); kube-apiserver + etcd",
                 f"{cold['controller_cpu_seconds']:.1f} s; {cold.get('controller_server_cpu_seconds', 0.0):.1f} s",
                 f"{cold.get('floor_cpu_seconds', 0.0):.1f} s; {cold.get('floor_server_cpu_seconds', 0.0):.1f} s",
                 "",
@@ -146,7 +146,7 @@ def render(results: JSON) -> str:
         rows.append(
             (
                 f"No-op resync: restart ({restart['uds']} UDs)",
-                "writes; CPU from spawn to idle (imports, LISTs, reconciles)",
+                "writes; CPU from spawn to idle (imports, LISTs, reconciles; net of scrapes)",
                 f"{restart['writes']}; {restart['cpu_seconds_total']:.2f} s",
                 "",
                 "",
@@ -159,7 +159,7 @@ def render(results: JSON) -> str:
         rows.append(
             (
                 f"No-op resync: label on every UD ({touch['uds']} UDs)",
-                "writes; CPU of the reconciles",
+                "writes; CPU of the reconciles (net of scrapes)",
                 f"{touch['writes']}; {touch['cpu_seconds']:.2f} s ({touch['cpu_ms_per_ud']:.2f} ms per UD)",
                 "",
                 "",

@@ -48,6 +48,9 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
         resync = results[key]
         assert resync["reconciles"] >= 5
         assert resync["writes"] == 0, resync["writes_by_resource"]
+        cpu = resync["cpu"]  # the bench polled /metrics: its cost is measured and taken out
+        assert cpu["scrapes"] > 0 and cpu["cpu_seconds_per_scrape"] >= 0
+        assert 0 <= cpu["cpu_seconds"] <= cpu["gross_cpu_seconds"]
 
     memory = results["memory"]
     assert memory["children"] == 200
