@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import NamedTuple, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
@@ -331,20 +332,8 @@ class Metrics:
         )
 
         # -- UnitedDeployments ----------------------------------------------------------------
-        subset_labels = ["namespace", "uniteddeployment", "subset"]
-        self.subset_desired_replicas = Gauge(
-            "united_subset_desired_replicas",
-            "Replicas the UnitedDeployment allocates to a subset",
-            subset_labels,
-            registry=r,
-        )
-        self.subset_ready_replicas = Gauge(
-            "united_subset_ready_replicas",
-            "Ready replicas reported by a subset's workload",
-            subset_labels,
-            registry=r,
-        )
-        self._subsets: dict[tuple[str, str], set[str]] = {}
+        self._subsets: dict[tuple[str, str], dict[str, SubsetReplicas]] = {}
+        r.register(_SubsetCollector(self._subsets))
 
         self.api = ApiMetrics(self)
 
@@ -374,33 +363,63 @@ class Metrics:
 
     def set_subset_replicas(self, namespace: str, name: str, subset: str, *, desired: int, ready: int) -> None:
         """Set the desired/ready gauges of one subset of UnitedDeployment ``namespace/name``."""
-        self.subset_desired_replicas.labels(namespace=namespace, uniteddeployment=name, subset=subset).set(desired)
-        self.subset_ready_replicas.labels(namespace=namespace, uniteddeployment=name, subset=subset).set(ready)
-        self._subsets.setdefault((namespace, name), set()).add(subset)
+        self._subsets.setdefault((namespace, name), {})[subset] = SubsetReplicas(desired=desired, ready=ready)
 
     def set_subsets(self, namespace: str, name: str, subsets: Mapping[str, SubsetReplicas]) -> None:
-        """Make the gauges of ``namespace/name`` exactly ``subsets``: set these, drop
-        the series of subsets that are no longer there."""
-        for gone in self._subsets.get((namespace, name), set()) - set(subsets):
-            self.forget_subset(namespace, name, gone)
-        for subset, replicas in subsets.items():
-            self.set_subset_replicas(namespace, name, subset, desired=replicas.desired, ready=replicas.ready)
+        """Make the gauges of ``namespace/name`` exactly ``subsets``: the series of subsets
+        that are no longer there go."""
+        if subsets:
+            self._subsets[(namespace, name)] = dict(subsets)
+        else:
+            self._subsets.pop((namespace, name), None)
 
     def forget_subset(self, namespace: str, name: str, subset: str) -> None:
         """Drop the series of one removed subset."""
         known = self._subsets.get((namespace, name))
-        if known is None or subset not in known:
+        if known is None:
             return
-        known.discard(subset)
+        known.pop(subset, None)
         if not known:
             del self._subsets[(namespace, name)]
-        for gauge in (self.subset_desired_replicas, self.subset_ready_replicas):
-            gauge.remove(namespace, name, subset)
 
     def forget_uniteddeployment(self, namespace: str, name: str) -> None:
         """Drop every series of a deleted UnitedDeployment."""
-        for subset in sorted(self._subsets.get((namespace, name), ())):
-            self.forget_subset(namespace, name, subset)
+        self._subsets.pop((namespace, name), None)
+
+
+class _SubsetCollector:
+    """The per-subset gauges, rendered from a plain dict at scrape time. prometheus-client's
+    labelled children (an object and a lock per series) made these the bulk of a scrape: at
+    500 UDs x 3 subsets, 37 ms per scrape, most of it in these 3 000 series."""
+
+    _LABELS = ("namespace", "uniteddeployment", "subset")
+
+    def __init__(self, subsets: Mapping[tuple[str, str], Mapping[str, SubsetReplicas]]) -> None:
+        self.subsets = subsets
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        yield from self._families()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        desired, ready = self._families()
+        for (namespace, name), subsets in list(self.subsets.items()):
+            for subset, replicas in list(subsets.items()):
+                desired.add_metric((namespace, name, subset), replicas.desired)
+                ready.add_metric((namespace, name, subset), replicas.ready)
+        yield desired
+        yield ready
+
+    def _families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "united_subset_desired_replicas",
+                "Replicas the UnitedDeployment allocates to a subset",
+                labels=self._LABELS,
+            ),
+            GaugeMetricFamily(
+                "united_subset_ready_replicas", "Ready replicas reported by a subset's workload", labels=self._LABELS
+            ),
+        )
 
 
 __all__ = [
