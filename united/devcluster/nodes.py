@@ -26,12 +26,12 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from united.kube.client import JSON, NODES, PODS, KubeClient, PatchType
 from united.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 
+from .background import Background
 from .reflector import Reflector, object_key
 
 log = logging.getLogger(__name__)
@@ -292,7 +292,7 @@ def status_differs(pod: JSON, desired: JSON) -> bool:
     return summary(old) != summary(desired)
 
 
-class NodeSimulator:
+class NodeSimulator(Background):
     """Plays the kubelet of its Nodes. ``async with NodeSimulator(client) as sim``
     (or ``start``/``stop``); then ``add_node`` and the knobs.
 
@@ -322,27 +322,10 @@ class NodeSimulator:
 
     async def stop(self, *, delete_nodes: bool = False) -> None:
         """Stop the loops; optionally delete this simulator's Nodes (and their pods)."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        await super().stop()
         if delete_nodes:
             for name in list(self.nodes):
                 await self.remove_node(name)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     # --- nodes -------------------------------------------------------------------
 

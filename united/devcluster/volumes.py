@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from types import TracebackType
-from typing import Self
 
 from united.kube.client import JSON, KubeClient, Resource
 from united.kube.errors import AlreadyExists, Conflict, NotFound
 
+from .background import Background
 from .reflector import Reflector, object_key
 
 log = logging.getLogger(__name__)
@@ -87,7 +86,7 @@ def is_released(volume: JSON) -> bool:
     return annotations.get(PROVISIONED_BY) == PROVISIONER and phase in ("Released", "Failed")
 
 
-class VolumeProvisioner:
+class VolumeProvisioner(Background):
     """Provisions pre-bound volumes for pending claims and deletes released ones."""
 
     def __init__(self, client: KubeClient) -> None:
@@ -103,26 +102,6 @@ class VolumeProvisioner:
         await asyncio.wait_for(
             asyncio.gather(self._claims.synced.wait(), self._volumes.synced.wait()), timeout=60
         )
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def _on_claim(self, event: str, claim: JSON) -> None:
         if event == "DELETED" or not wants_volume(claim):

@@ -39,8 +39,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from united.kube.client import (
     ADVANCED_STATEFUL_SETS,
@@ -53,6 +52,7 @@ from united.kube.client import (
 )
 from united.kube.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound
 
+from .background import Background
 from .nodes import is_pod_ready
 from .reflector import Reflector, object_key
 
@@ -252,7 +252,7 @@ def status_changed(old: JSON, new: JSON) -> bool:
     return any(old.get(k) != v for k, v in new.items())
 
 
-class WorkloadSimulator:
+class WorkloadSimulator(Background):
     """Plays Kruise's CloneSet and Advanced StatefulSet controllers cluster-wide."""
 
     def __init__(self, client: KubeClient) -> None:
@@ -274,26 +274,6 @@ class WorkloadSimulator:
         await asyncio.wait_for(
             asyncio.gather(*(r.synced.wait() for r in self._reflectors)), timeout=60
         )
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     def _enqueue(self, kind: str, namespace: str, name: str) -> None:
         key = (kind, namespace, name)
