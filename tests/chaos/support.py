@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.e2e.controller.conftest import Controller
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import ThreadedFaultProxy
 
@@ -30,5 +31,10 @@ def proxy_for(cluster: LocalCluster, identity: Path, *, name: str, seed: int = S
     return proxy.start()
 
 
-def proxied_kubeconfig(proxy: ThreadedFaultProxy, identity: Path, path: Path) -> Path:
-    return proxy.write_kubeconfig(path, token=token_of(identity), user="united-controller")
+def proxied_controller(
+    proxy: ThreadedFaultProxy, identity: Path, path: Path, *, name: str, leader_elect: bool = False
+) -> Controller:
+    """A (not yet started) controller under its own identity whose every request goes
+    through ``proxy``; its kubeconfig is written to ``path``."""
+    kubeconfig = proxy.write_kubeconfig(path, token=token_of(identity), user="united-controller")
+    return Controller(kubeconfig, name=name, leader_elect=leader_elect)

@@ -35,8 +35,7 @@ import yaml
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
-from tests.chaos.support import proxied_kubeconfig, proxy_for
-from tests.e2e.controller.conftest import Controller
+from tests.chaos.support import proxied_controller, proxy_for
 from tests.e2e.controller.helpers import CHILDREN, EVENTS, UD, children, condition
 from tests.unit.api.test_validation import CASES as RULES
 from tests.unit.api.test_validation import base
@@ -161,11 +160,7 @@ async def test_the_cluster_refuses_or_stalls_every_bad_input_and_serves_the_rest
     tmp_path: Path,
 ) -> None:
     proxy = proxy_for(cluster, controller_identity, name="bad-inputs")
-    controller = Controller(
-        proxied_kubeconfig(proxy, controller_identity, tmp_path / "proxy.kubeconfig"),
-        name="chaos-bad-inputs",
-        leader_elect=False,
-    )
+    controller = proxied_controller(proxy, controller_identity, tmp_path / "proxy.kubeconfig", name="chaos-bad-inputs")
     controller.start()
     try:
         assert controller.proc is not None

@@ -21,8 +21,7 @@ import pytest
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
-from tests.chaos.support import SEED, proxied_kubeconfig, proxy_for
-from tests.e2e.controller.conftest import Controller
+from tests.chaos.support import SEED, proxied_controller, proxy_for
 from tests.e2e.controller.helpers import UD
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
@@ -49,11 +48,7 @@ async def test_controller_survives_apiserver_and_etcd_restarts(
     for i, name in enumerate(names):
         await kube.create(UD, storm_doc(name, i, replicas=rng.randint(1, 5)), namespace=namespace)
     proxy = proxy_for(cluster, controller_identity, name="restarts")
-    controller = Controller(
-        proxied_kubeconfig(proxy, controller_identity, tmp_path / "proxy.kubeconfig"),
-        name="chaos-restarts",
-        leader_elect=False,
-    )
+    controller = proxied_controller(proxy, controller_identity, tmp_path / "proxy.kubeconfig", name="chaos-restarts")
     controller.start()
     outages: list[float] = []
     recoveries: list[float] = []

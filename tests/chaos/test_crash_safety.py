@@ -26,8 +26,7 @@ import pytest
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
-from tests.chaos.support import KILLS, SEED, proxied_kubeconfig, proxy_for
-from tests.e2e.controller.conftest import Controller
+from tests.chaos.support import KILLS, SEED, proxied_controller, proxy_for
 from tests.e2e.controller.helpers import UD
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
@@ -48,8 +47,7 @@ async def test_sigkill_at_random_moments_during_a_scale_storm(
     for i, name in enumerate(names):
         await kube.create(UD, storm_doc(name, i, replicas=rng.randint(0, 5)), namespace=namespace)
     proxy = proxy_for(cluster, controller_identity, name="crash")
-    kubeconfig = proxied_kubeconfig(proxy, controller_identity, tmp_path / "proxy.kubeconfig")
-    controller = Controller(kubeconfig, name="chaos-crash", leader_elect=False)
+    controller = proxied_controller(proxy, controller_identity, tmp_path / "proxy.kubeconfig", name="chaos-crash")
     controller.start()
     recoveries: list[float] = []
     writes = 0

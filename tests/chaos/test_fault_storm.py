@@ -20,8 +20,7 @@ import pytest
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
-from tests.chaos.support import SEED, proxied_kubeconfig, proxy_for
-from tests.e2e.controller.conftest import Controller
+from tests.chaos.support import SEED, proxied_controller, proxy_for
 from tests.e2e.controller.helpers import UD
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import DROP, WatchAction
@@ -57,11 +56,7 @@ async def test_scale_storm_through_faults_converges_and_loses_nothing(
         proxy.add_watch_rule(WatchAction.CUT, every=3.0, share=0.5, how="reset"),
         proxy.add_watch_rule(WatchAction.CUT, every=5.0, share=0.3, how="truncate"),
     ]
-    controller = Controller(
-        proxied_kubeconfig(proxy, controller_identity, tmp_path / "proxy.kubeconfig"),
-        name="chaos-storm",
-        leader_elect=False,
-    )
+    controller = proxied_controller(proxy, controller_identity, tmp_path / "proxy.kubeconfig", name="chaos-storm")
     controller.start()
     try:
         assert controller.proc is not None

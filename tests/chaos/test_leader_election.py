@@ -19,7 +19,7 @@ import pytest
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
-from tests.chaos.support import proxied_kubeconfig, proxy_for
+from tests.chaos.support import proxied_controller, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD
 from united.devcluster.cluster import LocalCluster
@@ -72,7 +72,9 @@ async def test_standby_takes_over_after_sigkill_and_sigterm_and_never_writes_whi
         await kube.create(UD, storm_doc(name, i, replicas=2), namespace=namespace)
     proxies = {n: proxy_for(cluster, controller_identity, name=n) for n in ("a", "b")}
     controllers = {
-        n: Controller(proxied_kubeconfig(p, controller_identity, tmp_path / f"{n}.kubeconfig"), name=f"chaos-le-{n}")
+        n: proxied_controller(
+            p, controller_identity, tmp_path / f"{n}.kubeconfig", name=f"chaos-le-{n}", leader_elect=True
+        )
         for n, p in proxies.items()
     }
     a, b = controllers["a"], controllers["b"]

@@ -26,8 +26,8 @@ import yaml
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import KEYS, scale, wait_converged
-from tests.chaos.support import proxied_kubeconfig, proxy_for
-from tests.e2e.controller.conftest import SYSTEM, Controller
+from tests.chaos.support import proxied_controller, proxy_for
+from tests.e2e.controller.conftest import SYSTEM
 from tests.e2e.controller.helpers import DEPLOYMENTS, EVENTS, PODS, UD, children, condition, get_ud, patch_ud, ud, zone
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import LogEntry
@@ -162,8 +162,8 @@ async def test_every_granted_permission_is_needed_and_nothing_more_is_asked(
     with contextlib.suppress(NotFound):
         await kube.delete(LEASES, "united-controller", namespace=SYSTEM)
     proxy = proxy_for(cluster, controller_identity, name="rbac")
-    controller = Controller(
-        proxied_kubeconfig(proxy, controller_identity, tmp_path / "proxy.kubeconfig"), name="chaos-rbac"
+    controller = proxied_controller(
+        proxy, controller_identity, tmp_path / "proxy.kubeconfig", name="chaos-rbac", leader_elect=True
     )
     controller.start()
     zones = [zone("a", "zone-a"), zone("b", "zone-b")]
