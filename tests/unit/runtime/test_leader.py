@@ -12,65 +12,18 @@ import asyncio
 import copy
 import itertools
 import re
-import selectors
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from tests.unit.runtime.virtual_time import now, run_virtual
 from united.kube.client import JSON, LEASES, Resource
 from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime.leader import LeaderElector, format_microtime, parse_microtime
 
-T = TypeVar("T")
-MAX_LOOP_ITERATIONS = 500_000
 EPOCH = datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)
 MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-
-
-# -- a virtual-time loop (the same as in test_queue.py) --------------------------------
-
-
-class _FastForwardSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    loop: VirtualTimeLoop
-
-    def select(self, timeout: float | None = None) -> list[tuple[Any, int]]:
-        self.loop.iterations += 1
-        if self.loop.iterations > MAX_LOOP_ITERATIONS:
-            raise RuntimeError(f"virtual loop ran {MAX_LOOP_ITERATIONS} iterations: a busy loop?")
-        events: list[tuple[Any, int]] = super().select(0)
-        if events:
-            return events
-        if timeout is None:
-            raise RuntimeError("virtual loop would block forever: nothing is scheduled (a deadlock)")
-        if timeout > 0:
-            self.loop.now += timeout
-        return events
-
-
-class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    def __init__(self) -> None:
-        selector = _FastForwardSelector()
-        super().__init__(selector)
-        selector.loop = self
-        self.now = 0.0
-        self.iterations = 0
-
-    def time(self) -> float:
-        return self.now
-
-
-def run_virtual(main: Callable[[], Awaitable[T]]) -> T:
-    async def wrapper() -> T:
-        return await main()
-
-    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
-        return runner.run(wrapper())
-
-
-def now() -> float:
-    return asyncio.get_running_loop().time()
 
 
 def wall_clock() -> datetime:

@@ -9,14 +9,13 @@ jumps to the next timer whenever nothing is ready, so delays of seconds (or of
 from __future__ import annotations
 
 import asyncio
-import selectors
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, TypeVar
+from collections.abc import Hashable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.unit.runtime.virtual_time import now, run_virtual
 from united.runtime.queue import (
     BucketRateLimiter,
     ExponentialFailureRateLimiter,
@@ -25,56 +24,6 @@ from united.runtime.queue import (
     WorkQueue,
     default_controller_rate_limiter,
 )
-
-T = TypeVar("T")
-MAX_LOOP_ITERATIONS = 500_000
-
-
-class _FastForwardSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    """Polls without blocking; when the loop would sleep until its next timer, moves
-    the virtual clock there instead."""
-
-    loop: VirtualTimeLoop
-
-    def select(self, timeout: float | None = None) -> list[tuple[Any, int]]:
-        # Busy work never lets virtual time pass, so a runaway loop would spin
-        # forever instead of hitting a timeout: fail it instead.
-        self.loop.iterations += 1
-        if self.loop.iterations > MAX_LOOP_ITERATIONS:
-            raise RuntimeError(f"virtual loop ran {MAX_LOOP_ITERATIONS} iterations: a busy loop?")
-        events: list[tuple[Any, int]] = super().select(0)
-        if events:
-            return events
-        if timeout is None:
-            raise RuntimeError("virtual loop would block forever: nothing is scheduled (a deadlock)")
-        if timeout > 0:
-            self.loop.now += timeout
-        return events
-
-
-class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    def __init__(self) -> None:
-        selector = _FastForwardSelector()
-        super().__init__(selector)
-        selector.loop = self
-        self.now = 0.0
-        self.iterations = 0
-
-    def time(self) -> float:
-        return self.now
-
-
-def run_virtual(main: Callable[[], Awaitable[T]]) -> T:
-    async def wrapper() -> T:
-        return await main()
-
-    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
-        return runner.run(wrapper())
-
-
-def now() -> float:
-    return asyncio.get_running_loop().time()
-
 
 # -- dedup and processing ---------------------------------------------------------------
 
