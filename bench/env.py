@@ -16,68 +16,21 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from united.devcluster.build import Binaries, provision
 from united.devcluster.cluster import LocalCluster
+from united.devcluster.installation import SYSTEM, install_controller
 from united.kube.client import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CRDS,
     NAMESPACES,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
     KubeClient,
-    PatchType,
 )
 from united.kube.errors import AlreadyExists
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEM = "united-system"
 CONTROLLER_ACCOUNT = "united-controller"
 BENCH_CONTROLLERS = ("serviceaccount-token", "serviceaccount", "namespace", "garbagecollector")
 """kube-controller-manager controllers the bench keeps: no workload controllers, no pods."""
 
-_RESOURCES = {
-    "Namespace": NAMESPACES,
-    "ServiceAccount": SERVICE_ACCOUNTS,
-    "ClusterRole": CLUSTER_ROLES,
-    "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS,
-    "Role": ROLES,
-    "RoleBinding": ROLE_BINDINGS,
-    "CustomResourceDefinition": CRDS,
-}
 T = TypeVar("T")
-
-
-def documents(*paths: Path) -> list[dict[str, Any]]:
-    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d]
-
-
-async def install(client: KubeClient) -> None:
-    """The CRD, namespace, ServiceAccount and RBAC of ``manifests/base`` (idempotent)."""
-    base = ROOT / "manifests" / "base"
-    docs = documents(ROOT / "crds" / "apps.united.io_uniteddeployments.yaml")
-    docs += documents(
-        *(base / f for f in ("namespace.yaml", "serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml"))
-    )
-    for doc in docs:
-        resource = _RESOURCES[doc["kind"]]
-        namespace = SYSTEM if resource.namespaced else None
-        try:
-            await client.create(resource, doc, namespace=namespace)
-        except AlreadyExists:
-            await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
-    for doc in docs:
-        if doc["kind"] != "CustomResourceDefinition":
-            continue
-        for _ in range(300):
-            crd = await client.get(CRDS, doc["metadata"]["name"])
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                break
-            await asyncio.sleep(0.1)
 
 
 async def bounded(items: Iterable[T], call: Any, *, concurrency: int) -> list[Any]:
@@ -125,7 +78,7 @@ class BenchCluster:
     @classmethod
     async def prepare(cls, cluster: LocalCluster, *, owned: bool) -> BenchCluster:
         async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-            await install(client)
+            await install_controller(client)
             kubeconfig = await cluster.service_account_kubeconfig(
                 client, namespace=SYSTEM, name=CONTROLLER_ACCOUNT, within=60
             )
@@ -145,4 +98,4 @@ def local_cluster(
         cluster.stop()
 
 
-__all__ = ["BENCH_CONTROLLERS", "BenchCluster", "bounded", "create_namespace", "install", "local_cluster"]
+__all__ = ["BENCH_CONTROLLERS", "BenchCluster", "bounded", "create_namespace", "local_cluster"]

@@ -29,9 +29,10 @@ import pytest
 from tests.chaos import figures
 from tests.chaos.support import KILLS, SEED
 from tests.e2e.conftest import ZONES, kube, namespace, sim
-from tests.e2e.controller.conftest import LOG_DIR, SYSTEM, _install
+from tests.e2e.controller.conftest import LOG_DIR
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
+from united.devcluster.installation import SYSTEM, install_controller
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
 from united.kube.client import KubeClient
@@ -105,7 +106,7 @@ def controller_identity(cluster: LocalCluster) -> Path:
 
     async def setup() -> Path:
         async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-            await _install(client)
+            await install_controller(client, compat=True, leader_election=True)
             return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
 
     return asyncio.run(setup())

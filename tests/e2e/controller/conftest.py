@@ -19,83 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from united.devcluster.cluster import LocalCluster
-from united.kube.client import KubeClient, PatchType, Resource
-from united.kube.errors import AlreadyExists
+from united.devcluster.installation import KRUISE_RBAC, SYSTEM, apply, documents, install_controller
+from united.kube.client import KubeClient, Resource
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
-SYSTEM = "united-system"
 LOG_DIR = Path(os.environ.get("UNITED_E2E_LOGS", "/tmp/united-e2e-logs"))
 """Controller logs outlive the cluster's temporary directory, for post-mortems."""
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 
-_RESOURCES = {
-    "Namespace": Resource("", "v1", "namespaces", False, "Namespace"),
-    "ServiceAccount": Resource("", "v1", "serviceaccounts", True, "ServiceAccount"),
-    "ClusterRole": Resource("rbac.authorization.k8s.io", "v1", "clusterroles", False, "ClusterRole"),
-    "ClusterRoleBinding": Resource(
-        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False, "ClusterRoleBinding"
-    ),
-    "Role": Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role"),
-    "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding"),
-    "CustomResourceDefinition": CRDS,
-}
-
-
-def _documents(*paths: Path) -> list[dict[str, Any]]:
-    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d]
-
-
-async def _install(client: KubeClient) -> None:
-    base = ROOT / "manifests" / "base"
-    docs = _documents(
-        ROOT / "crds" / "apps.united.io_uniteddeployments.yaml",
-        ROOT / "crds" / "compat" / "apps.kruise.io_uniteddeployments.yaml",
-    )
-    docs += _documents(
-        *(
-            base / f
-            for f in (
-                "namespace.yaml",
-                "serviceaccount.yaml",
-                "clusterrole.yaml",
-                "clusterrolebinding.yaml",
-                "leader-election.yaml",
-            )
-        )
-    )
-    for doc in docs:
-        resource = _RESOURCES[doc["kind"]]
-        namespace = SYSTEM if resource.namespaced else None
-        try:
-            await client.create(resource, doc, namespace=namespace)
-        except AlreadyExists:
-            await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
-    for doc in docs:
-        if doc["kind"] == "CustomResourceDefinition":
-            for _ in range(100):
-                crd = await client.get(CRDS, doc["metadata"]["name"])
-                if any(
-                    c["type"] == "Established" and c["status"] == "True"
-                    for c in (crd.get("status") or {}).get("conditions") or []
-                ):
-                    break
-                await asyncio.sleep(0.1)
-
 
 async def install_kruise_rbac(client: KubeClient) -> None:
     """The ``manifests/kruise`` overlay's extra rules: UnitedDeployments of apps.kruise.io."""
-    overlay = ROOT / "manifests" / "kruise"
-    for doc in _documents(overlay / "clusterrole.yaml"):
-        resource = _RESOURCES[doc["kind"]]
-        namespace = SYSTEM if resource.namespaced else None
-        try:
-            await client.create(resource, doc, namespace=namespace)
-        except AlreadyExists:
-            await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
+    await apply(client, documents(KRUISE_RBAC))
 
 
 def free_port() -> int:
@@ -223,7 +161,7 @@ class Controller:
 def controller_identity(cluster: LocalCluster) -> Path:
     async def setup() -> Path:
         async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-            await _install(client)
+            await install_controller(client, compat=True, leader_election=True)
             return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
 
     return asyncio.run(setup())
