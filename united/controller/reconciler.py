@@ -237,6 +237,7 @@ class _Pass:
         self.previous = previous
         self.generation = generation
         self.keys = Keys(ud.group)
+        self.key = _key(obj)
         self.namespace = ud.namespace
         self.errors: list[str] = []
         self.done: dict[str, list[str]] = {}
@@ -261,13 +262,13 @@ class _Pass:
             status = stalled(
                 self.previous, generation=self.generation, problem=Problem("ChildKindUnavailable", message), now=now
             )
-            await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
+            await self.r._write_status(self.key, self.obj, self.previous, status)
             return Result()
         owner = owner_reference(self.ud)
         plan_ = await self.revisions(owner)
         updated = plan_.updated
         resource = resource_of(variant)
-        claimed = claim(self.ud, self.r.fresh(_key(self.obj), resource, self.candidates(store)), self.keys)
+        claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
         pods = self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
@@ -289,7 +290,7 @@ class _Pass:
             self.event("Warning", "AllocationFailed", str(e))
             failed = Problem("AllocationFailed", str(e))
             status = stalled(self.previous, generation=self.generation, problem=failed, now=now)
-            await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
+            await self.r._write_status(self.key, self.obj, self.previous, status)
             return Result()
         for d in decisions.values():
             if d.event is not None:
@@ -334,7 +335,7 @@ class _Pass:
             # The Schedulable conditions are the memory of adaptive scheduling (when a subset
             # was marked): they are written in the same pass as the child writes they cause,
             # or the next pass would not know why a subset was capped.
-            await self.r._write_status(_key(self.obj), self.obj, self.previous, status)
+            await self.r._write_status(self.key, self.obj, self.previous, status)
         if self.errors:
             raise RetryableError("; ".join(self.errors))
         delays = [2.0] if claimed.terminating else []
@@ -511,7 +512,7 @@ class _Pass:
                     ),
                 )
                 if created:
-                    self.r.remember(_key(self.obj), resource, name_of(created), created, rv=_rv(created))
+                    self.r.remember(self.key, resource, name_of(created), created, rv=_rv(created))
                 continue
             patch = child_patch(
                 live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
@@ -541,7 +542,7 @@ class _Pass:
                 success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
             )
             if patched:
-                self.r.remember(_key(self.obj), resource, name_of(patched), patched, rv=_rv(patched))
+                self.r.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
         return applied
 
     def override(self, child: Json, value: int) -> bool:
@@ -580,7 +581,7 @@ class _Pass:
                 missing_ok=True,
             )
             if gone is not None:
-                self.r.remember(_key(self.obj), res, name_of(child), None, rv=_rv(child))
+                self.r.remember(self.key, res, name_of(child), None, rv=_rv(child))
         for child in claimed.release:
             refs = [
                 r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid
