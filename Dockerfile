@@ -1,7 +1,9 @@
 # Multi-stage: build a virtualenv, copy it into a slim runtime image that runs as non-root.
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
+COPY crds ./crds
+COPY manifests ./manifests
 COPY united ./united
 RUN python -m venv /venv && /venv/bin/pip install --no-cache-dir .
 

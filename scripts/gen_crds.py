@@ -33,11 +33,15 @@ from typing import Any
 
 import yaml
 
+from united import __version__
+
 Schema = dict[str, Any]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 UNITED_GROUP = "apps.united.io"
+VERSION_ANNOTATION = f"{UNITED_GROUP}/version"
+"""The ``united`` release a CRD belongs to (``united.__version__``, the one version source)."""
 KRUISE_GROUP = "apps.kruise.io"
 UNITED_CRD_PATH = Path("crds") / f"{UNITED_GROUP}_uniteddeployments.yaml"
 KRUISE_CRD_PATH = Path("crds") / "compat" / f"{KRUISE_GROUP}_uniteddeployments.yaml"
@@ -562,6 +566,7 @@ def crd(group: str, versions: list[Schema], conversion: Schema | None = None) ->
         "metadata": {
             "name": f"uniteddeployments.{group}",
             "labels": {"app.kubernetes.io/part-of": "united"},
+            "annotations": {VERSION_ANNOTATION: __version__},
         },
         "spec": spec,
     }

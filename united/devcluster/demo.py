@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from united import data
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds
 from united.devcluster.build import ProvisionError, provision, tail
@@ -32,9 +34,7 @@ from united.log import configure_logging
 ZONES = ("zone-a", "zone-b", "zone-c")
 READY_LINE = "demo running; press Ctrl-C to stop and tear everything down"
 NAMESPACE = "demo"
-SOURCE = Path(__file__).resolve().parents[2]
-DEFAULT_SAMPLE = SOURCE / "manifests" / "samples" / "zones-percent.yaml"
-CRD_FILES = (SOURCE / "crds" / "apps.united.io_uniteddeployments.yaml",)
+DEFAULT_SAMPLE = "zones-percent"
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
 
 
@@ -51,19 +51,15 @@ def _say(message: str) -> None:
 
 def run(*, sample: str | None = None) -> int:
     """Run the demo until Ctrl-C (or SIGTERM). Returns the process exit code."""
-    path = Path(sample) if sample else DEFAULT_SAMPLE
+    path: Traversable = Path(sample) if sample else data.sample(DEFAULT_SAMPLE)
     try:
         doc = next(
             d
             for d in yaml.safe_load_all(path.read_text())
             if isinstance(d, dict) and d.get("kind") == "UnitedDeployment"
         )
-        missing = [f for f in CRD_FILES if not f.is_file()]
     except (OSError, StopIteration, yaml.YAMLError) as exc:
         _say(f"cannot read a UnitedDeployment from {path}: {exc or 'none found'}")
-        return 2
-    if missing:
-        _say(f"the demo runs from a source checkout: {', '.join(map(str, missing))} not found")
         return 2
     configure_logging(level="WARNING", log_format="console")
     try:
@@ -92,9 +88,9 @@ def run(*, sample: str | None = None) -> int:
         cluster.stop()
 
 
-async def _serve(cluster: LocalCluster, doc: dict[str, Any], path: Path) -> int:
+async def _serve(cluster: LocalCluster, doc: dict[str, Any], path: Traversable) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
-        await crds.install(client, [*crds.kruise_crds(), *(yaml.safe_load(f.read_text()) for f in CRD_FILES)])
+        await crds.install(client, [*crds.kruise_crds(), *data.documents(data.crd())])
         nodes = NodeSimulator(client)
         async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes(doc))
@@ -161,7 +157,7 @@ def render_table(obj: dict[str, Any]) -> str:
     return "\n".join([head, *("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)])
 
 
-def _print_usage(cluster: LocalCluster, path: Path) -> None:
+def _print_usage(cluster: LocalCluster, path: Traversable) -> None:
     kubectl = cluster.binaries.kubectl
     lines = [
         "",

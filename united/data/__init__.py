@@ -1,0 +1,69 @@
+"""The files that ship inside the package: the CRDs, the controller's kustomize manifests and
+the sample UnitedDeployments — the single way code reaches them.
+
+The repository's ``crds/`` and ``manifests/`` are the only copies: ``united/data/crds`` and
+``united/data/manifests`` are symbolic links to them. A build follows the links, so a wheel
+carries the files themselves, and an editable install reads the checkout's. Reading through
+``importlib.resources`` rather than the source tree is what makes ``pip install united`` work.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Any
+
+import yaml
+
+from united import kustomization
+from united.api.model import GROUP, KRUISE_GROUP
+
+ROOT: Traversable = files(__name__)
+CRDS = ROOT / "crds"
+MANIFESTS = ROOT / "manifests"
+SAMPLES = MANIFESTS / "samples"
+_CRD_FILES = {
+    GROUP: CRDS / f"{GROUP}_uniteddeployments.yaml",
+    KRUISE_GROUP: CRDS / "compat" / f"{KRUISE_GROUP}_uniteddeployments.yaml",
+}
+
+
+def crd(group: str = GROUP) -> Traversable:
+    """The UnitedDeployment CRD of ``group`` (``apps.kruise.io``: the compat one, for clusters
+    without OpenKruise)."""
+    return _CRD_FILES[group]
+
+
+def controller(group: str = GROUP) -> list[dict[str, Any]]:
+    """Everything ``united install`` applies for ``group``, in order: its CRD, then the
+    ``manifests/base`` kustomization rendered (``manifests/kruise`` for apps.kruise.io)."""
+    overlay = "kruise" if group == KRUISE_GROUP else "base"
+    return documents(crd(group)) + kustomization.build(MANIFESTS, overlay)
+
+
+def documents(*paths: Traversable) -> list[dict[str, Any]]:
+    """The non-empty YAML documents of ``paths``, in order."""
+    return [d for p in paths for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d]
+
+
+def samples() -> list[str]:
+    """The samples' names: their paths under ``manifests/samples`` without ``.yaml``."""
+    return sorted(_sample_files())
+
+
+def sample(name: str) -> Traversable:
+    """The sample called ``name`` (``.yaml`` optional); ``LookupError`` names the known ones."""
+    found = _sample_files().get(name.removesuffix(".yaml"))
+    if found is None:
+        raise LookupError(f"no sample {name!r}; known: {', '.join(samples())}")
+    return found
+
+
+def _sample_files(directory: Traversable = SAMPLES, prefix: str = "") -> dict[str, Traversable]:
+    found: dict[str, Traversable] = {}
+    for entry in directory.iterdir():
+        if entry.is_dir():
+            found |= _sample_files(entry, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".yaml"):
+            found[prefix + entry.name.removesuffix(".yaml")] = entry
+    return found
