@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from united import __version__, revision
+from united import __version__, data, revision
 from united.allocation import AllocationError, Plan, SubsetState, allocate
 from united.api import FieldError, ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
@@ -93,6 +93,21 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="start a local control plane and show a UnitedDeployment converging")
     d.add_argument("--sample", metavar="FILE", help="sample manifest to apply")
     d.set_defaults(func=_demo)
+
+    i = sub.add_parser("install", help=f"apply (or print) the CRD and the controller {__version__} for a cluster")
+    i.add_argument(
+        "--api-group",
+        default=GROUP,
+        choices=(GROUP, KRUISE_GROUP),
+        help=f"the group to serve ({KRUISE_GROUP}: the compat CRD and RBAC, for clusters without OpenKruise)",
+    )
+    i.add_argument("--print", action="store_true", dest="print_only", help="print the manifests, apply nothing")
+    i.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
+    i.set_defaults(func=_install)
+
+    s = sub.add_parser("samples", help="list the sample manifests, or print one")
+    s.add_argument("name", nargs="?", metavar="NAME", help="the sample to print")
+    s.set_defaults(func=_samples)
     return p
 
 
@@ -198,6 +213,44 @@ def _demo(args: argparse.Namespace) -> int:
     from united.devcluster.demo import run
 
     return run(sample=args.sample)
+
+
+def _install(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from united.devcluster.installation import install
+    from united.kube.client import ConfigError
+    from united.kube.errors import ApiError
+
+    docs = data.controller(args.api_group)
+    if args.print_only:
+        sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
+        return EXIT_OK
+    if args.kubeconfig and not os.path.isfile(args.kubeconfig):
+        raise ManifestError([FieldError("--kubeconfig", f"no such file: {args.kubeconfig}")])
+    configure_logging(level="ERROR", log_format="console")
+    try:
+        asyncio.run(install(docs, kubeconfig=args.kubeconfig))
+    except (ConfigError, OSError) as e:
+        where = args.kubeconfig or "none given, and in-cluster, $KUBECONFIG and ~/.kube/config did not work"
+        raise ManifestError([FieldError("--kubeconfig", f"{where}: {e}")]) from e
+    except ApiError as e:
+        raise ManifestError([FieldError("install", f"cannot apply to the cluster: {e.__cause__ or e.message}")]) from e
+    for doc in docs:
+        print(f"{doc['kind']}/{doc['metadata']['name']} applied")
+    return EXIT_OK
+
+
+def _samples(args: argparse.Namespace) -> int:
+    if args.name is None:
+        for name in data.samples():
+            print(name)
+        return EXIT_OK
+    try:
+        sys.stdout.write(data.sample(args.name).read_text(encoding="utf-8"))
+    except LookupError as e:
+        raise ManifestError([FieldError("NAME", str(e))]) from e
+    return EXIT_OK
 
 
 def _fail(errors: Sequence[FieldError], *, json_out: bool) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -17,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from united import cli
+from united import __version__, cli, data
 from united.allocation import AllocationError
+from united.api.model import GROUP, KRUISE_GROUP
 
 REPO = Path(__file__).parents[2]
 SAMPLES = sorted((REPO / "manifests" / "samples").glob("*.yaml"))
@@ -580,3 +582,71 @@ def test_demo_passes_the_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(demo, "run", fake_run)
     assert cli.main(["demo", "--sample", ZONES]) == 0
     assert seen == [ZONES]
+
+
+# ------------------------------------------------------------------ samples and install (packaged data)
+
+
+def test_samples_lists_the_packaged_samples() -> None:
+    r = united("samples")
+    assert (r.code, r.err) == (0, "")
+    assert r.out.splitlines() == data.samples()
+    assert {"zones-percent", "hpa/uniteddeployment-hpa"} <= set(r.out.splitlines())
+
+
+def test_a_printed_sample_is_the_file_and_feeds_validate_and_plan() -> None:
+    text = united("samples", "zones-percent").out
+    assert text == (REPO / ZONES).read_text()
+    assert united("validate", "-", stdin=text).out == "valid\n"
+    plan = united("plan", "-", "-o", "json", stdin=text).json()
+    assert [s["replicas"] for s in plan["subsets"]] == [2, 2, 6]
+
+
+def test_an_unknown_sample_is_one_line_exit_2() -> None:
+    r = united("samples", "nope")
+    assert (r.code, r.out) == (2, "")
+    assert len(r.errors) == 1
+    assert r.errors[0].startswith("NAME: no sample 'nope'; known: arch-patch, ")
+
+
+@pytest.mark.parametrize(("group", "crd"), [(GROUP, "crds/apps.united.io_uniteddeployments.yaml"),
+                                            (KRUISE_GROUP, "crds/compat/apps.kruise.io_uniteddeployments.yaml")])
+def test_install_print_is_the_crd_and_the_rendered_overlay(group: str, crd: str) -> None:
+    r = united("install", "--api-group", group, "--print")
+    assert (r.code, r.err) == (0, "")
+    docs = list(yaml.safe_load_all(r.out))
+    assert docs == data.controller(group)
+    assert docs[0] == yaml.safe_load((REPO / crd).read_text())
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_install_without_a_reachable_cluster_is_one_line_exit_2(tmp_path: Path) -> None:
+    missing = united("install", "--kubeconfig", str(tmp_path / "nope"))
+    assert (missing.code, missing.errors) == (2, [f"--kubeconfig: no such file: {tmp_path / 'nope'}"])
+
+    empty = tmp_path / "empty"
+    empty.write_text("apiVersion: v1\nkind: Config\n")
+    unusable = united("install", "--kubeconfig", str(empty))
+    assert unusable.code == 2
+    assert len(unusable.errors) == 1 and unusable.errors[0].startswith(f"--kubeconfig: {empty}: "), unusable.err
+
+    kubeconfig = tmp_path / "kubeconfig"
+    server = f"https://127.0.0.1:{_closed_port()}"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))
+    down = united("install", "--kubeconfig", str(kubeconfig))
+    assert (down.code, down.out) == (2, "")
+    assert len(down.errors) == 1, down.err
+    assert down.errors[0].startswith("install: cannot apply to the cluster: Cannot connect to host 127.0.0.1:")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from united import data
+from united import __version__, data
 from united.api.model import GROUP, KRUISE_GROUP
 from united.data import documents
 from united.kube.client import (
@@ -27,7 +27,7 @@ from united.kube.errors import AlreadyExists
 
 from . import crds
 
-__all__ = ["KRUISE_RBAC", "SYSTEM", "apply", "documents", "install_controller"]
+__all__ = ["KRUISE_RBAC", "SYSTEM", "apply", "documents", "install", "install_controller"]
 
 SYSTEM = "united-system"
 """The namespace of ``manifests/base``."""
@@ -75,3 +75,10 @@ async def install_controller(client: KubeClient, *, compat: bool = False, leader
     if leader_election:
         files.append(BASE / LEADER_ELECTION)
     await apply(client, documents(*files))
+
+
+async def install(docs: Iterable[JSON], *, kubeconfig: str | None = None) -> None:
+    """``united install``: apply ``docs`` to the cluster of ``kubeconfig`` (default: in-cluster,
+    then ``$KUBECONFIG``, then ``~/.kube/config``)."""
+    async with await KubeClient.from_config(kubeconfig, user_agent=f"united-install/{__version__}") as client:
+        await apply(client, docs)

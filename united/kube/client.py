@@ -39,12 +39,16 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from united import __version__
 from united.kube.errors import ApiError, TransientError, error_from_status
 
 JSON = dict[str, Any]
 JSONPatch = list[JSON]
 
-DEFAULT_USER_AGENT = "united/0.1"
+DEFAULT_USER_AGENT = f"united/{__version__}"
+ConfigError: type[Exception] = k8s_config.ConfigException
+"""What loading a kubeconfig or the in-cluster configuration raises (named here so that callers
+need not import kubernetes-asyncio)."""
 _HOME_KUBECONFIG = pathlib.Path.home() / ".kube" / "config"
 
 
