@@ -3,8 +3,6 @@ uses them: run until Ctrl-C, usable meanwhile, nothing left behind afterwards.""
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import socket
 import sys
 from pathlib import Path
@@ -12,6 +10,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from tests.e2e.console import interrupt, read_until, run_until, value
 from united.devcluster.demo import READY_LINE
 from united.devcluster.nodes import SIMULATED_LABEL, is_pod_ready
 from united.devcluster.wait import eventually
@@ -19,45 +18,6 @@ from united.kube.client import NODES, PODS, KubeClient, Resource
 
 pytestmark = pytest.mark.e2e
 UDS = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
-
-
-async def _run_until_ready(argv: list[str], ready: str) -> tuple[asyncio.subprocess.Process, list[str]]:
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    assert proc.stdout is not None
-    lines: list[str] = []
-
-    async def until_ready() -> None:
-        assert proc.stdout is not None
-        while True:
-            raw = await proc.stdout.readline()
-            if not raw:
-                raise AssertionError("exited early:\n" + "\n".join(lines))
-            lines.append(raw.decode().rstrip())
-            if ready in lines[-1]:
-                return
-
-    try:
-        await asyncio.wait_for(until_ready(), timeout=120)
-    except BaseException:
-        proc.kill()
-        await proc.communicate()
-        raise
-    return proc, lines
-
-
-async def _interrupt(proc: asyncio.subprocess.Process) -> str:
-    proc.send_signal(signal.SIGINT)
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
-    return out.decode()
-
-
-def _value(lines: list[str], prefix: str) -> str:
-    return next(line.split(prefix, 1)[1].strip() for line in lines if prefix in line)
 
 
 def _exists(path: Path) -> bool:
@@ -73,9 +33,9 @@ def _port_closed(server: str) -> bool:
 async def test_demo_converges_a_sample_until_interrupted() -> None:
     """The README's newcomer command: the controller takes the sample to Ready, the table
     shows every subset, Ctrl-C stops the controller gracefully and removes everything."""
-    proc, lines = await _run_until_ready([sys.executable, "-m", "united", "demo"], READY_LINE)
-    kubeconfig = Path(_value(lines, "kubeconfig:"))
-    server = _value(lines, "is running at")
+    proc, lines = await run_until([sys.executable, "-m", "united", "demo"], READY_LINE)
+    kubeconfig = Path(value(lines, "kubeconfig:"))
+    server = value(lines, "is running at")
     try:
         async with await KubeClient.from_kubeconfig(kubeconfig) as client:
             nodes = await client.list(NODES, label_selector=f"{SIMULATED_LABEL}=true")
@@ -90,17 +50,10 @@ async def test_demo_converges_a_sample_until_interrupted() -> None:
                 assert len([p for p in pods if is_pod_ready(p)]) == 10
 
             await eventually(converged, within=120, what="demo sample Ready")
-
-            async def printed() -> None:
-                assert proc.stdout is not None
-                while not any("Ready=True" in line for line in lines):
-                    raw = await proc.stdout.readline()
-                    assert raw, "demo exited"
-                    lines.append(raw.decode().rstrip())
-
-            await asyncio.wait_for(printed(), timeout=30)
+            if not any("Ready=True" in line for line in lines):
+                await read_until(proc, lines, "Ready=True", within=30)
     finally:
-        output = await _interrupt(proc)
+        output = await interrupt(proc)
     assert proc.returncode == 0, output
     table = "\n".join(lines[lines.index(next(x for x in lines if "Ready=True" in x)) :]) + output
     assert "zone-c  6" in table, table
@@ -110,12 +63,12 @@ async def test_demo_converges_a_sample_until_interrupted() -> None:
 
 
 async def test_start_command_prints_a_kubeconfig_and_stops_on_ctrl_c() -> None:
-    proc, lines = await _run_until_ready([sys.executable, "-m", "united.devcluster", "start"], "Ctrl-C stops it")
-    kubeconfig = Path(_value(lines, "export KUBECONFIG="))
+    proc, lines = await run_until([sys.executable, "-m", "united.devcluster", "start"], "Ctrl-C stops it")
+    kubeconfig = Path(value(lines, "export KUBECONFIG="))
     try:
         async with await KubeClient.from_kubeconfig(kubeconfig) as client:
             assert await client.get_path("/readyz") == "ok"
     finally:
-        output = await _interrupt(proc)
+        output = await interrupt(proc)
     assert proc.returncode == 0, output
     assert not _exists(kubeconfig)
