@@ -79,8 +79,10 @@ class FailureLog:
         key = (kind, message)
         group = self._groups.get(key)
         for other_key, other in list(self._groups.items()):
-            if other_key != key:
-                self._forget(other_key, other, resource, now)
+            # Failing differently now (a cut watch, then connection refused) is no recovery.
+            other.failing.discard(resource)
+            if not other.failing and other_key != key:
+                del self._groups[other_key]
         if group is None:
             group = self._groups[key] = _Group(message, kind, now, now + self.first_step, self.first_step)
             group.total = 1
@@ -115,25 +117,23 @@ class FailureLog:
         group.recent.clear()
 
     def recovered(self, resource: str) -> None:
-        """``resource`` works again (its LIST or watch succeeded)."""
+        """``resource`` works again (its LIST or watch succeeded); the last resource of a
+        group to recover logs one line for the whole group."""
         now = self._clock()
         for key, group in list(self._groups.items()):
-            self._forget(key, group, resource, now)
-
-    def _forget(self, key: tuple[str, str], group: _Group, resource: str, now: float) -> None:
-        if resource not in group.failing:
-            return
-        group.failing.discard(resource)
-        if group.failing:
-            return
-        del self._groups[key]
-        self._log.info(
-            f"recovered: {group.message}",
-            resource=resource,
-            error_type=group.kind,
-            failures=group.total,
-            seconds=round(now - group.since, 1),
-        )
+            if resource not in group.failing:
+                continue
+            group.failing.discard(resource)
+            if group.failing:
+                continue
+            del self._groups[key]
+            self._log.info(
+                f"recovered: {group.message}",
+                resource=resource,
+                error_type=group.kind,
+                failures=group.total,
+                seconds=round(now - group.since, 1),
+            )
 
     @property
     def failing(self) -> dict[str, set[str]]:

@@ -96,15 +96,22 @@ def test_recovery_is_one_line_once_every_resource_works_again() -> None:
     assert out.lines[-1][1].endswith("retrying with backoff"), "a new outage is logged at once again"
 
 
-def test_a_resource_that_fails_differently_leaves_its_old_group() -> None:
+def test_a_resource_that_fails_differently_moves_to_that_group_without_a_recovery() -> None:
+    """A cut watch, then connection refused on the re-list: still failing, not recovered."""
     failures, out, _ = make()
-    failures.failed(resource="pods", error=REFUSED, attempt=1)
-    failures.failed(resource="pods", error=TransientError("503 ServiceUnavailable: x", status=503), attempt=2)
+    cut = TransientError("cannot reach https://127.0.0.1:6999: the answer was cut short", reason="Disconnected")
+    failures.failed(resource="pods", error=cut, attempt=1)
+    failures.failed(resource="deployments", error=cut, attempt=1)
+    failures.failed(resource="pods", error=REFUSED, attempt=2)
+    failures.failed(resource="deployments", error=REFUSED, attempt=2)
     assert [line[1] for line in out.lines] == [
+        "cannot reach https://127.0.0.1:6999: the answer was cut short; retrying with backoff",
         "cannot reach https://127.0.0.1:6999: connection refused; retrying with backoff",
-        "recovered: cannot reach https://127.0.0.1:6999: connection refused",
-        "503 ServiceUnavailable: x; retrying with backoff",
     ]
+    assert failures.failing == {str(REFUSED): {"pods", "deployments"}}
+    failures.recovered("pods")
+    failures.recovered("deployments")
+    assert [line[1] for line in out.lines[2:]] == ["recovered: cannot reach https://127.0.0.1:6999: connection refused"]
 
 
 def test_error_type_is_the_reason_or_the_class() -> None:
