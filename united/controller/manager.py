@@ -7,10 +7,12 @@ which only run while leading. Child kinds whose CRD is absent (CloneSet, Advance
 StatefulSet without OpenKruise) are looked up at start and on a timer; when one appears
 its informer starts and every UnitedDeployment is re-queued.
 
-Shutdown on SIGTERM/SIGINT: readiness goes false, the queue stops taking keys and
-in-flight reconciles finish (up to ``shutdown_timeout``), informers stop, the Lease is
-released so a standby takes over at once, queued Events are flushed, and the HTTP server
-and client close last.
+Shutdown on SIGTERM/SIGINT, in any state (syncing against an unreachable API server,
+discovering, standby, leading): the start-up in progress is cancelled, readiness goes false,
+the queue stops taking keys and in-flight reconciles get ``shutdown_grace`` (3 s) before
+they are cancelled, informers stop, the Lease is released (bounded) so a standby takes over
+at once, queued Events are flushed (bounded), and the HTTP server and client close last —
+within :data:`STOP_WITHIN` in all.
 """
 
 from __future__ import annotations
