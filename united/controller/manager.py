@@ -147,7 +147,6 @@ class Manager:
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
-        self._elector: LeaderElector | None = None
         self._election: asyncio.Task[None] | None = None
         self.failures = FailureLog()
         """One place for the list/watch failures of every informer: one line per step
@@ -345,6 +344,7 @@ class Manager:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
+        self.health.add_readiness_check("informers", self._not_synced)
         try:
             await self.health.start(self.settings.http_host, self.settings.http_port)
         except OSError as exc:
@@ -375,12 +375,11 @@ class Manager:
         self._tasks += [asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}") for i in self.informers]
         for task in self._tasks:
             self.health.watch_task(task.get_name(), task)
-        self.health.add_readiness_check("informers", self._not_synced)
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
         await self._discover()
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))
         if self.settings.leader_elect:
-            self._elector = LeaderElector(
+            elector = LeaderElector(
                 self.client,
                 name=self.settings.leader_election_id,
                 namespace=self.settings.leader_election_namespace,
@@ -388,8 +387,8 @@ class Manager:
                 on_started_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, True),
                 on_stopped_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, False),
             )
-            election = self._election = asyncio.create_task(self._elector.run(), name="leader-election")
-            await self._elector.elected.wait()
+            election = self._election = asyncio.create_task(elector.run(), name="leader-election")
+            await elector.elected.wait()
         log.info("starting workers", workers=self.settings.workers, identity=self.settings.identity)
         self.controller_metrics.set_max_concurrent_reconciles(self.settings.workers)
         self._workers = [asyncio.create_task(self._worker(), name=f"worker-{n}") for n in range(self.settings.workers)]
@@ -418,7 +417,7 @@ class Manager:
         """End the election; a held Lease is released (bounded: an unreachable API server
         must not hold up the exit — the Lease then simply expires)."""
         election, self._election = self._election, None
-        if election is None or self._elector is None:
+        if election is None:
             return
         if not election.done():
             election.cancel()  # the elector releases a held Lease on cancellation
