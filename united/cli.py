@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -19,12 +20,15 @@ import yaml
 from united import __version__, data, revision
 from united.allocation import AllocationError, Plan, SubsetState, allocate
 from united.api import FieldError, ManifestError, UnitedDeployment, admit
+from united.api.field import Path, invalid
 from united.api.keys import Keys
 from united.api.model import GROUP, KRUISE_GROUP
+from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.api.validation import validate_update
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import load, load_state
 from united.render import render
+from united.selector import text_errors
 
 EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
 
@@ -190,9 +194,11 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from united.controller.manager import Settings, run
+    from united.kube.errors import ConfigError
 
-    if args.workers < 1:
-        raise ManifestError([FieldError("--workers", f"Invalid value: {args.workers}: must be at least 1")])
+    errors = _run_flag_errors(args)
+    if errors:
+        raise ManifestError(errors)
     configure_logging(log_format=args.log_format, level=args.log_level)
     settings = Settings(
         kubeconfig=args.kubeconfig,
@@ -206,7 +212,28 @@ def _run(args: argparse.Namespace) -> int:
         http_port=args.http_port,
         discovery_interval=args.discovery_interval,
     )
-    return asyncio.run(run(settings))
+    try:
+        return asyncio.run(run(settings))
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return EXIT_INVALID
+
+
+def _run_flag_errors(args: argparse.Namespace) -> list[FieldError]:
+    """What is wrong with ``united run``'s flags, found before anything starts."""
+    errors = [*(text_errors(args.selector, Path("--selector")) if args.selector is not None else ())]
+    if args.workers < 1:
+        errors.append(invalid(Path("--workers"), args.workers, "must be at least 1"))
+    if not 0 <= args.http_port <= 65535:
+        errors.append(invalid(Path("--http-port"), args.http_port, "must be between 0 and 65535"))
+    if not 0 < args.discovery_interval < math.inf:
+        errors.append(invalid(Path("--discovery-interval"), args.discovery_interval, "must be a positive number"))
+    for namespace in args.namespace:
+        errors += dns_label_errors(namespace, Path("--namespace"))
+    if args.leader_elect:
+        errors += dns_label_errors(args.leader_election_namespace, Path("--leader-election-namespace"))
+        errors += dns_subdomain_errors(args.leader_election_id, Path("--leader-election-id"))
+    return errors
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -219,21 +246,18 @@ def _install(args: argparse.Namespace) -> int:
     import asyncio
 
     from united.devcluster.installation import install
-    from united.kube.client import ConfigError
-    from united.kube.errors import ApiError
+    from united.kube.errors import ApiError, ConfigError
 
     docs = data.controller(args.api_group)
     if args.print_only:
         sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
         return EXIT_OK
-    if args.kubeconfig and not os.path.isfile(args.kubeconfig):
-        raise ManifestError([FieldError("--kubeconfig", f"no such file: {args.kubeconfig}")])
     configure_logging(level="ERROR", log_format="console")
     try:
         asyncio.run(install(docs, kubeconfig=args.kubeconfig))
-    except (ConfigError, OSError) as e:
-        where = args.kubeconfig or "none given, and in-cluster, $KUBECONFIG and ~/.kube/config did not work"
-        raise ManifestError([FieldError("--kubeconfig", f"{where}: {e}")]) from e
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return EXIT_INVALID
     except ApiError as e:
         raise ManifestError([FieldError("install", f"cannot apply to the cluster: {e.__cause__ or e.message}")]) from e
     for doc in docs:

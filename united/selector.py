@@ -10,6 +10,7 @@ as ``metav1.LabelSelectorAsSelector`` builds them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,4 +93,33 @@ def errors(selector: Mapping[str, Any], path: Path) -> list[FieldError]:
             )
         for j, v in enumerate(values):
             out += label_value_errors(v, p.child("values").index(j))
+    return out
+
+
+_TERM = re.compile(
+    r"\s*(?:!\s*(?P<absent>[^\s,!=()<>]+)"
+    r"|(?P<key>[^\s,!=()<>]+)\s*(?:(?P<op>==|!=|=|<|>)\s*(?P<value>[^\s,!=()<>]*)"
+    r"|\s(?P<set>in|notin)\s*\((?P<values>[^()]*)\))?)\s*(?:,|$)"
+)
+
+
+def text_errors(text: str, path: Path) -> list[FieldError]:
+    """Validate a selector in its string form (``a=b,c in (d,e),!f``, what ``--selector``
+    and a LIST's ``labelSelector`` take), so a typo is reported before the API server
+    refuses every LIST with it."""
+    out: list[FieldError] = []
+    pos = 0
+    while pos < len(text):
+        term = _TERM.match(text, pos)
+        if term is None or term.end() == pos:
+            return [invalid(path, text, f"unable to parse requirement at character {pos + 1}")]
+        pos = term.end()
+        key = term["absent"] or term["key"]
+        out += label_key_errors(key, path)
+        values = [v.strip() for v in term["values"].split(",")] if term["set"] else [term["value"] or ""]
+        if term["op"] in ("<", ">") and not (term["value"] or "").isdigit():
+            out.append(invalid(path, text, f"{key}: {term['op']} needs an integer value"))
+        elif term["op"] or term["set"]:
+            for value in values:
+                out += label_value_errors(value, path)
     return out

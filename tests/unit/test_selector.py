@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from united.api.field import Path
-from united.selector import EQUALS, Requirement, Selector, errors, parse
+from united.selector import EQUALS, Requirement, Selector, errors, parse, text_errors
 
 
 def expr(key: str, operator: str, *values: str) -> dict[str, Any]:
@@ -217,3 +217,29 @@ def test_errors_are_all_reported() -> None:
         "spec.selector.matchExpressions[1].values[0]",
         "spec.selector.matchExpressions[2].values",
     ]
+
+
+# The string form (--selector): what apimachinery's parser accepts
+
+
+@pytest.mark.parametrize(
+    "text", ["a=b", "a==b", "a!=b", "a", "!a", "tier in (x, y)", "tier notin (x)", "a=b,c in (d,e),!f", "x>5", "a="]
+)
+def test_text_selectors_that_parse(text: str) -> None:
+    assert text_errors(text, Path("--selector")) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a b", 'Invalid value: "a b": unable to parse requirement at character 1'),
+        ("a=b,!!c", 'Invalid value: "a=b,!!c": unable to parse requirement at character 5'),
+        ("a=(b", 'Invalid value: "a=(b": unable to parse requirement at character 1'),
+        ("x<y", 'Invalid value: "x<y": x: < needs an integer value'),
+        ("a=b;c", 'Invalid value: "b;c": a valid label must be'),
+        ("-a=b", 'Invalid value: "-a": name part must consist'),
+    ],
+)
+def test_text_selectors_that_do_not(text: str, message: str) -> None:
+    found = [str(e) for e in text_errors(text, Path("--selector"))]
+    assert found and found[0].startswith(f"--selector: {message}"), found

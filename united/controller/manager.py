@@ -7,10 +7,12 @@ which only run while leading. Child kinds whose CRD is absent (CloneSet, Advance
 StatefulSet without OpenKruise) are looked up at start and on a timer; when one appears
 its informer starts and every UnitedDeployment is re-queued.
 
-Shutdown on SIGTERM/SIGINT: readiness goes false, the queue stops taking keys and
-in-flight reconciles finish (up to ``shutdown_timeout``), informers stop, the Lease is
-released so a standby takes over at once, queued Events are flushed, and the HTTP server
-and client close last.
+Shutdown on SIGTERM/SIGINT, in any state (syncing against an unreachable API server,
+discovering, standby, leading): the start-up in progress is cancelled, readiness goes false,
+the queue stops taking keys and in-flight reconciles get ``shutdown_grace`` (3 s) before
+they are cancelled, informers stop, the Lease is released (bounded) so a standby takes over
+at once, queued Events are flushed (bounded), and the HTTP server and client close last —
+within :data:`STOP_WITHIN` in all.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ from united.controller.reconciler import (
 )
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import PODS
+from united.kube.errors import ConfigError
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
+from united.runtime.failures import FailureLog
 from united.runtime.health import HealthServer
 from united.runtime.informer import DELETED, MODIFIED, Informer, Store
 from united.runtime.leader import LeaderElector
@@ -52,6 +56,13 @@ from united.selector import parse as parse_selector
 
 log = structlog.get_logger(__name__)
 CONTROLLER = "uniteddeployment"
+RELEASE_WITHIN = 2.0
+"""Seconds releasing the Lease may take at shutdown."""
+EVENTS_WITHIN = 1.0
+"""Seconds queued Events may take to be posted at shutdown."""
+STOP_WITHIN = 10.0
+"""The documented bound from SIGTERM/SIGINT to exit, in every state: the shutdown grace of
+reconciles in flight, the Lease release and the Event flush, plus margin."""
 
 Json = dict[str, Any]
 
@@ -75,7 +86,11 @@ class Settings:
     http_host: str = "0.0.0.0"
     http_port: int = 8080
     discovery_interval: float = 30.0
-    shutdown_timeout: float = 30.0
+    shutdown_grace: float = 3.0
+    """Seconds reconciles in flight may finish in at shutdown before they are cancelled."""
+    child_sync_timeout: float = 10.0
+    """Seconds a child kind's first LIST may take before its UnitedDeployments are reported
+    ``ChildKindUnavailable`` (and every other kind is served); it is picked up when it syncs."""
     client_qps_timeout: float = 30.0
 
     @property
@@ -131,6 +146,11 @@ class Manager:
         self.child_informers: dict[str, list[Informer]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self._election: asyncio.Task[None] | None = None
+        self.failures = FailureLog()
+        """One place for the list/watch failures of every informer: one line per step
+        when they all fail the same way (an unreachable API server)."""
         self.uds = self._informers(settings.ud_resource, settings.selector, self._on_ud)
         self.revisions = self._informers(CONTROLLER_REVISIONS, None, self._on_owned)
         self.pods = self._informers(PODS, self.keys.subset_name, self._on_pod)
@@ -148,7 +168,9 @@ class Manager:
 
     def _informers(self, resource: Resource, selector: str | None, handler: Any) -> list[Informer]:
         made = [
-            Informer(self.client, resource, namespace=ns, label_selector=selector, handlers=[handler])
+            Informer(
+                self.client, resource, namespace=ns, label_selector=selector, handlers=[handler], failures=self.failures
+            )
             for ns in self.namespaces
         ]
         self.informers.extend(made)
@@ -204,6 +226,11 @@ class Manager:
             return False
 
     async def _discover(self) -> None:
+        """Start an informer for each child kind the cluster serves and has none yet, and
+        wait for its first LIST — but at most ``child_sync_timeout``: a kind that cannot be
+        listed (RBAC, a broken conversion webhook) must not hold up every other kind. Such a
+        kind's informers keep retrying in the background; until they sync, its
+        UnitedDeployments are ``ChildKindUnavailable`` with the informers' last error."""
         for variant in TEMPLATE_VARIANTS:
             if variant in self.child_informers:
                 continue
@@ -212,19 +239,47 @@ class Manager:
                 continue
             informers = [
                 Informer(
-                    self.client, resource, namespace=ns, label_selector=self.keys.subset_name, handlers=[self._on_child]
+                    self.client,
+                    resource,
+                    namespace=ns,
+                    label_selector=self.keys.subset_name,
+                    handlers=[self._on_child],
+                    failures=self.failures,
                 )
                 for ns in self.namespaces
             ]
             self.child_informers[variant] = informers
-            self.informers.extend(informers)
             self._tasks += [asyncio.create_task(i.run(), name=f"informer-{resource.plural}") for i in informers]
-            await asyncio.gather(*(i.has_synced.wait() for i in informers))
-            self.caches.children[variant] = _Stores(informers)
-            log.info("child kind available", kind=resource.kind, api=resource.api_version)
-            for ud in self.caches.uniteddeployments.list():
-                meta = ud.get("metadata") or {}
-                self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
+            synced = asyncio.create_task(self._when_synced(variant, informers), name=f"sync-{resource.plural}")
+            self._tasks.append(synced)
+            done, _ = await asyncio.wait({synced}, timeout=self.settings.child_sync_timeout)
+            if not done:
+                reason = "; ".join(sorted({i.last_error for i in informers if i.last_error})) or (
+                    f"cannot list {informers[0].name}: no answer within {self.settings.child_sync_timeout:g}s"
+                )
+                self.caches.unavailable[variant] = reason
+                log.warning(
+                    "child kind unavailable; its UnitedDeployments are stalled until it can be listed",
+                    kind=resource.kind,
+                    api=resource.api_version,
+                    error=reason,
+                )
+                self._requeue_all()
+
+    async def _when_synced(self, variant: str, informers: list[Informer]) -> None:
+        """Serve ``variant`` from ``informers`` once all of them have synced."""
+        await asyncio.gather(*(i.has_synced.wait() for i in informers))
+        self.informers.extend(informers)
+        self.caches.children[variant] = _Stores(informers)
+        self.caches.unavailable.pop(variant, None)
+        resource = informers[0].resource
+        log.info("child kind available", kind=resource.kind, api=resource.api_version)
+        self._requeue_all()
+
+    def _requeue_all(self) -> None:
+        for ud in self.caches.uniteddeployments.list():
+            meta = ud.get("metadata") or {}
+            self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
 
     async def _discovery_loop(self) -> None:
         while True:
@@ -269,25 +324,60 @@ class Manager:
     def request_stop(self) -> None:
         self._stopping.set()
 
+    def _not_synced(self) -> bool:
+        """Readiness: every informer in use has synced; else raise saying which have not, and why."""
+        waiting = [
+            f"{i.name} ({i.last_error or 'LIST in progress'})" for i in self.informers if not i.has_synced.is_set()
+        ]
+        if waiting:
+            raise RuntimeError("not synced: " + ", ".join(waiting))
+        return True
+
     async def run(self) -> int:
-        """Run until a signal or ``request_stop()``; 0 on a clean stop, 1 if leadership was lost."""
+        """Run until a signal or ``request_stop()``; 0 on a clean stop, 1 if leadership was lost.
+
+        Whatever the state — API server unreachable, informers syncing, discovery, standby,
+        leading with passes in flight — a stop request ends :meth:`_serve` at once and
+        :meth:`_shutdown` takes a bounded time (see :data:`STOP_WITHIN`). Raises
+        :class:`ConfigError` when the HTTP port cannot be bound."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
+        self.health.add_readiness_check("informers", self._not_synced)
+        try:
+            await self.health.start(self.settings.http_host, self.settings.http_port)
+        except OSError as exc:
+            raise ConfigError(
+                "--http-port",
+                f"cannot listen on {self.settings.http_host}:{self.settings.http_port}: "
+                + (os.strerror(exc.errno).lower() if exc.errno else str(exc)),
+            ) from None
         self.recorder.start()
-        port = await self.health.start(self.settings.http_host, self.settings.http_port)
-        log.info("serving health and metrics", port=port)
+        serve = asyncio.create_task(self._serve(), name="serve")
+        stop = asyncio.create_task(self._stopping.wait(), name="stop")
+        code = 0
+        try:
+            await asyncio.wait({serve, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if serve.done():
+                code = serve.result()
+            else:
+                serve.cancel()
+                await asyncio.gather(serve, return_exceptions=True)
+        finally:
+            stop.cancel()
+            await self._shutdown()
+        return code
+
+    async def _serve(self) -> int:
+        """Sync the caches, discover child kinds, win the election (if any), run the workers;
+        return 1 when leadership is lost (the caller exits, client-go style)."""
         self._tasks += [asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}") for i in self.informers]
         for task in self._tasks:
             self.health.watch_task(task.get_name(), task)
-        self.health.add_readiness_check("informers", lambda: all(i.has_synced.is_set() for i in self.informers))
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
         await self._discover()
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))
-        elector: LeaderElector | None = None
-        election: asyncio.Task[None] | None = None
-        code = 0
         if self.settings.leader_elect:
             elector = LeaderElector(
                 self.client,
@@ -297,49 +387,55 @@ class Manager:
                 on_started_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, True),
                 on_stopped_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, False),
             )
-            election = asyncio.create_task(elector.run(), name="leader-election")
-            stop = asyncio.create_task(self._stopping.wait())
-            elected = asyncio.create_task(elector.elected.wait())
-            await asyncio.wait({stop, elected}, return_when=asyncio.FIRST_COMPLETED)
-            stop.cancel()
-            elected.cancel()
-        workers: list[asyncio.Task[None]] = []
-        if not self._stopping.is_set():
-            log.info("starting workers", workers=self.settings.workers, identity=self.settings.identity)
-            self.controller_metrics.set_max_concurrent_reconciles(self.settings.workers)
-            workers = [asyncio.create_task(self._worker(), name=f"worker-{n}") for n in range(self.settings.workers)]
-            waiters: set[asyncio.Task[Any]] = {asyncio.create_task(self._stopping.wait())}
-            if election is not None:
-                waiters.add(election)
-            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            if election is not None and election in done and not self._stopping.is_set():
-                log.error("leadership lost; exiting")
-                code = 1
-            for w in waiters:
-                if w is not election:
-                    w.cancel()
-        await self._shutdown(workers, elector, election)
-        return code
+            election = self._election = asyncio.create_task(elector.run(), name="leader-election")
+            await elector.elected.wait()
+        log.info("starting workers", workers=self.settings.workers, identity=self.settings.identity)
+        self.controller_metrics.set_max_concurrent_reconciles(self.settings.workers)
+        self._workers = [asyncio.create_task(self._worker(), name=f"worker-{n}") for n in range(self.settings.workers)]
+        if not self.settings.leader_elect:
+            await asyncio.Event().wait()
+        # asyncio.wait, not await: cancelling _serve must not cancel (and so release) the election here.
+        await asyncio.wait({election})
+        log.error("leadership lost; exiting")
+        return 1
 
-    async def _shutdown(
-        self, workers: list[asyncio.Task[None]], elector: LeaderElector | None, election: asyncio.Task[None] | None
-    ) -> None:
-        log.info("shutting down")
-        self.health.set_shutting_down()
+    async def _stop_workers(self, grace: float) -> None:
+        """Stop taking keys; let passes in flight finish for ``grace`` seconds, then cancel them."""
         self.queue.shutdown()
+        workers, self._workers = self._workers, []
         if workers:
-            _, pending = await asyncio.wait(workers, timeout=self.settings.shutdown_timeout)
+            _, pending = await asyncio.wait(workers, timeout=grace)
             for task in pending:
                 task.cancel()
+            if pending:
+                log.warning(
+                    "cancelled reconciles still running after the shutdown grace", passes=len(pending), grace=grace
+                )
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _release(self) -> None:
+        """End the election; a held Lease is released (bounded: an unreachable API server
+        must not hold up the exit — the Lease then simply expires)."""
+        election, self._election = self._election, None
+        if election is None:
+            return
+        if not election.done():
+            election.cancel()  # the elector releases a held Lease on cancellation
+            _, pending = await asyncio.wait({election}, timeout=RELEASE_WITHIN)
+            if pending:
+                log.warning("releasing the lease took too long; it will expire instead", seconds=RELEASE_WITHIN)
+                election.cancel()
+        await asyncio.gather(election, return_exceptions=True)
+
+    async def _shutdown(self) -> None:
+        log.info("shutting down")
+        self.health.set_shutting_down()
+        await self._stop_workers(self.settings.shutdown_grace)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if elector is not None:
-            if election is not None and not election.done():
-                election.cancel()
-                await asyncio.gather(election, return_exceptions=True)
-            await elector.release()
-        await self.recorder.close()
+        await self._release()
+        await self.recorder.close(within=EVENTS_WITHIN)
         await self.health.stop()
         log.info("stopped")
 

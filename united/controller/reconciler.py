@@ -72,6 +72,8 @@ class Caches:
     pods: Store
     children: dict[str, Store] = field(default_factory=dict)
     """By template variant (``deploymentTemplate`` …); only kinds the cluster serves."""
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """By template variant: why a served kind cannot be used yet (``cannot list …: 403 …``)."""
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,9 @@ class _Pass:
         now = self.r.clock()
         if store is None:
             kind = KINDS[variant]
-            message = f"{kind.kind} ({kind.api_version}) is not served by this cluster; install its CRD (OpenKruise)"
+            message = self.r.caches.unavailable.get(variant) or (
+                f"{kind.kind} ({kind.api_version}) is not served by this cluster; install its CRD (OpenKruise)"
+            )
             self.event("Warning", "ChildKindUnavailable", message)
             status = stalled(
                 self.previous, generation=self.generation, problem=Problem("ChildKindUnavailable", message), now=now

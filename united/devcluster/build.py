@@ -54,11 +54,14 @@ Progress = Callable[[str], None]
 
 
 class ProvisionError(RuntimeError):
-    """A provisioning step failed; ``log`` is the build log to read."""
+    """A provisioning step failed; ``log`` is the build log to read, ``hint`` what a person
+    can do about it."""
 
-    def __init__(self, message: str, *, log: Path) -> None:
+    def __init__(self, message: str, *, log: Path, hint: str = "") -> None:
         super().__init__(f"{message} (build log: {log})")
+        self.message = message
         self.log = log
+        self.hint = hint or f"the build log says what went wrong: {log}"
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,11 @@ def provision(
                 return Binaries.from_layout(layout)
             _Builder(layout, report).run()
     except OSError as exc:
-        raise ProvisionError(f"cannot provision into {layout.root}: {exc}", log=layout.build_log) from exc
+        raise ProvisionError(
+            f"cannot provision into {layout.root}: {exc.strerror or exc}",
+            log=layout.build_log,
+            hint="make that directory writable, or point XDG_CACHE_HOME at a writable directory",
+        ) from exc
     if not is_provisioned(layout):
         raise ProvisionError("the build finished but the result is incomplete", log=layout.build_log)
     return Binaries.from_layout(layout)
@@ -246,19 +253,27 @@ class _Builder:
         seconds = int(time.monotonic() - self.started)
         return f"{seconds // 60}m{seconds % 60:02d}s"
 
-    def _fail(self, message: str) -> ProvisionError:
+    def _fail(self, message: str, *, hint: str = "") -> ProvisionError:
         with self.layout.build_log.open("a") as log:
             log.write(f"\n!! {message}\n")
-        return ProvisionError(message, log=self.layout.build_log)
+        return ProvisionError(message, log=self.layout.build_log, hint=hint)
 
     def _packages(self) -> None:
-        missing = missing_packages(APT_PACKAGES)
+        try:
+            missing = missing_packages(APT_PACKAGES)
+        except FileNotFoundError as exc:
+            raise self._fail(
+                f"this is not a Debian or Ubuntu system: {exc.filename or 'dpkg-query'} was not found",
+                hint=f"run it on Debian {DEBIAN_SUITE} (or Ubuntu with Go >= 1.18), e.g. in a python:3.11-bookworm "
+                "container; the control plane is built from Debian's packages",
+            ) from exc
         if not missing:
             self.report("[1/6] apt packages: present")
             return
         if os.geteuid() != 0:
             raise self._fail(
-                "missing Debian packages: " + " ".join(missing) + f"; run: sudo apt-get install -y {' '.join(missing)}"
+                "missing Debian packages: " + " ".join(missing) + " (installing them needs root)",
+                hint=f"run it once as root (it installs them), or first: sudo apt-get install -y {' '.join(missing)}",
             )
         self.report(f"[1/6] apt packages: installing {' '.join(missing)}")
         self._run(["apt-get", "update"], label="apt-get update")
@@ -411,7 +426,13 @@ class _Builder:
                 sys.stderr.write("\r\x1b[K")
                 sys.stderr.flush()
         if code != 0:
-            raise self._fail(f"step '{label}' failed with exit code {code}")
+            hint = (
+                "apt could not fetch from the package archive: check the network and the apt sources "
+                "(/etc/apt/sources.list*), then run it again"
+                if argv[0] == "apt-get"
+                else ""
+            )
+            raise self._fail(f"step '{label}' failed with exit code {code}", hint=hint)
 
 
 def _copy_lines(stream: IO[str], log: IO[str], last: list[str]) -> None:

@@ -21,7 +21,7 @@ import yaml
 from united import data
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds
-from united.devcluster.build import ProvisionError, provision, tail
+from united.devcluster.build import ProvisionError, provision
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_nodes
 from united.devcluster.volumes import VolumeProvisioner
@@ -49,6 +49,15 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def provision_failure(error: ProvisionError) -> str:
+    """One paragraph for a person: what failed, what to do, where the build log is."""
+    return (
+        f"united demo cannot start: building the local Kubernetes control plane failed: {error.message}.\n"
+        f"What to do: {error.hint}.\n"
+        f"Build log: {error.log}"
+    )
+
+
 def run(*, sample: str | None = None) -> int:
     """Run the demo until Ctrl-C (or SIGTERM). Returns the process exit code."""
     path: Traversable = Path(sample) if sample else data.sample(DEFAULT_SAMPLE)
@@ -65,7 +74,7 @@ def run(*, sample: str | None = None) -> int:
     try:
         binaries = provision(progress=_say)
     except ProvisionError as exc:
-        _say(f"cannot provision the local control plane: {exc}\n--- last lines of {exc.log} ---\n{tail(exc.log)}")
+        _say(provision_failure(exc))
         return 1
     _say("starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler) ...")
     cluster = LocalCluster(binaries)

@@ -40,16 +40,17 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 from united import __version__
-from united.kube.errors import ApiError, TransientError, error_from_status
+from united.kube.errors import ApiError, ConfigError, TransientError, error_from_status, transport_error
+from united.kube.kubeconfig import NO_SUCH_FILE
+from united.kube.kubeconfig import check as check_kubeconfig
+from united.kube.kubeconfig import where as kubeconfig_where
 
 JSON = dict[str, Any]
 JSONPatch = list[JSON]
 
 DEFAULT_USER_AGENT = f"united/{__version__}"
-ConfigError: type[Exception] = k8s_config.ConfigException
-"""What loading a kubeconfig or the in-cluster configuration raises (named here so that callers
-need not import kubernetes-asyncio)."""
 _HOME_KUBECONFIG = pathlib.Path.home() / ".kube" / "config"
+_SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +204,7 @@ async def _read_json(resp: aiohttp.ClientResponse, what: str) -> Any:
     try:
         data = await resp.read()
     except (TimeoutError, aiohttp.ClientError) as exc:
-        raise TransientError(f"{what}: reading the answer failed: {exc!r}") from exc
+        raise transport_error(exc, str(resp.url.origin())) from exc
     finally:
         resp.release()
     if not data:
@@ -259,7 +260,7 @@ class WatchStream:
             try:
                 line = await self._resp.content.readline()
             except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-                raise TransientError(f"watch {self._path}: stream broke: {exc!r}") from exc
+                raise transport_error(exc, self._client.host) from exc
             if not line:
                 raise StopAsyncIteration
             line = line.strip()
@@ -307,12 +308,28 @@ class KubeClient:
         running in a pod, else ``$KUBECONFIG`` or ``~/.kube/config``."""
         if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
             configuration = k8s_client.Configuration()
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            try:
+                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except (k8s_config.ConfigException, OSError, ValueError) as exc:
+                raise ConfigError(
+                    "in-cluster configuration",
+                    f"{str(exc).rstrip('.')} ({_SERVICE_ACCOUNT_DIR}): KUBERNETES_SERVICE_HOST is set, so this "
+                    "should be a pod with a mounted ServiceAccount token; or pass --kubeconfig FILE",
+                ) from None
             api = k8s_client.ApiClient(configuration)
             api.user_agent = user_agent
             return cls(api, request_timeout=request_timeout)
         path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(_HOME_KUBECONFIG)
-        return await cls.from_kubeconfig(path, user_agent=user_agent, request_timeout=request_timeout)
+        try:
+            return await cls.from_kubeconfig(path, user_agent=user_agent, request_timeout=request_timeout)
+        except ConfigError as exc:
+            if kubeconfig or os.environ.get("KUBECONFIG") or exc.message != NO_SUCH_FILE:
+                raise
+            raise ConfigError(
+                exc.where,
+                f"{NO_SUCH_FILE}, $KUBECONFIG is unset and this is not a pod (KUBERNETES_SERVICE_HOST is unset): "
+                "pass --kubeconfig FILE",
+            ) from None
 
     @classmethod
     async def from_kubeconfig(
@@ -324,14 +341,20 @@ class KubeClient:
         request_timeout: float = 30.0,
     ) -> KubeClient:
         """A client for the cluster and user of a kubeconfig file (its current context
-        unless ``context`` is given). Close it (or ``async with`` it) when done."""
+        unless ``context`` is given). Close it (or ``async with`` it) when done. A file that
+        cannot work raises :class:`~united.kube.errors.ConfigError` saying why."""
+        check_kubeconfig(path, context=context)
         configuration = k8s_client.Configuration()
-        await k8s_config.load_kube_config(
-            config_file=os.fspath(path),
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
+        try:
+            await k8s_config.load_kube_config(
+                config_file=os.fspath(path),
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        except (k8s_config.ConfigException, OSError, ValueError) as exc:
+            message = str(exc).removeprefix("Invalid kube-config file. ")
+            raise ConfigError(kubeconfig_where(path), message.splitlines()[0] if message else repr(exc)) from None
         api = k8s_client.ApiClient(configuration)
         api.user_agent = user_agent
         return cls(api, request_timeout=request_timeout)
@@ -404,7 +427,7 @@ class KubeClient:
             )
             code = resp.status
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise TransientError(f"{method} {path}: {exc!r}") from exc
+            raise transport_error(exc, self.host) from exc
         finally:
             if self.observer is not None:
                 self.observer(method, resource_of_path(path), code, time.perf_counter() - started)

@@ -10,7 +10,11 @@ every non-2xx answer of the API server is mapped here, once.
 
 from __future__ import annotations
 
+import errno
+import ssl
 from typing import Any
+
+import aiohttp
 
 
 class ApiError(Exception):
@@ -72,6 +76,61 @@ class TransientError(ApiError):
 
 class TooManyRequests(TransientError):
     """429: throttled by API priority and fairness; honour ``retry_after``."""
+
+
+class ConfigError(Exception):
+    """The configuration the program was started with cannot work (a kubeconfig that is
+    missing or broken, no in-cluster credentials, a port in use): ``where`` names the flag,
+    file or variable to fix, ``message`` what is wrong, so ``str()`` is the one line
+    ``where: message`` a person can act on — never a traceback."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+
+
+_ERRNO_WORDS = {
+    errno.ECONNREFUSED: ("ConnectionRefused", "connection refused"),
+    errno.ECONNRESET: ("ConnectionReset", "connection reset"),
+    errno.ETIMEDOUT: ("Timeout", "connection timed out"),
+    errno.EHOSTUNREACH: ("Unreachable", "host unreachable"),
+    errno.ENETUNREACH: ("Unreachable", "network unreachable"),
+    errno.EPIPE: ("ConnectionReset", "connection closed"),
+}
+
+
+def transport_error(exc: BaseException, server: str) -> TransientError:
+    """The :class:`TransientError` for a request that got no complete answer from ``server``,
+    worded for a person (``cannot reach https://127.0.0.1:6443: connection refused``) instead
+    of the repr of the HTTP library's internals, with a short ``reason``
+    (``ConnectionRefused``, ``Timeout``, ``DNS``, ``TLS``, ``Disconnected``...) for the
+    machine-readable ``error_type`` of log lines and for grouping repeated failures."""
+    reason, words = _describe(exc)
+    return TransientError(f"cannot reach {server}: {words}", reason=reason)
+
+
+def _describe(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "DNS", "cannot resolve the host name"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "TLS", f"its TLS certificate is not trusted ({exc.certificate_error})"
+    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError):
+        return "TLS", f"TLS handshake failed ({getattr(exc, 'reason', None) or exc})"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "Disconnected", "the server closed the connection"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "Disconnected", "the answer was cut short"
+    if isinstance(exc, TimeoutError):
+        return "Timeout", "no answer in time"
+    os_error = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
+    if isinstance(os_error, OSError):
+        code = os_error.errno
+        if code in _ERRNO_WORDS:
+            return _ERRNO_WORDS[code]
+        if os_error.strerror:
+            return "Unreachable", os_error.strerror.lower()
+    return type(exc).__name__, str(exc) or type(exc).__name__
 
 
 def namespace_terminating(error: ApiError) -> bool:

@@ -14,8 +14,10 @@ Why the two probes mean different things (controller-runtime's names and semanti
   not-ready first, so nothing new is routed to a pod that is going away.
 
 Both answer ``ok`` (200) or list the failing checks (503), in the same
-``[+]name ok`` / ``[-]name failed: reason`` style as the API server's own probes;
-``?verbose`` lists every check. ``/metrics`` serves the dedicated registry of
+``[+]name ok`` / ``[-]name failed: reason`` style as the API server's own probes (a
+check says *why* it fails by raising: ``informers failed: not synced: pods (cannot list
+pods: …)``); ``?verbose`` lists every check. A probe's failing checks are logged when
+they change, not on every probe. ``/metrics`` serves the dedicated registry of
 :class:`~united.runtime.metrics.Metrics` in the Prometheus text format through
 ``prometheus_client.aiohttp``.
 
@@ -61,6 +63,7 @@ class HealthServer:
         self._readiness: dict[str, Check] = {}
         self._check_timeout = check_timeout
         self._shutting_down = False
+        self._failing: dict[str, dict[str, str]] = {}
         self._runner: web.AppRunner | None = None
         self.app = web.Application()
         self.app.router.add_get("/healthz", self._healthz)
@@ -119,15 +122,20 @@ class HealthServer:
         results.append(CheckResult("shutdown", not self._shutting_down, "shutting down" if self._shutting_down else ""))
         return results
 
-    @staticmethod
-    def _respond(what: str, results: list[CheckResult], request: web.Request) -> web.Response:
+    def _respond(self, what: str, results: list[CheckResult], request: web.Request) -> web.Response:
+        failing = {r.name: r.reason for r in results if not r.ok}
+        if failing != self._failing.get(what, {}):
+            # Logged when the answer changes, not on every probe (a kubelet probes every few seconds).
+            self._failing[what] = failing
+            if failing:
+                _log.warning("probe failing", probe=what, failed=failing)
+            else:
+                _log.info("probe passing", probe=what)
         healthy = all(result.ok for result in results)
         if healthy and "verbose" not in request.query:
             return web.Response(text="ok")
         lines = [f"[+]{r.name} ok" if r.ok else f"[-]{r.name} failed: {r.reason}" for r in results]
         lines.append(f"{what} check {'passed' if healthy else 'failed'}")
-        if not healthy:
-            _log.warning("probe failed", probe=what, failed=[r.name for r in results if not r.ok])
         return web.Response(status=200 if healthy else 503, text="\n".join(lines) + "\n")
 
     async def _healthz(self, request: web.Request) -> web.Response:
@@ -142,7 +150,7 @@ class HealthServer:
         """Serve on ``host:port`` and return the bound port (``port=0`` picks a free one)."""
         if self._runner is not None:
             raise RuntimeError("health server already started")
-        runner = web.AppRunner(self.app, handle_signals=False, access_log=None)
+        runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         try:
             site = web.TCPSite(runner, host, port)

@@ -56,6 +56,7 @@ import structlog
 
 from united.kube.client import JSON, KubeClient, Resource, WatchEvent
 from united.kube.errors import Gone
+from united.runtime.failures import FailureLog
 
 __all__ = [
     "ADDED",
@@ -314,8 +315,9 @@ class Informer:
     (server-side filters), ``watch_timeout`` (minimum server-side watch length in
     seconds; each watch asks for a random length in [1, 2) times it),
     ``inactivity_timeout`` (reconnect after this long without any event or bookmark),
-    ``backoff_initial``/``backoff_max`` (seconds between attempts after failures)
-    and ``page_size`` for the LIST.
+    ``backoff_initial``/``backoff_max`` (seconds between attempts after failures),
+    ``page_size`` for the LIST and ``failures``, the :class:`FailureLog` its failures are
+    reported to (default: its own).
     """
 
     def __init__(
@@ -332,6 +334,7 @@ class Informer:
         backoff_max: float = 30.0,
         page_size: int = 500,
         handlers: Iterable[EventHandler] = (),
+        failures: FailureLog | None = None,
     ) -> None:
         if watch_timeout < 1 or inactivity_timeout <= 0:
             raise ValueError("need watch_timeout >= 1 and inactivity_timeout > 0")
@@ -352,6 +355,15 @@ class Informer:
         (bookmarks included). Empty means "LIST first"."""
         self._handlers: list[EventHandler] = list(handlers)
         self._failures = 0
+        self.name = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+        if namespace:
+            self.name += f" in {namespace}"
+        self.failures = failures or FailureLog()
+        """Where list/watch failures are logged; several informers share one so that the
+        same failure seen by all of them is one line per step (:mod:`~united.runtime.failures`)."""
+        self.last_error = ""
+        """Why the last LIST or watch failed (``cannot list deployments.apps: …``); empty
+        once one succeeds again. Readiness reports it for informers that have not synced."""
         self._log = log.bind(resource=resource.plural, namespace=namespace, selector=label_selector)
         # Counters, for tests and debugging.
         self.lists = 0
@@ -396,9 +408,8 @@ class Informer:
                 # trusted across the gap, so the next round re-lists.
                 self.errors += 1
                 self._failures += 1
-                self._log.warning(
-                    "list/watch failed; backing off and re-listing", error=repr(exc), failures=self._failures
-                )
+                self.last_error = f"cannot {'watch' if self.has_synced.is_set() else 'list'} {self.name}: {exc}"
+                self.failures.failed(resource=self.name, error=exc, attempt=self._failures)
                 self.resource_version = ""
                 await self._backoff()
 
@@ -423,9 +434,15 @@ class Informer:
         changes = self.store.replace(strip(obj) for obj in listed.items)
         self.resource_version = listed.resource_version
         self._log.debug("listed", objects=len(self.store), resource_version=self.resource_version, changes=len(changes))
+        self._recovered()
         for change in changes:
             await self._dispatch(change)
         self.has_synced.set()
+
+    def _recovered(self) -> None:
+        if self.last_error:
+            self.last_error = ""
+            self.failures.recovered(self.name)
 
     async def _watch(self) -> None:
         """One watch connection, until the server ends it or it goes quiet too long."""
@@ -443,6 +460,7 @@ class Informer:
                     timeout_seconds=timeout_seconds,
                 ) as events:
                     self.watches += 1
+                    self._recovered()
                     async for event in events:
                         deadline.reschedule(None)  # time spent in handlers is not inactivity
                         self._failures = 0

@@ -1,10 +1,17 @@
 """Mapping API answers to typed errors."""
 
+import asyncio
+import errno
+import socket
+
+import aiohttp
 import pytest
 
+from united.kube.client import KubeClient
 from united.kube.errors import (
     AlreadyExists,
     ApiError,
+    ConfigError,
     Conflict,
     Forbidden,
     Gone,
@@ -14,6 +21,7 @@ from united.kube.errors import (
     TransientError,
     Unauthorized,
     error_from_status,
+    transport_error,
 )
 
 
@@ -51,3 +59,56 @@ def test_a_non_status_body_still_gives_a_message() -> None:
     error = error_from_status(502, "<html>bad gateway</html>")
     assert isinstance(error, TransientError)
     assert "bad gateway" in str(error) and error.body == {}
+
+
+# Transport failures: a sentence a person can act on, not the HTTP library's repr
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_closed_port_is_connection_refused_in_words() -> None:
+    port = _closed_port()
+    async with KubeClient.for_server(f"https://127.0.0.1:{port}") as client:
+        with pytest.raises(TransientError) as caught:
+            await client.get_path("/version")
+    assert str(caught.value) == f"cannot reach https://127.0.0.1:{port}: connection refused"
+    assert caught.value.reason == "ConnectionRefused"
+    assert "ConnectionKey" not in str(caught.value)
+
+
+async def test_a_server_that_hangs_up_is_described() -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, KubeClient.for_server(f"http://127.0.0.1:{port}") as client:
+        with pytest.raises(TransientError) as caught:
+            await client.get_path("/version")
+    assert str(caught.value) == f"cannot reach http://127.0.0.1:{port}: the server closed the connection"
+    assert caught.value.reason == "Disconnected"
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason", "words"),
+    [
+        (TimeoutError(), "Timeout", "no answer in time"),
+        (OSError(errno.EHOSTUNREACH, "No route to host"), "Unreachable", "host unreachable"),
+        (OSError(errno.EACCES, "Permission denied"), "Unreachable", "permission denied"),
+        (aiohttp.ClientPayloadError("x"), "Disconnected", "the answer was cut short"),
+        (RuntimeError("odd"), "RuntimeError", "odd"),
+    ],
+)
+def test_transport_errors_in_words(exc: BaseException, reason: str, words: str) -> None:
+    error = transport_error(exc, "https://api:6443")
+    assert (error.reason, str(error)) == (reason, f"cannot reach https://api:6443: {words}")
+
+
+def test_config_error_is_one_line_naming_where() -> None:
+    error = ConfigError("kubeconfig /x", "no such file")
+    assert (str(error), error.where, error.message) == ("kubeconfig /x: no such file", "kubeconfig /x", "no such file")
