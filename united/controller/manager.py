@@ -7,6 +7,10 @@ which only run while leading. Child kinds whose CRD is absent (CloneSet, Advance
 StatefulSet without OpenKruise) are looked up at start and on a timer; when one appears
 its informer starts and every UnitedDeployment is re-queued.
 
+With leader election every write passes the elector's fence (no write unless the Lease is
+surely ours by this process's own clock); when leadership is lost the queued keys are
+dropped, the workers cancelled and the process exits with 1.
+
 Shutdown on SIGTERM/SIGINT: readiness goes false, the queue stops taking keys and
 in-flight reconciles finish (up to ``shutdown_timeout``), informers stop, the Lease is
 released so a standby takes over at once, queued Events are flushed, and the HTTP server
@@ -39,7 +43,7 @@ from united.controller.reconciler import (
     owners_of,
     resource_of,
 )
-from united.kube import ApiError, KubeClient, Resource
+from united.kube import ApiError, Fenced, KubeClient, Resource
 from united.kube.client import PODS
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
@@ -69,6 +73,9 @@ class Settings:
     leader_elect: bool = False
     leader_election_namespace: str = "united-system"
     leader_election_id: str = "united-controller"
+    leader_election_lease_duration: float = 15.0
+    leader_election_renew_deadline: float = 10.0
+    leader_election_retry_period: float = 2.0
     identity: str = field(
         default_factory=lambda: f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
     )
@@ -252,6 +259,13 @@ class Manager:
                 if outcome.requeue_after:
                     result = ReconcileResult.REQUEUE_AFTER
                     self.queue.add_after(key, outcome.requeue_after)
+            except Fenced as e:
+                # The Lease is not surely ours: the pass stopped at its next write. Requeued
+                # in case a late renewal keeps it ours; once leadership is lost the queue is
+                # shut and ignores this.
+                result = ReconcileResult.ERROR
+                log.warning("write refused: not the leader", ud=key, error=str(e))
+                self.queue.add_rate_limited(key)
             except (RetryableError, ApiError) as e:
                 result = ReconcileResult.ERROR
                 log.warning("reconcile failed; requeued with backoff", ud=key, error=str(e))
@@ -294,9 +308,13 @@ class Manager:
                 name=self.settings.leader_election_id,
                 namespace=self.settings.leader_election_namespace,
                 identity=self.settings.identity,
+                lease_duration=self.settings.leader_election_lease_duration,
+                renew_deadline=self.settings.leader_election_renew_deadline,
+                retry_period=self.settings.leader_election_retry_period,
                 on_started_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, True),
                 on_stopped_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, False),
             )
+            self.client.fence = elector.fence
             election = asyncio.create_task(elector.run(), name="leader-election")
             stop = asyncio.create_task(self._stopping.wait())
             elected = asyncio.create_task(elector.elected.wait())
@@ -315,11 +333,19 @@ class Manager:
             if election is not None and election in done and not self._stopping.is_set():
                 log.error("leadership lost; exiting")
                 code = 1
+                self._abandon(workers)
             for w in waiters:
                 if w is not election:
                     w.cancel()
         await self._shutdown(workers, elector, election)
         return code
+
+    def _abandon(self, workers: list[asyncio.Task[None]]) -> None:
+        """Leadership is lost and a new leader may be running already: no queued key may
+        start, and the passes in flight stop now (the fence refuses their writes anyway)."""
+        self.queue.shutdown(drop_queued=True)
+        for worker in workers:
+            worker.cancel()
 
     async def _shutdown(
         self, workers: list[asyncio.Task[None]], elector: LeaderElector | None, election: asyncio.Task[None] | None
