@@ -12,9 +12,9 @@ surely ours by this process's own clock); when leadership is lost the queued key
 dropped, the workers cancelled and the process exits with 1.
 
 Shutdown on SIGTERM/SIGINT: readiness goes false, the queue stops taking keys and
-in-flight reconciles finish (up to ``shutdown_timeout``), informers stop, the Lease is
-released so a standby takes over at once, queued Events are flushed, and the HTTP server
-and client close last.
+in-flight reconciles finish (up to ``shutdown_timeout``), informers stop, queued Events are
+flushed, the Lease is released so a standby takes over at once, and the HTTP server and
+client close last.
 """
 
 from __future__ import annotations
@@ -360,12 +360,12 @@ class Manager:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.recorder.close()  # while the Lease is ours: after release the fence refuses Events
         if elector is not None:
             if election is not None and not election.done():
                 election.cancel()
                 await asyncio.gather(election, return_exceptions=True)
             await elector.release()
-        await self.recorder.close()
         await self.health.stop()
         log.info("stopped")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+from tests.unit.runtime.test_leader import FakeLeases
 from united.controller.manager import Manager, Settings
 from united.controller.reconciler import Reconciler
-from united.kube import Fenced, KubeClient
+from united.kube import JSON, Fenced, KubeClient, Resource
+from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
 
 
@@ -30,8 +32,23 @@ class Passes:
             raise
 
 
-def manager(passes: Passes) -> Manager:
-    made = Manager(cast(KubeClient, object()), Settings(), metrics=Metrics(process_metrics=False))
+class Events:
+    """The Events API behind a fence, as :class:`KubeClient` puts it; 10 ms per answer."""
+
+    def __init__(self) -> None:
+        self.fence: Any = None
+        self.posted: list[str] = []
+
+    async def create(self, resource: Resource, body: JSON, *, namespace: str | None = None) -> JSON:
+        if self.fence is not None:
+            self.fence("POST", resource.path(namespace=namespace))
+        await asyncio.sleep(0.01)
+        self.posted.append(body["reason"])
+        return body
+
+
+def manager(passes: Passes, client: object = None) -> Manager:
+    made = Manager(cast(KubeClient, client or object()), Settings(), metrics=Metrics(process_metrics=False))
     made.reconciler = cast(Reconciler, passes)
     return made
 
@@ -69,3 +86,20 @@ async def test_a_fenced_pass_ends_quietly_and_its_key_waits_for_a_renewal() -> N
     m._abandon([worker])
     await asyncio.gather(worker, return_exceptions=True)
     assert m.queue.waiting == 0
+
+
+async def test_a_graceful_shutdown_posts_the_queued_events_before_it_releases_the_lease() -> None:
+    events = Events()
+    m = manager(Passes(), events)
+    elector = LeaderElector(FakeLeases(), name="united", namespace="ns", identity="me")
+    events.fence = elector.fence
+    election = asyncio.create_task(elector.run())
+    await asyncio.wait_for(elector.elected.wait(), 1)
+    m.recorder.start()
+    ud = {"apiVersion": "apps.united.io/v1alpha1", "kind": "UnitedDeployment", "metadata": {"name": "web"}}
+    reasons = [f"Reason{n}" for n in range(5)]
+    for reason in reasons:
+        m.recorder.normal(ud, reason, "from the last passes before SIGTERM")
+    await m._shutdown([], elector, election)
+    assert events.posted == reasons
+    assert not elector.is_leader
