@@ -84,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease (for >1 replica)")
     r.add_argument("--leader-election-namespace", default=os.environ.get("POD_NAMESPACE", "united-system"))
     r.add_argument("--leader-election-id", default="united-controller", help="name of the Lease")
+    for name, default, meaning in _LEASE_TIMINGS:
+        r.add_argument(_lease_flag(name), type=float, default=default, metavar="SECONDS", help=meaning)
     r.add_argument("--http-port", type=int, default=8080, help="port for /healthz, /readyz and /metrics")
     r.add_argument(
         "--discovery-interval",
@@ -190,13 +192,28 @@ def _render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_LEASE_TIMINGS = (
+    ("lease_duration", 15.0, "how long a standby waits for an unrenewed Lease before taking over (default 15)"),
+    ("renew_deadline", 10.0, "how long the leader may go without renewing before it stops writing (default 10)"),
+    ("retry_period", 2.0, "seconds between Lease attempts (default 2)"),
+)
+"""The elector's timings as flags (controller-runtime's names), by its parameter names."""
+
+
+def _lease_flag(name: str) -> str:
+    return "--leader-election-" + name.replace("_", "-")
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from united.controller.manager import Settings, run
     from united.kube.errors import ConfigError
+    from united.runtime.leader import timing_problems
 
     errors = _run_flag_errors(args)
+    timings = {name: float(getattr(args, f"leader_election_{name}")) for name, _, _ in _LEASE_TIMINGS}
+    errors += [FieldError(_lease_flag(name), message) for name, message in timing_problems(**timings).items()]
     if errors:
         raise ManifestError(errors)
     configure_logging(log_format=args.log_format, level=args.log_level)
@@ -209,6 +226,9 @@ def _run(args: argparse.Namespace) -> int:
         leader_elect=args.leader_elect,
         leader_election_namespace=args.leader_election_namespace,
         leader_election_id=args.leader_election_id,
+        leader_election_lease_duration=timings["lease_duration"],
+        leader_election_renew_deadline=timings["renew_deadline"],
+        leader_election_retry_period=timings["retry_period"],
         http_port=args.http_port,
         discovery_interval=args.discovery_interval,
     )

@@ -32,9 +32,15 @@ def proxy_for(cluster: LocalCluster, identity: Path, *, name: str, seed: int = S
 
 
 def proxied_controller(
-    proxy: ThreadedFaultProxy, identity: Path, path: Path, *, name: str, leader_elect: bool = False
+    proxy: ThreadedFaultProxy,
+    identity: Path,
+    path: Path,
+    *,
+    name: str,
+    leader_elect: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> Controller:
     """A (not yet started) controller under its own identity whose every request goes
-    through ``proxy``; its kubeconfig is written to ``path``."""
+    through ``proxy``; its kubeconfig is written to ``path``; ``extra``: more flags."""
     kubeconfig = proxy.write_kubeconfig(path, token=token_of(identity), user="united-controller")
-    return Controller(kubeconfig, name=name, leader_elect=leader_elect)
+    return Controller(kubeconfig, name=name, leader_elect=leader_elect, extra=extra)

@@ -7,10 +7,16 @@ its next retry, about 2 s). Take-over time = from the signal to the standby's fi
 Lease write, read from its proxy's log; each new leader must then serve a scale write. The
 logs prove the standby wrote nothing but Lease requests before it took over, while its
 informers (LIST/WATCH) kept its caches warm.
+
+A third test freezes the leader (SIGSTOP) in the middle of its passes, past its Lease, lets the
+standby take over and serve new work, then resumes it (SIGCONT) with stale caches, a pass in
+flight and keys to queue: its own proxy's log must show no write from it after its Lease
+expired (issue 15, item 4), and it must exit (code 1) on its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from pathlib import Path
@@ -53,6 +59,13 @@ def _acquired(proxy: ThreadedFaultProxy, identity: str, since: float) -> LogEntr
     return wins[0]
 
 
+async def _three_uds(kube: KubeClient, namespace: str, prefix: str) -> list[str]:
+    names = [f"{prefix}-{i}" for i in range(3)]
+    for i, name in enumerate(names):
+        await kube.create(UD, storm_doc(name, i, replicas=2), namespace=namespace)
+    return names
+
+
 def _standby_writes(proxy: ThreadedFaultProxy, identity: str, until: float) -> list[str]:
     return [
         f"{e.method} {e.path}" for e in proxy.log.writes(identity=identity) if e.time < until and e.resource != "leases"
@@ -67,9 +80,7 @@ async def test_standby_takes_over_after_sigkill_and_sigterm_and_never_writes_whi
     controller_identity: Path,
     tmp_path: Path,
 ) -> None:
-    names = [f"le-{i}" for i in range(3)]
-    for i, name in enumerate(names):
-        await kube.create(UD, storm_doc(name, i, replicas=2), namespace=namespace)
+    names = await _three_uds(kube, namespace, "le")
     proxies = {n: proxy_for(cluster, controller_identity, name=n) for n in ("a", "b")}
     controllers = {
         n: proxied_controller(
@@ -146,5 +157,116 @@ async def test_standby_takes_over_after_sigkill_and_sigterm_and_never_writes_whi
             "standby writes other than Lease while not leading": 0,
             "standby LIST/WATCH requests while not leading": b_lists,
             "standby Lease polls (GET)": b_lease_polls,
+        },
+    )
+
+
+LEASE, RENEW, RETRY = 8, 6, 1
+"""Shorter Lease timings for the freeze test (seconds): its pause must outlast the Lease."""
+
+
+def _last_renewal(proxy: ThreadedFaultProxy, identity: str) -> float:
+    """When the last Lease write of ``identity`` that succeeded arrived."""
+    renewals = [e.time for e in proxy.log.writes(identity=identity, resource="leases") if e.status in (200, 201)]
+    assert renewals, f"{identity} never wrote the Lease"
+    return max(renewals)
+
+
+def _not_lease(entry: LogEntry) -> bool:
+    return entry.resource != "leases"
+
+
+async def _exit_code(controller: Controller, within: float) -> int:
+    async def exited() -> int:
+        assert controller.proc is not None
+        code = controller.proc.poll()
+        assert code is not None, "still running"
+        return code
+
+    return await eventually(exited, within=within, interval=0.1, what=f"{controller.log_path.name} exiting")
+
+
+async def test_a_leader_frozen_past_its_lease_writes_nothing_when_it_resumes(
+    cluster: LocalCluster,
+    sim: Simulation,
+    kube: KubeClient,
+    namespace: str,
+    controller_identity: Path,
+    tmp_path: Path,
+) -> None:
+    names = await _three_uds(kube, namespace, "fz")
+    timings = (
+        *("--leader-election-lease-duration", str(LEASE)),
+        *("--leader-election-renew-deadline", str(RENEW)),
+        *("--leader-election-retry-period", str(RETRY)),
+    )
+    proxies = {n: proxy_for(cluster, controller_identity, name=n) for n in ("a", "b")}
+    controllers = {
+        n: proxied_controller(
+            p, controller_identity, tmp_path / f"{n}.kubeconfig", name=f"chaos-fz-{n}", leader_elect=True, extra=timings
+        )
+        for n, p in proxies.items()
+    }
+    a, b = controllers["a"], controllers["b"]
+    codes: dict[str, int | None] = {}
+    try:
+        a.start()
+        await _wait_leading(a, within=40)  # a Lease left by an earlier test may have to expire first
+        b.start()
+        await wait_converged(kube, namespace, within=90, what="converged under leader a", controllers=[a, b])
+        assert not _leading(b)
+
+        # Slow a's writes (not its Lease) so that passes are in flight when it freezes.
+        proxies["a"].add_rule(methods={"POST", "PUT", "PATCH", "DELETE"}, path=r"^(?!.*/leases/)", latency=1.5)
+        mark = proxies["a"].log.mark()
+        for name, replicas in zip(names, (5, 4, 3), strict=True):
+            await scale(kube, namespace, name, replicas)
+        await proxies["a"].log.wait_for(
+            1, within=30, identity="a", method={"POST", "PUT", "PATCH", "DELETE"}, since=mark, where=_not_lease
+        )
+        assert a.proc is not None
+        a.proc.send_signal(signal.SIGSTOP)
+        frozen = time.time()
+
+        # While a is frozen: the standby takes over and serves new work, which a's watches
+        # will deliver to its stale caches (queued keys) when it resumes.
+        for name, replicas in zip(names, (1, 6, 2), strict=True):
+            await scale(kube, namespace, name, replicas)
+        await _wait_leading(b, within=40)
+        await wait_converged(kube, namespace, within=90, what="served by b while a is frozen", controllers=[b])
+        expired = _last_renewal(proxies["a"], "a") + LEASE
+        assert time.time() > expired, "a's Lease has not run out yet"
+
+        a.proc.send_signal(signal.SIGCONT)
+        resumed = time.time()
+        codes["a"] = await _exit_code(a, within=40)
+        exit_seconds = time.time() - resumed
+        late = [
+            f"{e.method} {e.path} at +{e.time - expired:.2f}s"
+            for e in proxies["a"].log.writes(identity="a", where=_not_lease)
+            if e.time >= expired
+        ]
+        before_freeze = len(proxies["a"].log.writes(identity="a", since=mark, where=lambda e: e.time < frozen))
+        await scale(kube, namespace, names[0], 3)
+        await wait_converged(kube, namespace, within=90, what="converged under b after a resumed", controllers=[b])
+    finally:
+        if a.proc is not None and a.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                a.proc.send_signal(signal.SIGCONT)
+        for n, c in controllers.items():
+            codes.setdefault(n, c.stop())
+        for proxy in proxies.values():
+            proxy.stop()
+    assert not late, f"the old leader wrote after its Lease expired: {late}"
+    assert codes["a"] == 1, f"the old leader exited with {codes['a']}; see {a.log_path}"
+    assert codes["b"] == 0, f"controller b exited with {codes['b']}; see {b.log_path}"
+    record(
+        "leader election: frozen leader",
+        {
+            "Lease / renew deadline / retry, seconds": f"{LEASE} / {RENEW} / {RETRY}",
+            "old leader's writes between the scale and its freeze": before_freeze,
+            "seconds frozen": round(resumed - frozen, 1),
+            "old leader's writes after its Lease expired": len(late),
+            "seconds from SIGCONT to its exit (code 1)": round(exit_seconds, 1),
         },
     )

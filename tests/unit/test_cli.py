@@ -541,7 +541,9 @@ def test_allocation_error_is_a_field_error(monkeypatch: pytest.MonkeyPatch, caps
     }
 
 
-def test_run_flags_become_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def ran(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What ``united run`` passed on: the logging options, then the controller's settings."""
     from united.controller import manager
 
     seen: list[Any] = []
@@ -552,10 +554,14 @@ def test_run_flags_become_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(manager, "run", fake_run)
     monkeypatch.setattr(cli, "configure_logging", lambda **kw: seen.append(kw))
+    return seen
+
+
+def test_run_flags_become_settings(ran: list[Any]) -> None:
     argv = ["run", "--kubeconfig", "k.yaml", "--api-group", "apps.kruise.io", "--namespace", "a", "--namespace", "b"]
     argv += ["--selector", "shard=1", "--workers", "5", "--leader-elect", "--http-port", "9090"]
     assert cli.main(argv) == 0
-    settings = seen[-1]
+    settings = ran[-1]
     assert (settings.kubeconfig, settings.api_group, settings.namespaces, settings.selector) == (
         "k.yaml",
         "apps.kruise.io",
@@ -568,6 +574,25 @@ def test_run_flags_become_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_run_rejects_zero_workers(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", "--workers", "0"]) == 2
     assert capsys.readouterr().err == "--workers: Invalid value: 0: must be at least 1\n"
+
+
+def test_run_takes_the_lease_timings(ran: list[Any]) -> None:
+    argv = ["run", "--leader-election-lease-duration", "6", "--leader-election-renew-deadline", "4"]
+    assert cli.main([*argv, "--leader-election-retry-period", "0.5"]) == 0
+    timings = (
+        ran[-1].leader_election_lease_duration,
+        ran[-1].leader_election_renew_deadline,
+        ran[-1].leader_election_retry_period,
+    )
+    assert timings == (6.0, 4.0, 0.5)
+
+
+def test_run_rejects_unsafe_lease_timings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--leader-election-renew-deadline", "15", "--leader-election-retry-period", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "--leader-election-renew-deadline: Invalid value: 15: must be less than the lease duration (15)\n"
+        "--leader-election-retry-period: Invalid value: 0: must be greater than 0\n"
+    )
 
 
 def test_demo_passes_the_sample(monkeypatch: pytest.MonkeyPatch) -> None:

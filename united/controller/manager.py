@@ -7,6 +7,10 @@ which only run while leading. Child kinds whose CRD is absent (CloneSet, Advance
 StatefulSet without OpenKruise) are looked up at start and on a timer; when one appears
 its informer starts and every UnitedDeployment is re-queued.
 
+With leader election every write passes the elector's fence (no write unless the Lease is
+surely ours by this process's own clock); when leadership is lost the queued keys are
+dropped, the passes in flight cancelled and the process exits with 1.
+
 Shutdown on SIGTERM/SIGINT, in any state (syncing against an unreachable API server,
 discovering, standby, leading): the start-up in progress is cancelled, readiness goes false,
 the queue stops taking keys and in-flight reconciles get ``shutdown_grace`` (3 s) before
@@ -41,7 +45,7 @@ from united.controller.reconciler import (
     owners_of,
     resource_of,
 )
-from united.kube import ApiError, KubeClient, Resource
+from united.kube import ApiError, Fenced, KubeClient, Resource
 from united.kube.client import PODS
 from united.kube.errors import ConfigError
 from united.log import bind_reconcile
@@ -80,6 +84,9 @@ class Settings:
     leader_elect: bool = False
     leader_election_namespace: str = "united-system"
     leader_election_id: str = "united-controller"
+    leader_election_lease_duration: float = 15.0
+    leader_election_renew_deadline: float = 10.0
+    leader_election_retry_period: float = 2.0
     identity: str = field(
         default_factory=lambda: f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
     )
@@ -307,6 +314,13 @@ class Manager:
                 if outcome.requeue_after:
                     result = ReconcileResult.REQUEUE_AFTER
                     self.queue.add_after(key, outcome.requeue_after)
+            except Fenced as e:
+                # The Lease is not surely ours: the pass stopped at its next write. Requeued
+                # in case a late renewal keeps it ours; once leadership is lost the queue is
+                # shut and ignores this.
+                result = ReconcileResult.ERROR
+                log.warning("write refused: not the leader", ud=key, error=str(e))
+                self.queue.add_rate_limited(key)
             except (RetryableError, ApiError) as e:
                 result = ReconcileResult.ERROR
                 log.warning("reconcile failed; requeued with backoff", ud=key, error=str(e))
@@ -384,9 +398,13 @@ class Manager:
                 name=self.settings.leader_election_id,
                 namespace=self.settings.leader_election_namespace,
                 identity=self.settings.identity,
+                lease_duration=self.settings.leader_election_lease_duration,
+                renew_deadline=self.settings.leader_election_renew_deadline,
+                retry_period=self.settings.leader_election_retry_period,
                 on_started_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, True),
                 on_stopped_leading=lambda: self.metrics.set_leader(self.settings.leader_election_id, False),
             )
+            self.client.fence = elector.fence
             election = self._election = asyncio.create_task(elector.run(), name="leader-election")
             await elector.elected.wait()
         log.info("starting workers", workers=self.settings.workers, identity=self.settings.identity)
@@ -397,7 +415,15 @@ class Manager:
         # asyncio.wait, not await: cancelling _serve must not cancel (and so release) the election here.
         await asyncio.wait({election})
         log.error("leadership lost; exiting")
+        self._abandon()
         return 1
+
+    def _abandon(self) -> None:
+        """Leadership is lost and a new leader may be running already: no queued key may
+        start, and the passes in flight stop now (the fence refuses their writes anyway)."""
+        self.queue.shutdown(drop_queued=True)
+        for worker in self._workers:
+            worker.cancel()
 
     async def _stop_workers(self, grace: float) -> None:
         """Stop taking keys; let passes in flight finish for ``grace`` seconds, then cancel them."""
@@ -434,8 +460,8 @@ class Manager:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.recorder.close(within=EVENTS_WITHIN)  # while the Lease is ours: the fence refuses them after
         await self._release()
-        await self.recorder.close(within=EVENTS_WITHIN)
         await self.health.stop()
         log.info("stopped")
 

@@ -49,6 +49,7 @@ JSON = dict[str, Any]
 JSONPatch = list[JSON]
 
 DEFAULT_USER_AGENT = f"united/{__version__}"
+_READS = frozenset({"GET", "HEAD"})
 _HOME_KUBECONFIG = pathlib.Path.home() / ".kube" / "config"
 _SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -294,6 +295,10 @@ class KubeClient:
         self.observer: Callable[[str, str, int, float], None] | None = None
         """Called after every request with (verb, resource, HTTP code or 0, seconds), e.g. to
         count API requests by verb and code; watches report when their stream opens."""
+        self.fence: Callable[[str, str], None] | None = None
+        """Consulted with (method, path) right before every request that is not a read; it
+        raises :class:`~united.kube.errors.Fenced` to refuse it (leader election closes it
+        when this process may no longer be the leader). None: every write may go."""
         _stop_trusting_environment(api_client)
 
     @classmethod
@@ -411,6 +416,8 @@ class KubeClient:
         request_timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> aiohttp.ClientResponse:
         """Send one request; return the open response of a 2xx answer, raise otherwise."""
+        if self.fence is not None and method not in _READS:
+            self.fence(method, path)
         headers = {"Accept": "application/json", "Content-Type": content_type}
         started = time.perf_counter()
         code = 0

@@ -133,6 +133,13 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     return type(exc).__name__, str(exc) or type(exc).__name__
 
 
+class Fenced(Exception):
+    """A write this process may no longer make: it is not (or no longer surely) the leader.
+
+    Not an :class:`ApiError`, on purpose: nothing was sent, and no caller may treat it as
+    a failed request to retry, report or work around. Whoever catches it stops at once."""
+
+
 def namespace_terminating(error: ApiError) -> bool:
     """The API server refused a create because the namespace is being deleted (a 403 with
     cause ``NamespaceTerminating``): nothing can be created there any more, and the objects

@@ -39,6 +39,9 @@ budget. The check happens in :meth:`EventRecorder.event`, before queueing, so a
 spamming object cannot fill the queue either. Every occurrence costs a token, an
 aggregated one included, exactly like client-go.
 
+An Event is a write like any other: when the client's leader-election fence refuses it
+(``Fenced``: this replica no longer surely leads) it is dropped and counted as ``fenced``.
+
 Events about Events are never emitted (that way lies infinite recursion through
 any watcher that reacts to Events).
 
@@ -63,7 +66,7 @@ from typing import Any, NamedTuple, Protocol, Self
 import structlog
 
 from united.kube.client import JSON, PatchType, Resource
-from united.kube.errors import ApiError
+from united.kube.errors import ApiError, Fenced
 from united.runtime.metrics import Metrics
 
 CORE_EVENTS = Resource("", "v1", "events", True, "Event")
@@ -99,6 +102,7 @@ class Outcome(StrEnum):
     QUEUE_FULL = "queue_full"
     FAILED = "failed"
     IGNORED = "ignored"
+    FENCED = "fenced"
 
 
 class EventSink(Protocol):
@@ -376,6 +380,9 @@ class EventRecorder:
                 await self._post(pending)
             except asyncio.CancelledError:
                 raise
+            except Fenced:
+                self._count(Outcome.FENCED)
+                _log.debug("event refused: not the leader", reason=pending.reason)
             except Exception:
                 self._count(Outcome.FAILED)
                 _log.exception("posting an event failed unexpectedly", reason=pending.reason)

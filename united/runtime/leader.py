@@ -15,11 +15,20 @@ algorithm here is client-go's (ideas, not code):
   (optimistic concurrency): a ``Conflict`` means someone else wrote the Lease and
   the attempt failed. The leader first tries its cached copy (client-go's fast
   path, one request), then falls back to GET + PUT. If no renewal succeeds within
-  ``renew_deadline`` — or the Lease shows another live holder — leadership is
-  **lost**: :attr:`LeaderElector.lost` is set, ``on_stopped_leading`` is called
+  ``renew_deadline`` of the start of the last successful one — or the Lease shows
+  another live holder — leadership is **lost**: :attr:`LeaderElector.lost` is set, ``on_stopped_leading`` is called
   and :meth:`LeaderElector.run` returns. The caller must then stop acting as leader
   and should **exit the process** (client-go practice): in-flight work may already
   race a new leader, and a fresh process re-joins cleanly as a standby.
+* **Fence**: every write but the elector's own Lease writes passes :meth:`LeaderElector.fence`
+  (the client's ``fence`` hook), which refuses it unless the Lease is held *by this
+  process's monotonic clock*: until the start of the last successful acquire/renew plus
+  ``renew_deadline``. A standby takes over no earlier than ``lease_duration`` after it saw
+  that write, so the margin between the two tolerates clocks running up to
+  ``lease_duration / renew_deadline`` (1.5) times apart — client-go's reasoning about clock
+  skew rate. The check is synchronous, right before the request is sent: a process frozen
+  (SIGSTOP, a long GC or VM pause) and resumed with stale state refuses its next write
+  even before the election task has run and noticed. Renewal gives up at the same instant.
 * **Release** on graceful shutdown writes an empty holder and
   ``leaseDurationSeconds: 1`` (client-go's ``ReleaseOnCancel``), so a standby takes
   over at its next retry instead of waiting out a whole lease.
@@ -46,7 +55,7 @@ from typing import Any, Protocol
 import structlog
 
 from united.kube.client import JSON, LEASES, Resource
-from united.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from united.kube.errors import AlreadyExists, ApiError, Conflict, Fenced, NotFound
 
 __all__ = [
     "MICROTIME_FORMAT",
@@ -54,6 +63,7 @@ __all__ = [
     "LeaseClient",
     "format_microtime",
     "parse_microtime",
+    "timing_problems",
     "utcnow",
 ]
 
@@ -84,6 +94,26 @@ def parse_microtime(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
+def timing_problems(*, lease_duration: float, renew_deadline: float, retry_period: float) -> dict[str, str]:
+    """What makes these timings unsafe, by parameter name (empty when they are consistent):
+    ``lease_duration >= 1`` and ``lease_duration > renew_deadline > 1.2 * retry_period > 0``."""
+    problems: dict[str, str] = {}
+    if lease_duration < 1:
+        problems["lease_duration"] = f"Invalid value: {lease_duration:g}: must be at least 1"
+    elif not renew_deadline < lease_duration:
+        problems["renew_deadline"] = (
+            f"Invalid value: {renew_deadline:g}: must be less than the lease duration ({lease_duration:g})"
+        )
+    if not retry_period > 0:
+        problems["retry_period"] = f"Invalid value: {retry_period:g}: must be greater than 0"
+    elif not (1 + _JITTER) * retry_period < renew_deadline:
+        problems["retry_period"] = (
+            f"Invalid value: {retry_period:g}: must be less than the renew deadline / {1 + _JITTER:g}"
+            f" ({renew_deadline / (1 + _JITTER):g})"
+        )
+    return problems
+
+
 class LeaseClient(Protocol):
     """The three calls the elector makes; :class:`~united.kube.client.KubeClient` has them."""
 
@@ -100,6 +130,7 @@ class LeaderElector:
     Typical use::
 
         elector = LeaderElector(client, name="united", namespace=ns, identity=pod_name)
+        client.fence = elector.fence    # no write unless the Lease is surely ours
         election = asyncio.create_task(elector.run())
         await elector.elected.wait()
         ...  # start the leader-only work
@@ -129,8 +160,11 @@ class LeaderElector:
     ) -> None:
         if not identity:
             raise ValueError("identity must not be empty")
-        if lease_duration < 1 or not lease_duration > renew_deadline > (1 + _JITTER) * retry_period > 0:
-            raise ValueError("need lease_duration >= 1 and lease_duration > renew_deadline > 1.2 * retry_period > 0")
+        problems = timing_problems(
+            lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period
+        )
+        if problems:
+            raise ValueError("; ".join(f"{name}: {message}" for name, message in problems.items()))
         self.client = client
         self.name = name
         self.namespace = namespace
@@ -151,6 +185,8 @@ class LeaderElector:
         self._lease: JSON | None = None  # our last successful write, for the renew fast path
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at = 0.0  # loop time when _observed_spec last changed
+        self._valid_until = 0.0  # loop time: start of the last successful write + renew_deadline
+        self._lease_paths = {LEASES.path(namespace=namespace), LEASES.path(namespace=namespace, name=name)}
         self._lock = asyncio.Lock()
         self._log = log.bind(lease=f"{namespace}/{name}", identity=identity)
 
@@ -160,6 +196,18 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """Whether this elector holds the Lease (as of its last successful write)."""
         return self._leading
+
+    def holds_lease(self) -> bool:
+        """Whether this process surely holds the Lease now, by its own monotonic clock
+        (see *Fence* in the module docstring); stricter than :attr:`is_leader`, which
+        lags until the election task runs."""
+        return self._leading and asyncio.get_running_loop().time() < self._valid_until
+
+    def fence(self, method: str, path: str) -> None:
+        """A :attr:`~united.kube.client.KubeClient.fence`: raises :class:`Fenced` for a
+        write (other than to our own Lease) unless :meth:`holds_lease`."""
+        if path not in self._lease_paths and not self.holds_lease():
+            raise Fenced(f"{method} {path} refused: this process does not hold the Lease {self.namespace}/{self.name}")
 
     @property
     def observed_holder(self) -> str | None:
@@ -201,13 +249,12 @@ class LeaderElector:
             await self._sleep_jittered()
             if self._stopped or not self._leading:
                 return
-            deadline = loop.time() + self.renew_deadline
             while True:
-                if await self._attempt_within(deadline - loop.time()):
+                if await self._attempt_within(self._valid_until - loop.time()):
                     break
                 if self._stopped or not self._leading:
                     return
-                if self._other_holder_alive(loop.time()) or loop.time() + self.retry_period >= deadline:
+                if self._other_holder_alive(loop.time()) or loop.time() + self.retry_period >= self._valid_until:
                     self._lose()
                     return
                 await asyncio.sleep(self.retry_period)
@@ -236,11 +283,15 @@ class LeaderElector:
         async with self._lock:
             if self._stopped:
                 return False
+            started = asyncio.get_running_loop().time()
             try:
-                return await self._try()
+                won = await self._try()
             except ApiError as exc:
                 self._log.warning("lease attempt failed", error=str(exc))
                 return False
+            if won:
+                self._valid_until = started + self.renew_deadline
+            return won
 
     async def _try(self) -> bool:
         loop = asyncio.get_running_loop()

@@ -326,7 +326,7 @@ class Metrics:
         self.events_total = Counter(
             "united_events_total",
             "Kubernetes Events handled by the event recorder, by outcome (created, aggregated, "
-            "rate_limited, queue_full, failed, ignored)",
+            "rate_limited, queue_full, failed, ignored, fenced)",
             ["outcome"],
             registry=r,
         )

@@ -355,10 +355,17 @@ class WorkQueue(Generic[K]):
 
     # -- shutting down ----------------------------------------------------------------
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, drop_queued: bool = False) -> None:
         """Stop accepting keys and drop the delayed ones. Workers still get the keys
-        queued already, then :class:`ShutDown`."""
+        queued already, then :class:`ShutDown` — unless ``drop_queued``: then those are
+        dropped too and every :meth:`get` raises at once (leadership lost: nothing queued
+        may be processed any more)."""
         self._shutting_down = True
+        if drop_queued:
+            self._queue.clear()
+            self._dirty.clear()
+            self._added_at.clear()
+            self.metrics.on_depth(0)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -8,7 +8,7 @@ import pytest
 
 from tests.unit.test_adaptive import Cluster, FakeClient, store_of
 from united.controller.reconciler import resource_of
-from united.kube.errors import Forbidden, error_from_status, namespace_terminating
+from united.kube.errors import Fenced, Forbidden, error_from_status, namespace_terminating
 
 DEPLOYMENTS = resource_of("deploymentTemplate")
 STATEFULSETS = resource_of("statefulSetTemplate")
@@ -55,6 +55,36 @@ async def test_another_forbidden_create_still_fails_the_pass() -> None:
     c.client = RefusingClient({**TERMINATING, "details": {}})
     with pytest.raises(Forbidden, match="forbidden"):
         await c.reconcile(0.0)
+
+
+class FencingClient(FakeClient):
+    """Lets ``allowed`` writes through, then refuses every one as the leader-election fence
+    does once the Lease has run out."""
+
+    def __init__(self, allowed: int) -> None:
+        super().__init__()
+        self.allowed = allowed
+
+    def _gate(self) -> None:
+        if len(self.calls) >= self.allowed:
+            raise Fenced("not the leader")
+
+    async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
+        self._gate()
+        return await super().create(resource, body, namespace=namespace)
+
+    async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
+        self._gate()
+        return await super().patch(resource, name, body, **kw)
+
+
+async def test_a_fenced_write_stops_the_pass_with_no_warning_and_no_status_write() -> None:
+    c = Cluster({}, replicas=4, a=(1, 1), b=(1, 1))  # a revision to create, then two scale patches
+    c.client = FencingClient(allowed=1)
+    with pytest.raises(Fenced):
+        await c.reconcile(0.0)
+    assert [(v, w) for v, w, _, _ in c.client.calls] == [("create", "controllerrevisions")]
+    assert c.recorder.events == []
 
 
 def test_namespace_terminating_reads_the_status_cause() -> None:

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from united.devcluster.cluster import free_ports
 from united.kube.client import CLONE_SETS, PODS, KubeClient, PatchType
-from united.kube.errors import Gone, NotFound, TooManyRequests, TransientError
+from united.kube.errors import Fenced, Gone, NotFound, TooManyRequests, TransientError
 
 Seen = list[dict[str, Any]]
 
@@ -130,6 +130,36 @@ async def test_watch_yields_events_tracks_bookmarks_and_raises_gone(
     assert got == [("ADDED", "11"), ("BOOKMARK", "15")]
     assert seen[0]["query"] == {"watch": "true", "allowWatchBookmarks": "true",
                                 "timeoutSeconds": "5", "resourceVersion": "10"}
+
+
+async def test_a_closed_fence_refuses_every_write_before_it_is_sent_and_lets_reads_through(
+    server: tuple[str, Seen],
+) -> None:
+    url, seen = server
+    asked: list[tuple[str, str]] = []
+
+    def fence(method: str, path: str) -> None:
+        asked.append((method, path))
+        raise Fenced(f"{method} {path}")
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    async with KubeClient.for_server(url) as client:
+        client.fence = fence
+        assert (await client.list(PODS, namespace="ns")).resource_version == "10"
+        await client.get(PODS, "p", namespace="ns")
+        writes = [
+            client.create(PODS, pod, namespace="ns"),
+            client.replace(PODS, pod, namespace="ns"),
+            client.patch(PODS, "p", {}, patch_type=PatchType.MERGE, namespace="ns", subresource="status"),
+            client.apply(PODS, pod, namespace="ns", field_manager="united"),
+            client.delete(PODS, "p", namespace="ns"),
+        ]
+        for write in writes:
+            with pytest.raises(Fenced):
+                await write
+    assert [s["method"] for s in seen] == ["GET", "GET"], "a refused write reached the server"
+    assert [m for m, _ in asked] == ["POST", "PUT", "PATCH", "PATCH", "DELETE"]
+    assert asked[2][1] == "/api/v1/namespaces/ns/pods/p/status"
 
 
 async def test_connection_refused_is_transient() -> None:

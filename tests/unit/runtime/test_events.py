@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from united.kube.client import JSON, PatchType, Resource
-from united.kube.errors import NotFound, error_from_status
+from united.kube.errors import Fenced, NotFound, error_from_status
 from united.runtime.events import CORE_EVENTS, EventRecorder, EventType, truncate_message
 from united.runtime.metrics import Metrics
 
@@ -243,6 +243,18 @@ async def test_a_failed_post_never_raises_and_the_recorder_keeps_going(
     assert [body["message"] for _, body in sink.created] == ["kept"]
     assert outcome(metrics, "failed") == 1
     assert outcome(metrics, "created") == 1
+
+
+async def test_an_event_refused_by_the_fence_is_dropped_as_fenced_not_failed(
+    recorder: EventRecorder, sink: FakeSink, metrics: Metrics
+) -> None:
+    sink.fail_with += [Fenced("not the leader"), Fenced("not the leader")]
+    recorder.warning(UD, "FailedPatch", "from a replica that lost the Lease")
+    recorder.normal(CONFIG_MAP, "Scaled", "also refused")
+    assert await recorder.flush(within=5)
+    assert sink.created == []
+    assert outcome(metrics, "fenced") == 2
+    assert outcome(metrics, "failed") == 0
 
 
 async def test_bad_input_never_raises(recorder: EventRecorder, metrics: Metrics) -> None:

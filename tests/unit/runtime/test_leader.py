@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.unit.runtime.virtual_time import now, run_virtual
-from united.kube.client import JSON, LEASES, Resource
-from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
-from united.runtime.leader import LeaderElector, format_microtime, parse_microtime
+from tests.unit.runtime.virtual_time import VirtualTimeLoop, now, run_virtual
+from united.kube.client import DEPLOYMENTS, JSON, LEASES, Resource
+from united.kube.errors import AlreadyExists, Conflict, Fenced, NotFound, TransientError
+from united.runtime.leader import LeaderElector, format_microtime, parse_microtime, timing_problems
 
 EPOCH = datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)
 MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -40,14 +40,21 @@ async def wait_for_event(event: asyncio.Event, within: float) -> float:
 
 
 class FakeLeases:
-    """get/create/replace with resourceVersions and conflicts, 1 ms per request."""
+    """get/create/replace with resourceVersions and conflicts, 1 ms per request; ``hanging``
+    requests never get an answer."""
 
     def __init__(self) -> None:
         self.leases: dict[str, JSON] = {}
         self.rv = 0
         self.failing = False
+        self.hanging = False
         self.requests: list[tuple[str, str]] = []  # (verb, outcome)
         self._write_waiters: list[asyncio.Future[JSON]] = []
+
+    async def _answer(self) -> None:
+        if self.hanging:
+            await asyncio.get_running_loop().create_future()
+        await asyncio.sleep(0.001)
 
     def _check(self, resource: Resource, verb: str) -> None:
         assert resource is LEASES
@@ -56,7 +63,7 @@ class FakeLeases:
             raise TransientError("503 apiserver unavailable")
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON:
-        await asyncio.sleep(0.001)
+        await self._answer()
         self._check(resource, "get")
         lease = self.leases.get(f"{namespace}/{name}")
         if lease is None:
@@ -66,7 +73,7 @@ class FakeLeases:
         return copy.deepcopy(lease)
 
     async def create(self, resource: Resource, body: JSON, *, namespace: str | None = None) -> JSON:
-        await asyncio.sleep(0.001)
+        await self._answer()
         self._check(resource, "create")
         key = f"{namespace}/{body['metadata']['name']}"
         if key in self.leases:
@@ -75,7 +82,7 @@ class FakeLeases:
         return self._write("create", key, body)
 
     async def replace(self, resource: Resource, body: JSON, *, namespace: str | None = None) -> JSON:
-        await asyncio.sleep(0.001)
+        await self._answer()
         self._check(resource, "replace")
         key = f"{namespace}/{body['metadata']['name']}"
         current = self.leases.get(key)
@@ -120,6 +127,14 @@ class FakeLeases:
 def elector(store: FakeLeases, identity: str, **options: Any) -> LeaderElector:
     options.setdefault("clock", wall_clock)
     return LeaderElector(store, name="united", namespace="ns", identity=identity, **options)
+
+
+async def leading(store: FakeLeases, identity: str = "one", **options: Any) -> tuple[LeaderElector, asyncio.Task[None]]:
+    """An elector running (``run()``) and elected."""
+    candidate = elector(store, identity, **options)
+    task = asyncio.create_task(candidate.run())
+    await asyncio.wait_for(candidate.elected.wait(), 1)
+    return candidate, task
 
 
 # -- time formats and options -----------------------------------------------------------
@@ -240,9 +255,7 @@ def test_release_hands_over_within_one_retry_period_and_counts_a_transition() ->
 def test_cancelling_the_leader_releases_the_lease_unless_told_not_to() -> None:
     async def main() -> None:
         store = FakeLeases()
-        one = elector(store, "one")
-        task = asyncio.create_task(one.run())
-        await asyncio.wait_for(one.elected.wait(), 1)
+        _, task = await leading(store)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -325,9 +338,7 @@ def test_renewal_failing_past_the_renew_deadline_loses_leadership() -> None:
     async def main() -> None:
         store = FakeLeases()
         stopped: list[float] = []
-        one = elector(store, "one", on_stopped_leading=lambda: stopped.append(now()))
-        task = asyncio.create_task(one.run())
-        await asyncio.wait_for(one.elected.wait(), 1)
+        one, task = await leading(store, on_stopped_leading=lambda: stopped.append(now()))
         await asyncio.sleep(10)
         await store.next_write()
         last_success = now()
@@ -335,9 +346,9 @@ def test_renewal_failing_past_the_renew_deadline_loses_leadership() -> None:
         lost_at = await wait_for_event(one.lost, 30)
         assert not one.is_leader and not one.elected.is_set()
         assert stopped == [lost_at]
-        # It gives up within the renew deadline of the first failed attempt, and
-        # well before a standby could take over (the lease duration).
-        assert 10.0 - 2.0 <= lost_at - last_success <= 2.0 * 1.2 + 10.0
+        # It gives up within the renew deadline of the last success (when its fence
+        # closes), and well before a standby could take over (the lease duration).
+        assert 10.0 - 2.0 <= lost_at - last_success <= 10.0
         assert lost_at - last_success < 15.0
         await asyncio.wait_for(task, 1)  # run() returns: the caller should exit
         failed = [r for r in store.requests if r[1] == "unavailable"]
@@ -349,9 +360,7 @@ def test_renewal_failing_past_the_renew_deadline_loses_leadership() -> None:
 def test_a_conflict_on_the_fast_path_falls_back_to_get_and_keeps_leading() -> None:
     async def main() -> None:
         store = FakeLeases()
-        one = elector(store, "one")
-        task = asyncio.create_task(one.run())
-        await asyncio.wait_for(one.elected.wait(), 1)
+        one, task = await leading(store)
         await asyncio.sleep(5)
         store.tamper(renewTime="2000-01-01T00:00:00.000000Z")  # e.g. someone edited the Lease
         store.requests.clear()
@@ -371,9 +380,7 @@ def test_a_conflict_on_the_fast_path_falls_back_to_get_and_keeps_leading() -> No
 def test_seeing_another_live_holder_loses_at_once() -> None:
     async def main() -> None:
         store = FakeLeases()
-        one = elector(store, "one")
-        task = asyncio.create_task(one.run())
-        await asyncio.wait_for(one.elected.wait(), 1)
+        one, task = await leading(store)
         await asyncio.sleep(5)
         taken_at = now()
         store.tamper(holderIdentity="intruder", leaseTransitions=1)
@@ -403,10 +410,88 @@ def test_callback_errors_are_contained() -> None:
         def boom() -> None:
             raise RuntimeError("callback bug")
 
-        one = elector(store, "one", on_started_leading=boom, on_stopped_leading=boom)
-        task = asyncio.create_task(one.run())
-        await asyncio.wait_for(one.elected.wait(), 1)
+        one, task = await leading(store, on_started_leading=boom, on_stopped_leading=boom)
         assert await one.release()
         await asyncio.wait_for(task, 5)
 
     run_virtual(main)
+
+
+# -- the fence --------------------------------------------------------------------------
+
+WRITE = ("PATCH", DEPLOYMENTS.path(namespace="ns", name="web-a"))
+LEASE_WRITES = [("PUT", LEASES.path(namespace="ns", name="united")), ("POST", LEASES.path(namespace="ns"))]
+
+
+def test_the_fence_lets_writes_through_only_while_leading_but_always_its_own_lease_writes() -> None:
+    async def main() -> None:
+        store = FakeLeases()
+        one, task = await leading(store)
+        two = elector(store, "two")
+        tasks = [task, asyncio.create_task(two.run())]
+        await asyncio.sleep(5)
+        one.fence(*WRITE)
+        with pytest.raises(Fenced, match="does not hold the Lease ns/united"):
+            two.fence(*WRITE)
+        for method, path in LEASE_WRITES:
+            two.fence(method, path)
+        assert await one.release()
+        with pytest.raises(Fenced):
+            one.fence(*WRITE)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    run_virtual(main)
+
+
+def test_the_fence_closes_renew_deadline_after_the_last_successful_renewal_started() -> None:
+    async def main() -> None:
+        store = FakeLeases()
+        one, task = await leading(store)
+        await asyncio.sleep(5)
+        await store.next_write()
+        started = now() - 0.001  # each request takes 1 ms
+        store.hanging = True  # the API server stops answering: no renewal succeeds any more
+        await asyncio.sleep(started + 10.0 - 0.01 - now())
+        one.fence(*WRITE)
+        lost_at = await wait_for_event(one.lost, 5)
+        assert lost_at == pytest.approx(started + 10.0)
+        with pytest.raises(Fenced):
+            one.fence(*WRITE)
+        await asyncio.wait_for(task, 1)
+
+    run_virtual(main)
+
+
+def test_a_frozen_leader_is_fenced_by_its_own_clock_before_its_election_task_has_run() -> None:
+    async def main() -> None:
+        store = FakeLeases()
+        one, task = await leading(store)
+        await asyncio.sleep(5)
+        one.fence(*WRITE)
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, VirtualTimeLoop)
+        loop.now += 20.0  # SIGSTOP ... SIGCONT: time passed, no task ran
+        frozen_until = now()
+        assert one.is_leader and not one.lost.is_set(), "the election task has not noticed yet"
+        assert not one.holds_lease()
+        with pytest.raises(Fenced):
+            one.fence(*WRITE)
+        for method, path in LEASE_WRITES:
+            one.fence(method, path)
+        assert await wait_for_event(one.lost, 1) == frozen_until, "it notices at its first step"
+        await asyncio.wait_for(task, 1)
+
+    run_virtual(main)
+
+
+def test_timing_problems_name_the_parameter() -> None:
+    assert timing_problems(lease_duration=15, renew_deadline=10, retry_period=2) == {}
+    assert timing_problems(lease_duration=8, renew_deadline=8, retry_period=0) == {
+        "renew_deadline": "Invalid value: 8: must be less than the lease duration (8)",
+        "retry_period": "Invalid value: 0: must be greater than 0",
+    }
+    assert timing_problems(lease_duration=15, renew_deadline=6, retry_period=5) == {
+        "retry_period": "Invalid value: 5: must be less than the renew deadline / 1.2 (5)"
+    }

@@ -275,6 +275,26 @@ def test_shutdown_wakes_every_waiting_worker() -> None:
     run_virtual(main)
 
 
+def test_shutdown_dropping_queued_keys_hands_out_nothing_more() -> None:
+    async def main() -> None:
+        queue: WorkQueue[str] = WorkQueue()
+        for key in ("a", "b", "c"):
+            queue.add(key)
+        assert await queue.get() == "a"
+        queue.add("a")  # dirty while processing: would be queued again when done
+        queue.shutdown(drop_queued=True)
+        assert len(queue) == 0
+        with pytest.raises(ShutDown):
+            await queue.get()
+        queue.done("a")
+        assert len(queue) == 0, "a key dirty while processing came back"
+        with pytest.raises(ShutDown):
+            await queue.get()
+        await asyncio.wait_for(queue.drain(), 1)
+
+    run_virtual(main)
+
+
 def test_shutdown_with_drain_waits_for_queued_and_in_flight_work() -> None:
     async def main() -> None:
         queue: WorkQueue[str] = WorkQueue()

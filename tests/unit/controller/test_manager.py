@@ -1,0 +1,108 @@
+"""The manager's workers when leadership goes (the whole manager runs in tests/e2e and tests/chaos)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from tests.unit.runtime.test_leader import FakeLeases
+from united.controller.manager import Manager, Settings
+from united.controller.reconciler import Reconciler
+from united.kube import JSON, Fenced, KubeClient, Resource
+from united.runtime.leader import LeaderElector
+from united.runtime.metrics import Metrics
+
+
+class Passes:
+    """A reconciler whose passes wait on the API server until cancelled, or are fenced."""
+
+    def __init__(self, *, fenced: bool = False) -> None:
+        self.fenced = fenced
+        self.started: list[str] = []
+        self.cancelled: list[str] = []
+
+    async def reconcile(self, key: str) -> Any:
+        self.started.append(key)
+        if self.fenced:
+            raise Fenced("not the leader")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.append(key)
+            raise
+
+
+class Events:
+    """The Events API behind a fence, as :class:`KubeClient` puts it; 10 ms per answer."""
+
+    def __init__(self) -> None:
+        self.fence: Any = None
+        self.posted: list[str] = []
+
+    async def create(self, resource: Resource, body: JSON, *, namespace: str | None = None) -> JSON:
+        if self.fence is not None:
+            self.fence("POST", resource.path(namespace=namespace))
+        await asyncio.sleep(0.01)
+        self.posted.append(body["reason"])
+        return body
+
+
+def manager(passes: Passes, client: object = None) -> Manager:
+    made = Manager(cast(KubeClient, client or object()), Settings(), metrics=Metrics(process_metrics=False))
+    made.reconciler = cast(Reconciler, passes)
+    return made
+
+
+async def settle() -> None:
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+async def test_losing_leadership_cancels_the_passes_in_flight_and_starts_no_queued_key() -> None:
+    passes = Passes()
+    m = manager(passes)
+    for key in ("ns/a", "ns/b", "ns/c"):
+        m.queue.add(key)
+    workers = [asyncio.create_task(m._worker()) for _ in range(2)]
+    await settle()
+    assert passes.started == ["ns/a", "ns/b"]
+    m._workers = workers
+    m._abandon()
+    await asyncio.wait_for(asyncio.gather(*workers, return_exceptions=True), 1)
+    assert passes.cancelled == ["ns/a", "ns/b"]
+    assert passes.started == ["ns/a", "ns/b"], "a queued key started after leadership was lost"
+    assert all(w.cancelled() for w in workers)
+    assert not m.queue.processing and len(m.queue) == 0
+
+
+async def test_a_fenced_pass_ends_quietly_and_its_key_waits_for_a_renewal() -> None:
+    passes = Passes(fenced=True)
+    m = manager(passes)
+    m.queue.add("ns/a")
+    worker = asyncio.create_task(m._worker())
+    await settle()
+    assert passes.started == ["ns/a"]
+    assert not worker.done(), "the worker goes on (the elector decides whether leadership is lost)"
+    assert m.queue.waiting == 1, "requeued with backoff, in case a late renewal keeps the Lease"
+    m._workers = [worker]
+    m._abandon()
+    await asyncio.gather(worker, return_exceptions=True)
+    assert m.queue.waiting == 0
+
+
+async def test_a_graceful_shutdown_posts_the_queued_events_before_it_releases_the_lease() -> None:
+    events = Events()
+    m = manager(Passes(), events)
+    elector = LeaderElector(FakeLeases(), name="united", namespace="ns", identity="me")
+    events.fence = elector.fence
+    election = asyncio.create_task(elector.run())
+    await asyncio.wait_for(elector.elected.wait(), 1)
+    m.recorder.start()
+    ud = {"apiVersion": "apps.united.io/v1alpha1", "kind": "UnitedDeployment", "metadata": {"name": "web"}}
+    reasons = [f"Reason{n}" for n in range(5)]
+    for reason in reasons:
+        m.recorder.normal(ud, reason, "from the last passes before SIGTERM")
+    m._election = election
+    await m._shutdown()
+    assert events.posted == reasons
+    assert not elector.is_leader
