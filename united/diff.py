@@ -41,6 +41,16 @@ def merge_patch(live: Any, desired: Any) -> Any:
     return patch
 
 
+def identified(patch: Json, obj: Mapping[str, Any], *, exact: bool = False) -> Json:
+    """``patch`` naming the object it was computed from, since writes go by name and a name can
+    be reused: with its uid the API server refuses the patch if the name now belongs to another
+    object; with ``exact`` also its resourceVersion (409 if it changed since it was read), for
+    writes decided from the object's whole state (adopting, releasing)."""
+    meta = obj.get("metadata") or {}
+    ident = {k: meta[k] for k in ("uid", "resourceVersion")[: 2 if exact else 1] if meta.get(k)}
+    return {**patch, "metadata": {**(patch.get("metadata") or {}), **ident}} if ident else patch
+
+
 def child_patch(
     live: Mapping[str, Any],
     desired: Mapping[str, Any],

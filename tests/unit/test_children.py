@@ -97,3 +97,15 @@ def test_a_subset_whose_only_child_terminates_waits() -> None:
     assert "a" not in c.by_subset and c.terminating["a"]["metadata"]["name"] == "a1"
     live = claim(ud(), [gone, child("a2", "a")], KEYS)
     assert live.by_subset["a"]["metadata"]["name"] == "a2" and live.duplicates == []
+
+
+def test_objects_in_other_namespaces_are_never_children() -> None:
+    """Anyone may write our uid into an ownerReference elsewhere (issue 15, item 1): such an
+    object is neither kept (then deleted as a removed subset), released nor adopted."""
+    forged = [
+        child("x", "zzz", namespace="tenant-b"),
+        child("y", "a", app="other", namespace="tenant-b"),
+        child("z", "b", owner=None, namespace="tenant-b"),
+    ]
+    c = claim(ud(), forged, KEYS)
+    assert (c.by_subset, c.adopt, c.release, c.duplicates, c.terminating) == ({}, [], [], [], {})

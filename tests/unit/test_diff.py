@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from united.api import admit
 from united.api.keys import Keys
-from united.diff import child_patch, merge_patch
+from united.diff import child_patch, identified, merge_patch
 from united.render import KINDS, render
 
 KEYS = Keys()
@@ -121,6 +121,17 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[k] = apply_merge_patch(out.get(k), v)
     return out
+
+
+def test_a_patch_names_the_object_it_was_computed_from() -> None:
+    """The API server refuses a patch whose uid is not the object's (the name was reused), and
+    with a resourceVersion one decided from a state that has changed since (issue 15, item 1)."""
+    live = {"metadata": {"name": "web-a", "uid": "u9", "resourceVersion": "12"}}
+    patch = {"metadata": {"labels": {"x": "1"}}, "spec": {"replicas": 2}}
+    assert identified(patch, live) == {"metadata": {"labels": {"x": "1"}, "uid": "u9"}, "spec": {"replicas": 2}}
+    exact = identified({"spec": {}}, live, exact=True)
+    assert exact == {"spec": {}, "metadata": {"uid": "u9", "resourceVersion": "12"}}
+    assert identified(patch, {"metadata": {}}) == patch
 
 
 def strip_nulls(v: Any) -> Any:

@@ -27,8 +27,8 @@ from united.allocation import AllocationError, Plan, SubsetState, allocate, part
 from united.api import ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
-from united.children import claim, deleting, name_of
-from united.diff import child_patch, merge_patch
+from united.children import claim, deleting, name_of, uid_of
+from united.diff import child_patch, identified, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
 from united.kube.errors import AlreadyExists, namespace_terminating
@@ -49,7 +49,7 @@ CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "Cont
 
 class Store(Protocol):
     def get(self, key: str) -> Json | None: ...
-    def by_owner(self, uid: str) -> list[Json]: ...
+    def by_owner(self, uid: str, namespace: str | None = None) -> list[Json]: ...
     def orphans(self, namespace: str) -> list[Json]: ...
     def list(self, namespace: str | None = None) -> list[Json]: ...
 
@@ -218,6 +218,13 @@ class Reconciler:
         return True
 
 
+def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
+    """Delete preconditions naming the object read: deletes go by name, and the name may belong
+    to another object by the time the request arrives."""
+    uid = uid_of(obj)
+    return {"uid": uid} if uid else None
+
+
 def _rv(obj: Mapping[str, Any]) -> int:
     """resourceVersions are opaque; comparing them as integers is the documented shortcut
     (etcd revisions) that OpenKruise's expectations use too."""
@@ -346,8 +353,9 @@ class _Pass:
 
     def candidates(self, store: Store) -> list[Json]:
         """Children this UD may keep or adopt: its own and the namespace's orphans (from the
-        stores' indexes, so a pass costs what it owns, not what the namespace holds)."""
-        return [*store.by_owner(self.ud.uid), *store.orphans(self.namespace)]
+        stores' indexes, so a pass costs what it owns, not what the namespace holds). Only its
+        own namespace: anything elsewhere that names our uid is forged."""
+        return [*store.by_owner(self.ud.uid, self.namespace), *store.orphans(self.namespace)]
 
     def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
         """Each child's pods (its selector over the pod cache, which holds only pods that carry
@@ -462,10 +470,11 @@ class _Pass:
         return out
 
     async def revisions(self, owner: Json) -> history.HistoryPlan:
-        owned = self.r.caches.revisions.by_owner(self.ud.uid)
+        owned = self.r.caches.revisions.by_owner(self.ud.uid, self.namespace)
         current = self.previous.get("currentRevision") or None
         count = int(self.previous.get("collisionCount") or 0)
         hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count)
+        by_name = {name_of(r): r for r in owned}
         if hp.create is not None:
             try:
                 await self.r.client.create(CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace)
@@ -474,13 +483,16 @@ class _Pass:
                 pass
         if hp.bump is not None:
             name, number = hp.bump
+            body = identified({"revision": number}, by_name[name])
             await self.r.client.patch(
-                CONTROLLER_REVISIONS, name, {"revision": number}, patch_type=PatchType.MERGE, namespace=self.namespace
+                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
             )
             self.writes += 1
         for name in hp.delete:
             try:
-                await self.r.client.delete(CONTROLLER_REVISIONS, name, namespace=self.namespace)
+                await self.r.client.delete(
+                    CONTROLLER_REVISIONS, name, namespace=self.namespace, preconditions=_same(by_name[name])
+                )
                 self.writes += 1
             except NotFound:
                 pass
@@ -530,14 +542,19 @@ class _Pass:
                     what.append(f"maxUnavailable {overrides[subset.name]} while its pods are reserved")
                 else:
                     what.append("spec updated")
-            if "ownerReferences" in (patch.get("metadata") or {}):
+            adopting = "ownerReferences" in (patch.get("metadata") or {})
+            if adopting:
                 what.append("adopted")
             message = f"{kind.kind} {name_of(live)} of subset {subset.name}: " + (", ".join(what) or "labels updated")
             patched = await self.write(
                 "update",
                 subset.name,
                 self.r.client.patch(
-                    resource, name_of(live), patch, patch_type=PatchType.MERGE, namespace=self.namespace
+                    resource,
+                    name_of(live),
+                    identified(patch, live, exact=adopting),
+                    patch_type=PatchType.MERGE,
+                    namespace=self.namespace,
                 ),
                 success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
             )
@@ -566,7 +583,7 @@ class _Pass:
         for other, store in self.r.caches.children.items():
             if other != variant:
                 res = resource_of(other)
-                doomed += [(c, res) for c in store.by_owner(self.ud.uid)]
+                doomed += [(c, res) for c in store.by_owner(self.ud.uid, self.namespace)]
         remaining = 0
         for child, res in doomed:
             if deleting(child):
@@ -576,7 +593,13 @@ class _Pass:
             gone = await self.write(
                 "delete",
                 name_of(child),
-                self.r.client.delete(res, name_of(child), namespace=self.namespace, propagation_policy="Background"),
+                self.r.client.delete(
+                    res,
+                    name_of(child),
+                    namespace=self.namespace,
+                    propagation_policy="Background",
+                    preconditions=_same(child),
+                ),
                 success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}"),
                 missing_ok=True,
             )
@@ -592,7 +615,7 @@ class _Pass:
                 self.r.client.patch(
                     resource,
                     name_of(child),
-                    {"metadata": {"ownerReferences": refs or None}},
+                    identified({"metadata": {"ownerReferences": refs or None}}, child, exact=True),
                     patch_type=PatchType.MERGE,
                     namespace=self.namespace,
                 ),

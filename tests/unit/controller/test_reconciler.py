@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
-from tests.unit.test_adaptive import Cluster, FakeClient, store_of
+from tests.unit.test_adaptive import KEYS, Cluster, FakeClient, store_of
 from united.controller.reconciler import resource_of
 from united.kube.errors import Forbidden, error_from_status, namespace_terminating
 
@@ -116,3 +117,34 @@ class TestExpectations:
         r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
         await r.reconcile("ns/web")
         assert r._children == {}
+
+
+class KeywordClient(FakeClient):
+    """Also records the keyword arguments of deletes (their preconditions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deletes: list[tuple[str, dict[str, Any]]] = []
+
+    async def delete(self, resource: Any, name: str, **kw: Any) -> None:
+        self.deletes.append((name, kw))
+
+
+async def test_every_child_write_names_the_object_it_read() -> None:
+    """Writes go by name; the uid (and for adoption/release the resourceVersion) makes the API
+    server refuse one whose name now belongs to another object (issue 15, item 1)."""
+    c = Cluster({}, replicas=3, a=(1, 1), b=(1, 1))
+    for i, child in enumerate(c.children):
+        child["metadata"].update(uid=f"uid-{i}", resourceVersion=str(10 + i))
+    removed = copy.deepcopy(c.children[1])
+    removed["metadata"].update(name="web-gone", uid="uid-gone")
+    removed["metadata"]["labels"][KEYS.subset_name] = "gone"
+    c.children.append(removed)
+    c.client = KeywordClient()
+    await c.reconcile(0.0)
+    patches = c.client.writes("patch", "deployments")
+    assert patches, "one subset is scaled"
+    assert all(body["metadata"]["uid"] == {"web-a": "uid-0", "web-b": "uid-1"}[name] for name, body in patches)
+    assert c.client.deletes == [
+        ("web-gone", {"namespace": "ns", "propagation_policy": "Background", "preconditions": {"uid": "uid-gone"}})
+    ]
