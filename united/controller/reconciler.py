@@ -40,10 +40,12 @@ from united.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selec
 Json = dict[str, Any]
 log = structlog.get_logger(__name__)
 
-EXPECTATION_TTL = 15.0
-"""Seconds to trust our own write over a cache that has not shown it (client-go uses 5 min;
-a watch normally catches up in milliseconds, and a short TTL bounds the harm if an object we
-wrote was deleted by someone else before the cache saw our write)."""
+EXPECTATION_TTL = 300.0
+"""Seconds to trust our own write over a cache that has not shown it: client-go's 5 minutes.
+A watch normally catches up in milliseconds, but API Priority and Fairness can hold a LIST
+back for many seconds, and every pass in that time would otherwise create another child for
+the same subset (children have generated names). The TTL only bounds how long a child we
+created and someone else deleted before the cache saw it keeps its subset waiting."""
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -148,3 +149,40 @@ async def test_every_child_write_names_the_object_it_read() -> None:
     assert c.client.deletes == [
         ("web-gone", {"namespace": "ns", "propagation_policy": "Background", "preconditions": {"uid": "uid-gone"}})
     ]
+
+
+class NamingClient(FakeClient):
+    """Answers a create like the API server: a generated name and a resourceVersion."""
+
+    async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
+        await super().create(resource, body, namespace=namespace)
+        made = json.loads(body) if isinstance(body, bytes) else copy.deepcopy(body)
+        prefix = made["metadata"].get("generateName", "")
+        made["metadata"].update(name=f"{prefix}{len(self.calls)}", resourceVersion=str(100 + len(self.calls)))
+        return made
+
+
+async def test_no_second_child_while_a_create_is_unobserved_by_a_cache_lagging_minutes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """API Priority and Fairness can hold the child cache back far longer than 15 s: every pass
+    meanwhile must still see the children it created (issue 15, item 8)."""
+    from united.controller import reconciler as module
+    from united.controller.reconciler import Caches, Reconciler
+    from united.kube import Resource
+
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    caches = Caches(
+        uniteddeployments=store_of([c.obj]),
+        revisions=store_of(),
+        pods=store_of(),
+        children={"deploymentTemplate": store_of()},  # never shows what was created
+    )
+    client = NamingClient()
+    ud = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+    r = Reconciler(client=client, caches=caches, recorder=c.recorder, ud_resource=ud)  # type: ignore[arg-type]
+    start = module.time.monotonic()
+    for lag in (0.0, 20.0, 60.0, 240.0):
+        monkeypatch.setattr(module.time, "monotonic", lambda lag=lag: start + lag)
+        await r.reconcile("ns/web")
+        assert len(client.writes("create", "deployments")) == 2, f"after {lag} s"
