@@ -202,11 +202,27 @@ class Reconciler:
         rv = _rv(obj)
         return written[1] if rv < written[0] else cached
 
+    def _status_version(self, key: str, obj: Mapping[str, Any]) -> str:
+        """The resourceVersion the status about to be written was computed from: the cached
+        object's, or our last status write's while the cache lags behind it (that write was
+        itself conditional on the cached version, so nothing but our status changed between)."""
+        written = self._written.get(key)
+        rv = _rv(obj)
+        if written is not None and rv < written[0]:
+            return str(written[0])
+        return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
     async def _write_status(self, key: str, obj: Mapping[str, Any], previous: Json, status: Json) -> bool:
+        """Merge-patch the status, conditional on the resourceVersion it was computed from: a
+        newer status (another replica's, or one after a spec change) is never overwritten; the
+        409 requeues the key."""
         if status == previous:
             return False
         meta = obj.get("metadata") or {}
-        patch = {"status": merge_patch(previous, status)}
+        patch: Json = {"status": merge_patch(previous, status)}
+        version = self._status_version(key, obj)
+        if version:
+            patch["metadata"] = {"resourceVersion": version}
         log.info("status", changed=[op["path"] for op in jsonpatch.make_patch(previous, status)][:20])
         answer = await self.client.patch(
             self.ud_resource,

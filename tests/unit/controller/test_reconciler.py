@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.test_adaptive import KEYS, Cluster, FakeClient, store_of
 from united.controller.reconciler import resource_of
-from united.kube.errors import Forbidden, error_from_status, namespace_terminating
+from united.kube.errors import Conflict, Forbidden, error_from_status, namespace_terminating
 
 DEPLOYMENTS = resource_of("deploymentTemplate")
 STATEFULSETS = resource_of("statefulSetTemplate")
@@ -186,3 +186,36 @@ async def test_no_second_child_while_a_create_is_unobserved_by_a_cache_lagging_m
         monkeypatch.setattr(module.time, "monotonic", lambda lag=lag: start + lag)
         await r.reconcile("ns/web")
         assert len(client.writes("create", "deployments")) == 2, f"after {lag} s"
+
+
+class TestStatusWrites:
+    """A status is written only over the version it was computed from (issue 15, items 1/4)."""
+
+    async def test_the_status_patch_carries_the_resource_version_it_was_computed_from(self) -> None:
+        c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+        c.obj["spec"]["replicas"] = -1  # invalid: only a status is written
+        c.obj["metadata"]["resourceVersion"] = "41"
+        await c.reconcile(0.0)
+        [(_, body)] = c.client.writes("patch", "uniteddeployments/status")
+        assert body["metadata"] == {"resourceVersion": "41"}
+
+    async def test_while_the_cache_lags_our_own_write_its_version_is_the_precondition(self) -> None:
+        r = reconciler()
+        obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
+        r._written["ns/web"] = (99, {"replicas": 1})
+        assert r._previous_status("ns/web", obj) == {"replicas": 1}
+        assert await r._write_status("ns/web", obj, {"replicas": 1}, {"replicas": 2})
+        [(_, body)] = r.client.writes("patch", "uniteddeployments/status")
+        assert body == {"metadata": {"resourceVersion": "99"}, "status": {"replicas": 2}}
+
+    async def test_a_conflict_is_raised_and_not_remembered(self) -> None:
+        class Refusing(FakeClient):
+            async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
+                raise Conflict("the object has been modified", status=409)
+
+        r = reconciler()
+        r.client = Refusing()
+        obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
+        with pytest.raises(Conflict):
+            await r._write_status("ns/web", obj, {}, {"replicas": 2})
+        assert r._written == {}
