@@ -50,6 +50,16 @@ def uid_of(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
 
 
+def subset_of(obj: Mapping[str, Any], keys: Keys) -> str:
+    """The subset a child belongs to: the subset-name in its ``spec.selector``, which we set at
+    creation and the API server keeps immutable, else (a workload we did not create) its label.
+    Labels are anyone's to edit: a child relabelled by hand must not pass for another subset's
+    (it would win that subset as the older one, its healthy sibling would be deleted, and its
+    selector patched in vain); its label is written back instead."""
+    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return str(selector.get(keys.subset_name) or labels_of(obj).get(keys.subset_name) or "")
+
+
 def _age_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
@@ -80,7 +90,7 @@ def claim(ud: UnitedDeployment, candidates: Iterable[Mapping[str, Any]], keys: K
         obj = dict(raw)
         owner = controller_uid(obj)
         labels = labels_of(obj)
-        subset = labels.get(keys.subset_name, "")
+        subset = subset_of(obj, keys)
         matches = sel is not None and sel.matches(labels) and bool(subset)
         if owner is not None and owner != ud.uid:
             continue

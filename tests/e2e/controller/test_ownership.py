@@ -18,9 +18,12 @@ import pytest
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import (
     DEPLOYMENTS,
+    EVENTS,
     UD,
+    children,
     get_ud,
     patch_ud,
+    subset_of,
     ud,
     wait_ready,
     wait_shape,
@@ -53,6 +56,10 @@ def deployment(name: str, labels: dict[str, str], owners: list[JSON]) -> JSON:
         "metadata": {"name": name, "labels": labels, "ownerReferences": owners},
         "spec": {"replicas": 0, "selector": {"matchLabels": {"x": name}}, "template": pod},
     }
+
+
+async def warnings(kube: KubeClient, namespace: str) -> list[JSON]:
+    return [e for e in (await kube.list(EVENTS, namespace=namespace)).items if e.get("type") == "Warning"]
 
 
 def forged_owner(uid: str) -> JSON:
@@ -142,3 +149,33 @@ async def test_the_api_server_refuses_a_patch_or_delete_naming_another_object(ku
         await kube.delete(CONFIG_MAPS, "reused", namespace=namespace, preconditions={"uid": "not-its-uid"})
     kept = await kube.get(CONFIG_MAPS, "reused", namespace=namespace)
     assert kept["metadata"]["uid"] == made["metadata"]["uid"] and "labels" not in kept["metadata"]
+
+
+async def test_a_relabelled_child_keeps_its_subset_and_gets_its_label_back(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    """Issue 15, item 5, on the real API server: both children survive (same uids) and the
+    edited label is restored; the controller never sends the selector patch it would refuse."""
+    doc = ud("relabel", [zone("a", "zone-a"), zone("b", "zone-b")], replicas=2)
+    await kube.create(UD, doc, namespace=namespace)
+    await wait_ready(kube, namespace, doc)
+    before = {subset_of(c): c for c in await children(kube, namespace, doc)}
+    relabelled = before["a"]["metadata"]["name"]
+    await kube.patch(
+        DEPLOYMENTS,
+        relabelled,
+        {"metadata": {"labels": {SUBSET: "b"}}},
+        patch_type=PatchType.MERGE,
+        namespace=namespace,
+    )
+
+    async def restored() -> None:
+        now = {c["metadata"]["name"]: c for c in await children(kube, namespace, doc)}
+        assert {n: c["metadata"]["uid"] for n, c in now.items()} == {
+            c["metadata"]["name"]: c["metadata"]["uid"] for c in before.values()
+        }, "a child was deleted or created"
+        assert subset_of(now[relabelled]) == "a", "label not restored"
+
+    await eventually(restored, within=60, what="label restored, both children kept")
+    await wait_ready(kube, namespace, doc)
+    assert await warnings(kube, namespace) == [], "a write was refused"

@@ -219,3 +219,19 @@ class TestStatusWrites:
         with pytest.raises(Conflict):
             await r._write_status("ns/web", obj, {}, {"replicas": 2})
         assert r._written == {}
+
+
+async def test_a_relabelled_child_gets_its_label_back_and_no_sibling_is_deleted() -> None:
+    """Issue 15, item 5: the relabelled child keeps its subset (its selector says which), its
+    label is restored, its immutable selector is not patched, and its healthy sibling stays."""
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    c.children[0]["metadata"]["labels"][KEYS.subset_name] = "b"
+    c.children[0]["metadata"]["creationTimestamp"] = "2025-01-01T00:00:00Z"
+    c.children[1]["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    c.client = KeywordClient()
+    await c.reconcile(0.0)
+    assert c.client.deletes == []
+    assert c.client.writes("create", "deployments") == []
+    [(name, body)] = c.client.writes("patch", "deployments")
+    assert name == "web-a"
+    assert body == {"metadata": {"labels": {KEYS.subset_name: "a"}}}
