@@ -28,7 +28,7 @@ from united.api import ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
 from united.children import claim, deleting, name_of, uid_of
-from united.diff import child_patch, identified, merge_patch
+from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
 from united.kube.errors import AlreadyExists, namespace_terminating
@@ -265,6 +265,8 @@ class _Pass:
         self.key = _key(obj)
         self.namespace = ud.namespace
         self.errors: list[str] = []
+        self.immutable: list[str] = []
+        """Children that cannot take the template without being recreated, and why."""
         self.done: dict[str, list[str]] = {}
         """Messages of this pass's successful writes by Event reason: one Event per reason
         per pass (a new UD with 3 subsets gets one ``SuccessfulCreate``, not three)."""
@@ -327,7 +329,11 @@ class _Pass:
         for reason, messages in self.done.items():
             self.event("Normal", reason, "; ".join(messages))
         views = self.observe(claimed.by_subset, pods, updated, decisions)
-        problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False) if self.errors else None
+        problem = None
+        if self.errors:
+            problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False)
+        elif self.immutable:
+            problem = Problem("ImmutableField", "; ".join(self.immutable))
         selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
         facts = Facts(
             generation=self.generation,
@@ -544,6 +550,12 @@ class _Pass:
                 if created:
                     self.r.remember(self.key, resource, name_of(created), created, rv=_rv(created))
                 continue
+            fields = immutable_changes(live, rendered.object, kind=kind)
+            if fields:
+                self.immutable.append(
+                    f"subset {subset.name}: {kind.kind} {name_of(live)} cannot change {', '.join(fields)} (immutable);"
+                    " delete it to have it recreated from the template (its pods are replaced), or revert the change"
+                )
             patch = child_patch(
                 live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
             )
