@@ -12,6 +12,7 @@ pass ends without touching children.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import time
@@ -27,7 +28,7 @@ from united.allocation import AllocationError, Plan, SubsetState, allocate, part
 from united.api import ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
-from united.children import claim, deleting, name_of, uid_of
+from united.children import claim, controller_uid, deleting, name_of, uid_of
 from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
@@ -83,6 +84,10 @@ class Result:
 
 class RetryableError(Exception):
     """Some writes failed this pass; the status says so and the key is requeued with backoff."""
+
+
+class OwnerChangedError(Exception):
+    """The UnitedDeployment read afresh is being deleted or is another object: end the pass."""
 
 
 def resource_of(variant: str) -> Resource:
@@ -157,6 +162,9 @@ class Reconciler:
         pass_ = _Pass(self, ud, obj, previous, generation)
         try:
             return await pass_.run()
+        except OwnerChangedError as e:
+            log.info("not adopting", reason=str(e))
+            return Result()
         except ApiError as e:
             if not namespace_terminating(e):
                 raise
@@ -266,6 +274,7 @@ class _Pass:
         self.namespace = ud.namespace
         self.errors: list[str] = []
         self.immutable: list[str] = []
+        self.rechecked = False
         """Children that cannot take the template without being recreated, and why."""
         self.done: dict[str, list[str]] = {}
         """Messages of this pass's successful writes by Event reason: one Event per reason
@@ -296,6 +305,8 @@ class _Pass:
         updated = plan_.updated
         resource = resource_of(variant)
         claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
+        if claimed.adopt:
+            await self.recheck()
         pods = self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
@@ -494,33 +505,71 @@ class _Pass:
         return out
 
     async def revisions(self, owner: Json) -> history.HistoryPlan:
-        owned = self.r.caches.revisions.by_owner(self.ud.uid, self.namespace)
+        """Adopt, create, bump and trim this UD's revisions (``history.plan`` decides). Our own
+        writes stand in for a lagging cache as for children; a name taken by a revision the
+        cache has not shown yet ends the pass, so the next one compares its data."""
+        cache = self.r.caches.revisions
+        owned = self.r.fresh(self.key, CONTROLLER_REVISIONS, cache.by_owner(self.ud.uid, self.namespace))
+        mine = {name_of(r) for r in owned}
+        others = [r for r in cache.list(self.namespace) if name_of(r) not in mine and controller_uid(r) != self.ud.uid]
         current = self.previous.get("currentRevision") or None
         count = int(self.previous.get("collisionCount") or 0)
-        hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count)
-        by_name = {name_of(r): r for r in owned}
+        hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count, others=others)
+        by_name = {name_of(r): r for r in [*owned, *hp.adopt]}
+        if hp.adopt:
+            await self.recheck()
+        for orphan in hp.adopt:
+            refs = [*((orphan.get("metadata") or {}).get("ownerReferences") or ()), owner]
+            body = identified({"metadata": {"ownerReferences": refs}}, orphan, exact=True)
+            name = name_of(orphan)
+            answer = await self.r.client.patch(
+                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
+            )
+            self.mark(name, answer)
         if hp.create is not None:
             try:
-                await self.r.client.create(CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace)
-                self.writes += 1
-            except AlreadyExists:
-                pass
+                created = await self.r.client.create(
+                    CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace
+                )
+            except AlreadyExists as e:
+                raise RetryableError(
+                    f"ControllerRevision {hp.updated} exists but is not cached yet; requeued to compare its data"
+                ) from e
+            self.mark(hp.updated, created)
         if hp.bump is not None:
             name, number = hp.bump
             body = identified({"revision": number}, by_name[name])
-            await self.r.client.patch(
+            answer = await self.r.client.patch(
                 CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
             )
-            self.writes += 1
+            self.mark(name, answer)
         for name in hp.delete:
-            try:
+            with contextlib.suppress(NotFound):
                 await self.r.client.delete(
                     CONTROLLER_REVISIONS, name, namespace=self.namespace, preconditions=_same(by_name[name])
                 )
                 self.writes += 1
-            except NotFound:
-                pass
+            self.r.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
         return hp
+
+    def mark(self, name: str, answer: Json) -> None:
+        """A revision write went through: count it and remember it for the next pass."""
+        self.writes += 1
+        self.r.remember(self.key, CONTROLLER_REVISIONS, name, answer, rv=_rv(answer))
+
+    async def recheck(self) -> None:
+        """client-go's RecheckDeletionTimestamp: before adopting anything, read the
+        UnitedDeployment afresh (the cache may lag) and give up the pass if it is being
+        deleted or has been replaced by another of the same name."""
+        if self.rechecked:
+            return
+        try:
+            live = await self.r.client.get(self.r.ud_resource, self.ud.name, namespace=self.namespace)
+        except NotFound:
+            live = {}
+        if uid_of(live) != self.ud.uid or deleting(live):
+            raise OwnerChangedError(f"{self.key} is being deleted or was replaced; nothing adopted")
+        self.rechecked = True
 
     async def children(
         self, resource: Resource, claimed: Any, plan: Plan, updated: str, overrides: Mapping[str, int]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import pytest
 
 from tests.unit.test_adaptive import KEYS, Cluster, FakeClient, store_of
-from united.controller.reconciler import resource_of
-from united.kube.errors import Conflict, Forbidden, error_from_status, namespace_terminating
+from united.controller.reconciler import RetryableError, resource_of
+from united.kube.errors import AlreadyExists, Conflict, Forbidden, NotFound, error_from_status, namespace_terminating
 
 DEPLOYMENTS = resource_of("deploymentTemplate")
 STATEFULSETS = resource_of("statefulSetTemplate")
@@ -155,8 +154,7 @@ class NamingClient(FakeClient):
     """Answers a create like the API server: a generated name and a resourceVersion."""
 
     async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
-        await super().create(resource, body, namespace=namespace)
-        made = json.loads(body) if isinstance(body, bytes) else copy.deepcopy(body)
+        made = copy.deepcopy(await super().create(resource, body, namespace=namespace))
         prefix = made["metadata"].get("generateName", "")
         made["metadata"].update(name=f"{prefix}{len(self.calls)}", resourceVersion=str(100 + len(self.calls)))
         return made
@@ -235,3 +233,92 @@ async def test_a_relabelled_child_gets_its_label_back_and_no_sibling_is_deleted(
     [(name, body)] = c.client.writes("patch", "deployments")
     assert name == "web-a"
     assert body == {"metadata": {"labels": {KEYS.subset_name: "a"}}}
+
+
+class LiveClient(NamingClient):
+    """Answers GETs of the UnitedDeployment with ``live`` (None: not found)."""
+
+    def __init__(self, live: dict[str, Any] | None) -> None:
+        super().__init__()
+        self.live = live
+        self.gets = 0
+
+    async def get(self, resource: Any, name: str, *, namespace: str) -> Any:
+        self.gets += 1
+        if self.live is None:
+            raise NotFound("gone", status=404)
+        return self.live
+
+
+def passes(c: Cluster, client: Any, *, revisions: list[dict[str, Any]]) -> Any:
+    from united.controller.reconciler import Caches, Reconciler
+    from united.kube import Resource
+
+    caches = Caches(
+        uniteddeployments=store_of([c.obj]),
+        revisions=store_of(revisions),
+        pods=store_of(),
+        children={"deploymentTemplate": store_of(c.children)},
+    )
+    ud = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+    return Reconciler(client=client, caches=caches, recorder=c.recorder, ud_resource=ud)  # type: ignore[arg-type]
+
+
+def orphaned_revision(c: Cluster) -> dict[str, Any]:
+    """The revision of ``c``'s template, as a previous owner deleted with orphan propagation left it."""
+    from united import history
+    from united.api import admit
+    from united.render import owner_reference
+
+    ud = admit(c.obj)
+    created = history.plan(ud, [], owner_reference=owner_reference(ud), current=None).create
+    assert created is not None
+    del created["metadata"]["ownerReferences"]
+    created["metadata"].update(uid="rev-uid", resourceVersion="5")
+    return created
+
+
+class TestAdoption:
+    """Issue 15, item 9: orphaned revisions are adopted, only after the owner read afresh is
+    neither being deleted nor replaced (client-go's RecheckDeletionTimestamp)."""
+
+    async def test_an_orphaned_revision_is_adopted_and_used(self) -> None:
+        c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+        rev = orphaned_revision(c)
+        client = LiveClient(c.obj)
+        await passes(c, client, revisions=[rev]).reconcile("ns/web")
+        assert client.gets == 1
+        assert client.writes("create", "controllerrevisions") == []
+        [(name, body)] = client.writes("patch", "controllerrevisions")
+        assert name == rev["metadata"]["name"] == c.revision
+        assert body["metadata"]["uid"] == "rev-uid" and body["metadata"]["resourceVersion"] == "5"
+        assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == ["u1"]
+
+    async def test_nothing_is_adopted_for_an_owner_being_deleted_or_replaced(self) -> None:
+        for live in (
+            {**c_obj(), "metadata": {**c_obj()["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+            {**c_obj(), "metadata": {**c_obj()["metadata"], "uid": "u2"}},
+            None,
+        ):
+            c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+            del c.children[0]["metadata"]["ownerReferences"]  # an orphaned child, too
+            client = LiveClient(live)
+            await passes(c, client, revisions=[orphaned_revision(c)]).reconcile("ns/web")
+            assert client.gets == 1 and client.calls == [], live
+
+    async def test_a_revision_name_taken_meanwhile_ends_the_pass_before_any_child_write(self) -> None:
+        class Taken(NamingClient):
+            async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
+                if resource.plural == "controllerrevisions":
+                    raise AlreadyExists("exists", status=409)
+                return await super().create(resource, body, namespace=namespace)
+
+        c = Cluster({}, replicas=4, a=(1, 1), b=(1, 1))
+        client = Taken()
+        with pytest.raises(RetryableError, match="compare its data"):
+            await passes(c, client, revisions=[]).reconcile("ns/web")
+        assert client.calls == []
+
+
+def c_obj() -> dict[str, Any]:
+    return Cluster({}, replicas=2, a=(1, 1), b=(1, 1)).obj
