@@ -1,12 +1,13 @@
 """Which live workloads are this UnitedDeployment's children (reference section 7), decided
 from plain data so the rules can be tested exhaustively.
 
-The controller-ref rules of Kubernetes: a workload controlled by someone else is never
-touched; one we control is kept while it still matches our selector and carries a subset
-label, and released otherwise; an orphan that matches is adopted. Several children for one
-subset (a crash between create and status write, a manual copy) are reduced to one: the
-reference keeps an arbitrary one, we keep the oldest (then by name), so every replica of
-the controller picks the same survivor.
+The controller-ref rules of Kubernetes: only workloads in the UnitedDeployment's own
+namespace are ever considered (an ownerReference is namespace-local, and anyone may write any
+uid into one); a workload controlled by someone else is never touched; one we control is
+kept while it still matches our selector and carries a subset label, and released otherwise;
+an orphan that matches is adopted. Several children for one subset (a crash between create
+and status write, a manual copy) are reduced to one: the reference keeps an arbitrary one, we
+keep the oldest (then by name), so every replica of the controller picks the same survivor.
 """
 
 from __future__ import annotations
@@ -41,6 +42,24 @@ def name_of(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def subset_of(obj: Mapping[str, Any], keys: Keys) -> str:
+    """The subset a child belongs to: the subset-name in its ``spec.selector``, which we set at
+    creation and the API server keeps immutable, else (a workload we did not create) its label.
+    Labels are anyone's to edit: a child relabelled by hand must not pass for another subset's
+    (it would win that subset as the older one, its healthy sibling would be deleted, and its
+    selector patched in vain); its label is written back instead."""
+    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return str(selector.get(keys.subset_name) or labels_of(obj).get(keys.subset_name) or "")
+
+
 def _age_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
@@ -66,10 +85,12 @@ def claim(ud: UnitedDeployment, candidates: Iterable[Mapping[str, Any]], keys: K
     out = Claim()
     ud_deleting = deleting(ud.raw)
     for raw in candidates:
+        if namespace_of(raw) != ud.namespace:
+            continue
         obj = dict(raw)
         owner = controller_uid(obj)
         labels = labels_of(obj)
-        subset = labels.get(keys.subset_name, "")
+        subset = subset_of(obj, keys)
         matches = sel is not None and sel.matches(labels) and bool(subset)
         if owner is not None and owner != ud.uid:
             continue

@@ -8,7 +8,10 @@ rendered spec, replicas and the partition — and only then build a JSON merge p
 * labels/annotations: our keys only; other writers' keys are kept;
 * owner references: our controller reference added when adopting;
 * spec, when the digest differs: replaced as the reference does (keys we no longer render
-  are set to ``null``; the API server re-applies its defaults);
+  are set to ``null``; the API server re-applies its defaults) — but only the fields an
+  update may change (:attr:`ChildKind.mutable`): a patch touching an immutable one is
+  refused whole, replicas included, and the child could never be scaled again. What the
+  child cannot take is reported instead (:func:`immutable_changes`);
 * otherwise just ``spec.replicas`` and the partition, so scaling never touches the template.
 
 Merge patches (never JSON patches, which a dict body would default to for custom
@@ -17,7 +20,9 @@ resources) work for built-in kinds and CRDs alike.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from united.api.keys import Keys
@@ -39,6 +44,16 @@ def merge_patch(live: Any, desired: Any) -> Any:
         elif live[key] != value:
             patch[key] = merge_patch(live[key], value) if isinstance(value, dict) else value
     return patch
+
+
+def identified(patch: Json, obj: Mapping[str, Any], *, exact: bool = False) -> Json:
+    """``patch`` naming the object it was computed from, since writes go by name and a name can
+    be reused: with its uid the API server refuses the patch if the name now belongs to another
+    object; with ``exact`` also its resourceVersion (409 if it changed since it was read), for
+    writes decided from the object's whole state (adopting, releasing)."""
+    meta = obj.get("metadata") or {}
+    ident = {k: meta[k] for k in ("uid", "resourceVersion")[: 2 if exact else 1] if meta.get(k)}
+    return {**patch, "metadata": {**(patch.get("metadata") or {}), **ident}} if ident else patch
 
 
 def child_patch(
@@ -67,7 +82,7 @@ def child_patch(
     spec: Json = {}
     digest = (live_meta.get("annotations") or {}).get(keys.spec_hash)
     if digest != (want_meta.get("annotations") or {}).get(keys.spec_hash):
-        spec = merge_patch(live_spec, want_spec)
+        spec = merge_patch(_only(live_spec, kind.mutable), _only(want_spec, kind.mutable))
     else:
         if live_spec.get("replicas") != want_spec.get("replicas"):
             spec["replicas"] = want_spec.get("replicas")
@@ -80,3 +95,49 @@ def child_patch(
     if spec:
         patch["spec"] = spec
     return patch or None
+
+
+def immutable_changes(live: Mapping[str, Any], desired: Mapping[str, Any], *, kind: ChildKind) -> list[str]:
+    """The immutable spec fields (``spec.serviceName`` …) whose rendered value the live child
+    does not hold: it cannot take them without being recreated. A field counts as held when
+    every value we render is there; what the API server added (defaults) is not a change."""
+    live_spec = live.get("spec") or {}
+    return [
+        f"spec.{key}"
+        for key, value in (desired.get("spec") or {}).items()
+        if key not in kind.mutable and not _holds(live_spec.get(key), value)
+    ]
+
+
+def _only(spec: Mapping[str, Any], keys: frozenset[str]) -> Json:
+    return {k: v for k, v in spec.items() if k in keys}
+
+
+def _holds(live: Any, want: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(live, dict) and all(_holds(live.get(k), v) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(live, list) and len(live) == len(want) and all(map(_holds, live, want))
+    return bool(live == want or (isinstance(live, str) and isinstance(want, str) and _same_quantity(live, want)))
+
+
+_QUANTITY = re.compile(r"^([+-]?[0-9]*\.?[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]?)$")
+_SUFFIX: dict[str, Decimal | int] = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_SUFFIX.update({"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1, "k": 10**3, "M": 10**6})
+_SUFFIX.update({"G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18})
+
+
+def _same_quantity(a: str, b: str) -> bool:
+    """Resource quantities the API server rewrites in canonical form (``1024Mi`` → ``1Gi``)."""
+    first, second = _quantity(a), _quantity(b)
+    return first is not None and first == second
+
+
+def _quantity(text: str) -> Decimal | None:
+    m = _QUANTITY.match(text)
+    if m is None:
+        return None
+    number, suffix = Decimal(m.group(1)), m.group(2)
+    if len(suffix) > 1 and suffix[0] in "eE":
+        return number * Decimal(10) ** int(suffix[1:])
+    return number * Decimal(_SUFFIX[suffix])

@@ -1,12 +1,13 @@
 """ControllerRevision history of a UnitedDeployment (reference section 6), decided from data.
 
-Each reconcile: find the revision whose Data equals the template (semantically, see
-:func:`united.revision.same`) — reuse it when it is the newest, or bump its revision number
-when an old one comes back (a rollback); otherwise create one, probing past hash collisions
-with a collision count that is returned so it can be persisted (the reference never
-persists it). History beyond ``revisionHistoryLimit`` is trimmed oldest first, never
-touching the current or updated revision (the reference can drop those from its view).
-"""
+Each reconcile: adopt the namespace's orphaned revisions that match the selector (as the
+reference's claim does), then find the revision whose Data equals the template
+(semantically, see :func:`united.revision.same`) — reuse it when it is the newest, or bump
+its revision number when an old one comes back (a rollback); otherwise create one, probing
+past hash collisions and names taken by anyone else's revisions with a collision count that
+is returned so it can be persisted (the reference never persists it). History beyond
+``revisionHistoryLimit`` is trimmed oldest first, never touching the current or updated
+revision (the reference can drop those from its view)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united import revision
+from united import selector as label_selector
 from united.api.keys import REVISION_HASH_LABEL
 from united.api.model import Template, UnitedDeployment
-from united.children import name_of
+from united.children import controller_uid, deleting, labels_of, name_of, namespace_of
 
 Json = dict[str, Any]
 
@@ -32,6 +34,8 @@ class HistoryPlan:
     bump: tuple[str, int] | None = None
     """(name, new revision number) of an older revision that becomes the newest again."""
     delete: list[str] = field(default_factory=list)
+    adopt: list[Json] = field(default_factory=list)
+    """Orphaned revisions to take over (they count as ours from now on)."""
 
 
 def number(obj: Mapping[str, Any]) -> int:
@@ -54,30 +58,35 @@ def plan(
     owner_reference: Json,
     current: str | None,
     collision_count: int = 0,
+    others: Iterable[Mapping[str, Any]] = (),
 ) -> HistoryPlan:
-    """Decide what to create, bump and delete; ``revisions`` are the ones this UD owns."""
+    """Decide what to adopt, create, bump and delete. ``revisions`` are the ones this UD owns,
+    ``others`` the rest of its namespace's (orphans may be adopted; every name is taken)."""
     template = ud.spec.template
     assert template is not None
-    history = ordered(revisions)
+    adopt = [dict(r) for r in others if _adoptable(ud, r)]
+    history = ordered([*(r for r in revisions if namespace_of(r) == ud.namespace), *adopt])
     by_name = {name_of(r): r for r in history}
+    taken = {name_of(r) for r in others} | by_name.keys()
     newest = number(history[-1]) if history else 0
     result: HistoryPlan
     equal = [r for r in history if revision.same(r.get("data") or {}, template)]
     if equal:
         chosen = equal[-1]
-        result = HistoryPlan(updated=name_of(chosen), collision_count=collision_count)
+        result = HistoryPlan(updated=name_of(chosen), collision_count=collision_count, adopt=adopt)
         if chosen is not history[-1]:
             result.bump = (name_of(chosen), newest + 1)
     else:
         count = collision_count
         name = revision.name(ud.name, template, count)
-        while name in by_name:
+        while name in taken:
             count += 1
             name = revision.name(ud.name, template, count)
         result = HistoryPlan(
             updated=name,
             collision_count=count,
             create=body(ud, template, name=name, number=newest + 1, owner_reference=owner_reference, count=count),
+            adopt=adopt,
         )
     limit = ud.spec.revision_history_limit if ud.spec.revision_history_limit is not None else 10
     keep = {result.updated, current or ""}
@@ -90,6 +99,13 @@ def plan(
         result.delete.append(name_of(r))
         total -= 1
     return result
+
+
+def _adoptable(ud: UnitedDeployment, obj: Mapping[str, Any]) -> bool:
+    """An orphan of the UD's namespace that its selector matches (reference 6, 7.2)."""
+    if controller_uid(obj) is not None or deleting(obj) or deleting(ud.raw) or namespace_of(obj) != ud.namespace:
+        return False
+    return ud.spec.selector is not None and label_selector.parse(ud.spec.selector.to_dict()).matches(labels_of(obj))
 
 
 def body(

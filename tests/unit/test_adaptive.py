@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -390,7 +391,7 @@ class FakeClient:
 
     async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
         self.calls.append(("create", resource.plural, "", body))
-        return body
+        return json.loads(body) if isinstance(body, bytes) else body  # revisions are sent as bytes
 
     async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
         what = f"{resource.plural}/{kw['subresource']}" if kw.get("subresource") else resource.plural

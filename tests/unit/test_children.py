@@ -97,3 +97,28 @@ def test_a_subset_whose_only_child_terminates_waits() -> None:
     assert "a" not in c.by_subset and c.terminating["a"]["metadata"]["name"] == "a1"
     live = claim(ud(), [gone, child("a2", "a")], KEYS)
     assert live.by_subset["a"]["metadata"]["name"] == "a2" and live.duplicates == []
+
+
+def test_objects_in_other_namespaces_are_never_children() -> None:
+    """Anyone may write our uid into an ownerReference elsewhere (issue 15, item 1): such an
+    object is neither kept (then deleted as a removed subset), released nor adopted."""
+    forged = [
+        child("x", "zzz", namespace="tenant-b"),
+        child("y", "a", app="other", namespace="tenant-b"),
+        child("z", "b", owner=None, namespace="tenant-b"),
+    ]
+    c = claim(ud(), forged, KEYS)
+    assert (c.by_subset, c.adopt, c.release, c.duplicates, c.terminating) == ({}, [], [], [], {})
+
+
+def test_a_relabelled_child_stays_the_child_of_the_subset_its_selector_names() -> None:
+    """A user edits a child's subset label to another subset's name (issue 15, item 5): its
+    immutable selector still names its subset, so the other subset's child is not a duplicate
+    and nothing is deleted; the label is written back by the diff."""
+    relabelled = child("web-a", "b", created="2025-01-01T00:00:00Z")
+    relabelled["spec"] = {"selector": {"matchLabels": {"app": "web", KEYS.subset_name: "a"}}}
+    sibling = child("web-b", "b")
+    sibling["spec"] = {"selector": {"matchLabels": {"app": "web", KEYS.subset_name: "b"}}}
+    c = claim(ud(), [relabelled, sibling], KEYS)
+    assert {k: v["metadata"]["name"] for k, v in c.by_subset.items()} == {"a": "web-a", "b": "web-b"}
+    assert (c.duplicates, c.release) == ([], [])

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from united.api import admit
 from united.api.keys import Keys
-from united.diff import child_patch, merge_patch
+from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.render import KINDS, render
 
 KEYS = Keys()
@@ -121,6 +121,71 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[k] = apply_merge_patch(out.get(k), v)
     return out
+
+
+def test_a_patch_names_the_object_it_was_computed_from() -> None:
+    """The API server refuses a patch whose uid is not the object's (the name was reused), and
+    with a resourceVersion one decided from a state that has changed since (issue 15, item 1)."""
+    live = {"metadata": {"name": "web-a", "uid": "u9", "resourceVersion": "12"}}
+    patch = {"metadata": {"labels": {"x": "1"}}, "spec": {"replicas": 2}}
+    assert identified(patch, live) == {"metadata": {"labels": {"x": "1"}, "uid": "u9"}, "spec": {"replicas": 2}}
+    exact = identified({"spec": {}}, live, exact=True)
+    assert exact == {"spec": {}, "metadata": {"uid": "u9", "resourceVersion": "12"}}
+    assert identified(patch, {"metadata": {}}) == patch
+
+
+def changed(desired: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """``desired`` with a template change: ``spec`` fields set and a new digest."""
+    out = copy.deepcopy(desired)
+    out["spec"].update(spec)
+    out["metadata"]["annotations"][KEYS.spec_hash] = "a-new-digest"
+    return out
+
+
+class TestImmutableFields:
+    """A patch touching an immutable field is refused whole, replicas included, so the child
+    could never be scaled again (issue 15, item 6): such fields are reported, never sent."""
+
+    def test_a_statefulset_keeps_scaling_and_updating_when_its_service_name_changes(self) -> None:
+        kind = KINDS["statefulSetTemplate"]
+        before = rendered("statefulSetTemplate", replicas=3)
+        before["spec"]["serviceName"] = "web"
+        live = live_from(before)
+        live["spec"].update(podManagementPolicy="OrderedReady", revisionHistoryLimit=10)  # server defaults
+        want = changed(rendered("statefulSetTemplate", replicas=5, image="nginx:2"), serviceName="web-2")
+        patch = child_patch(live, want, kind=kind, keys=KEYS, partition_applied=True)
+        assert patch is not None
+        assert patch["spec"].keys() <= kind.mutable
+        assert patch["spec"]["replicas"] == 5
+        assert patch["spec"]["template"]["spec"]["containers"] == [{"name": "c", "image": "nginx:2"}]
+        assert immutable_changes(live, want, kind=kind) == ["spec.serviceName"]
+        assert immutable_changes(live, before, kind=kind) == [], "server defaults are not changes"
+
+    def test_a_deployment_selector_change_is_reported_not_sent(self) -> None:
+        kind = KINDS["deploymentTemplate"]
+        live = live_from(rendered())
+        selector = {"matchLabels": {**live["spec"]["selector"]["matchLabels"], "tier": "front"}}
+        want = changed(rendered(replicas=4), selector=selector)
+        patch = child_patch(live, want, kind=kind, keys=KEYS, partition_applied=False)
+        assert patch is not None and "selector" not in patch["spec"] and patch["spec"]["replicas"] == 4
+        assert immutable_changes(live, want, kind=kind) == ["spec.selector"]
+
+    def test_volume_claim_templates_compare_through_defaults_and_canonical_quantities(self) -> None:
+        kind = KINDS["statefulSetTemplate"]
+
+        def claims(storage: str) -> list[dict[str, Any]]:
+            return [{"metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": storage}}}}]
+
+        live = live_from(rendered("statefulSetTemplate"))
+        live["spec"]["volumeClaimTemplates"] = claims("1Gi")
+        live["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"] = "Filesystem"
+        live["spec"]["volumeClaimTemplates"][0]["status"] = {"phase": "Pending"}
+        same = changed(rendered("statefulSetTemplate"), volumeClaimTemplates=claims("1024Mi"))
+        assert immutable_changes(live, same, kind=kind) == []
+        bigger = changed(rendered("statefulSetTemplate"), volumeClaimTemplates=claims("2Gi"))
+        assert immutable_changes(live, bigger, kind=kind) == ["spec.volumeClaimTemplates"]
+        more = changed(rendered("statefulSetTemplate"), volumeClaimTemplates=claims("1Gi") * 2)
+        assert immutable_changes(live, more, kind=kind) == ["spec.volumeClaimTemplates"]
 
 
 def strip_nulls(v: Any) -> Any:

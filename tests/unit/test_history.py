@@ -84,3 +84,41 @@ def test_history_is_trimmed_but_never_the_current_revision() -> None:
     assert hp.create is not None
     assert current not in hp.delete
     assert hp.delete == [r["metadata"]["name"] for r in revs[1:5]]
+
+
+def orphan(image: str, number: int, **meta: Any) -> dict[str, Any]:
+    r = stored(image, number)
+    del r["metadata"]["ownerReferences"]
+    r["metadata"].update(meta)
+    return r
+
+
+class TestOrphansAndTakenNames:
+    """Issue 15, item 9: orphans are adopted as the reference does, and a name someone else's
+    revision holds is never assumed to be ours."""
+
+    def test_a_matching_orphan_is_adopted_and_reused(self) -> None:
+        hp = history.plan(ud("i:1"), [], owner_reference=OWNER, current=None, others=[orphan("i:1", 4)])
+        assert [r["metadata"]["name"] for r in hp.adopt] == [hp.updated]
+        assert hp.create is None and hp.bump is None
+
+    def test_adopted_orphans_count_in_the_history(self) -> None:
+        hp = history.plan(ud("i:2"), [stored("i:1", 1)], owner_reference=OWNER, current=None, others=[orphan("i:3", 7)])
+        assert len(hp.adopt) == 1
+        assert hp.create is not None and hp.create["revision"] == 8
+
+    def test_a_name_held_by_a_revision_we_may_not_adopt_is_probed_past(self) -> None:
+        wanted = revision.name("web", ud("i:1").spec.template)
+        unmatched = orphan("i:2", 1, name=wanted, labels={"app": "not-web"})
+        foreign = orphan("i:2", 1, name=wanted, ownerReferences=[{"uid": "someone-else", "controller": True}])
+        for other in (unmatched, foreign):
+            hp = history.plan(ud("i:1"), [], owner_reference=OWNER, current=None, others=[other])
+            assert hp.adopt == []
+            assert hp.create is not None and hp.updated != wanted and hp.collision_count == 1
+
+    def test_orphans_elsewhere_or_of_a_deleted_owner_are_not_adopted(self) -> None:
+        elsewhere = orphan("i:1", 1, namespace="b")
+        assert history.plan(ud("i:1"), [], owner_reference=OWNER, current=None, others=[elsewhere]).adopt == []
+        gone = ud("i:1")
+        gone.raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        assert history.plan(gone, [], owner_reference=OWNER, current=None, others=[orphan("i:1", 1)]).adopt == []

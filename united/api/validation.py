@@ -668,20 +668,21 @@ def _update_strategy(spec: Spec) -> list[FieldError]:
     return errors
 
 
-_STS_MUTABLE = frozenset(
+STATEFUL_SET_MUTABLE = frozenset(
     {"template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds", "ordinals", "replicas"}
 )
-_ASTS_MUTABLE = frozenset({"template", "updateStrategy", "replicas"})
+"""StatefulSet spec fields an update may change (reference 4.4; the API server agrees)."""
+ADVANCED_STATEFUL_SET_MUTABLE = frozenset({"template", "updateStrategy", "replicas"})
 
 
 def _template_update(old: Template, new: Template) -> list[FieldError]:
     if new.variant == STATEFUL_SET:
         mutable, words = (
-            _STS_MUTABLE,
+            STATEFUL_SET_MUTABLE,
             "'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds' and 'ordinals'",
         )
     elif new.variant == ADVANCED_STATEFUL_SET:
-        mutable, words = _ASTS_MUTABLE, "'template' and 'updateStrategy'"
+        mutable, words = ADVANCED_STATEFUL_SET_MUTABLE, "'template' and 'updateStrategy'"
     else:
         return []
     keys = (set(old.spec) | set(new.spec)) - mutable

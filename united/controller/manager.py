@@ -122,8 +122,8 @@ class _Stores:
     def list(self, namespace: str | None = None) -> list[Json]:
         return [obj for store in self.stores for obj in store.list(namespace)]
 
-    def by_owner(self, uid: str) -> builtins.list[Json]:
-        return [obj for store in self.stores for obj in store.by_owner(uid)]
+    def by_owner(self, uid: str, namespace: str | None = None) -> builtins.list[Json]:
+        return [obj for store in self.stores for obj in store.by_owner(uid, namespace)]
 
     def orphans(self, namespace: str) -> builtins.list[Json]:
         return [obj for store in self.stores for obj in store.orphans(namespace)]

@@ -12,6 +12,7 @@ pass ends without touching children.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import time
@@ -27,8 +28,8 @@ from united.allocation import AllocationError, Plan, SubsetState, allocate, part
 from united.api import ManifestError, UnitedDeployment, admit
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
-from united.children import claim, deleting, name_of
-from united.diff import child_patch, merge_patch
+from united.children import claim, controller_uid, deleting, name_of, uid_of
+from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
 from united.kube.errors import AlreadyExists, namespace_terminating
@@ -40,16 +41,18 @@ from united.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selec
 Json = dict[str, Any]
 log = structlog.get_logger(__name__)
 
-EXPECTATION_TTL = 15.0
-"""Seconds to trust our own write over a cache that has not shown it (client-go uses 5 min;
-a watch normally catches up in milliseconds, and a short TTL bounds the harm if an object we
-wrote was deleted by someone else before the cache saw our write)."""
+EXPECTATION_TTL = 300.0
+"""Seconds to trust our own write over a cache that has not shown it: client-go's 5 minutes.
+A watch normally catches up in milliseconds, but API Priority and Fairness can hold a LIST
+back for many seconds, and every pass in that time would otherwise create another child for
+the same subset (children have generated names). The TTL only bounds how long a child we
+created and someone else deleted before the cache saw it keeps its subset waiting."""
 CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
 
 
 class Store(Protocol):
     def get(self, key: str) -> Json | None: ...
-    def by_owner(self, uid: str) -> list[Json]: ...
+    def by_owner(self, uid: str, namespace: str | None = None) -> list[Json]: ...
     def orphans(self, namespace: str) -> list[Json]: ...
     def list(self, namespace: str | None = None) -> list[Json]: ...
 
@@ -83,6 +86,10 @@ class Result:
 
 class RetryableError(Exception):
     """Some writes failed this pass; the status says so and the key is requeued with backoff."""
+
+
+class OwnerChangedError(Exception):
+    """The UnitedDeployment read afresh is being deleted or is another object: end the pass."""
 
 
 def resource_of(variant: str) -> Resource:
@@ -157,6 +164,9 @@ class Reconciler:
         pass_ = _Pass(self, ud, obj, previous, generation)
         try:
             return await pass_.run()
+        except OwnerChangedError as e:
+            log.info("not adopting", reason=str(e))
+            return Result()
         except ApiError as e:
             if not namespace_terminating(e):
                 raise
@@ -202,11 +212,27 @@ class Reconciler:
         rv = _rv(obj)
         return written[1] if rv < written[0] else cached
 
+    def _status_version(self, key: str, obj: Mapping[str, Any]) -> str:
+        """The resourceVersion the status about to be written was computed from: the cached
+        object's, or our last status write's while the cache lags behind it (that write was
+        itself conditional on the cached version, so nothing but our status changed between)."""
+        written = self._written.get(key)
+        rv = _rv(obj)
+        if written is not None and rv < written[0]:
+            return str(written[0])
+        return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
     async def _write_status(self, key: str, obj: Mapping[str, Any], previous: Json, status: Json) -> bool:
+        """Merge-patch the status, conditional on the resourceVersion it was computed from: a
+        newer status (another replica's, or one after a spec change) is never overwritten; the
+        409 requeues the key."""
         if status == previous:
             return False
         meta = obj.get("metadata") or {}
-        patch = {"status": merge_patch(previous, status)}
+        patch: Json = {"status": merge_patch(previous, status)}
+        version = self._status_version(key, obj)
+        if version:
+            patch["metadata"] = {"resourceVersion": version}
         log.info("status", changed=[op["path"] for op in jsonpatch.make_patch(previous, status)][:20])
         answer = await self.client.patch(
             self.ud_resource,
@@ -218,6 +244,13 @@ class Reconciler:
         )
         self._written[key] = (_rv(answer), status)
         return True
+
+
+def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
+    """Delete preconditions naming the object read: deletes go by name, and the name may belong
+    to another object by the time the request arrives."""
+    uid = uid_of(obj)
+    return {"uid": uid} if uid else None
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -242,6 +275,9 @@ class _Pass:
         self.key = _key(obj)
         self.namespace = ud.namespace
         self.errors: list[str] = []
+        self.immutable: list[str] = []
+        self.rechecked = False
+        """Children that cannot take the template without being recreated, and why."""
         self.done: dict[str, list[str]] = {}
         """Messages of this pass's successful writes by Event reason: one Event per reason
         per pass (a new UD with 3 subsets gets one ``SuccessfulCreate``, not three)."""
@@ -273,6 +309,8 @@ class _Pass:
         updated = plan_.updated
         resource = resource_of(variant)
         claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
+        if claimed.adopt:
+            await self.recheck()
         pods = self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
@@ -306,7 +344,11 @@ class _Pass:
         for reason, messages in self.done.items():
             self.event("Normal", reason, "; ".join(messages))
         views = self.observe(claimed.by_subset, pods, updated, decisions)
-        problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False) if self.errors else None
+        problem = None
+        if self.errors:
+            problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False)
+        elif self.immutable:
+            problem = Problem("ImmutableField", "; ".join(self.immutable))
         selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
         facts = Facts(
             generation=self.generation,
@@ -350,8 +392,9 @@ class _Pass:
 
     def candidates(self, store: Store) -> list[Json]:
         """Children this UD may keep or adopt: its own and the namespace's orphans (from the
-        stores' indexes, so a pass costs what it owns, not what the namespace holds)."""
-        return [*store.by_owner(self.ud.uid), *store.orphans(self.namespace)]
+        stores' indexes, so a pass costs what it owns, not what the namespace holds). Only its
+        own namespace: anything elsewhere that names our uid is forged."""
+        return [*store.by_owner(self.ud.uid, self.namespace), *store.orphans(self.namespace)]
 
     def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
         """Each child's pods (its selector over the pod cache, which holds only pods that carry
@@ -466,29 +509,71 @@ class _Pass:
         return out
 
     async def revisions(self, owner: Json) -> history.HistoryPlan:
-        owned = self.r.caches.revisions.by_owner(self.ud.uid)
+        """Adopt, create, bump and trim this UD's revisions (``history.plan`` decides). Our own
+        writes stand in for a lagging cache as for children; a name taken by a revision the
+        cache has not shown yet ends the pass, so the next one compares its data."""
+        cache = self.r.caches.revisions
+        owned = self.r.fresh(self.key, CONTROLLER_REVISIONS, cache.by_owner(self.ud.uid, self.namespace))
+        mine = {name_of(r) for r in owned}
+        others = [r for r in cache.list(self.namespace) if name_of(r) not in mine and controller_uid(r) != self.ud.uid]
         current = self.previous.get("currentRevision") or None
         count = int(self.previous.get("collisionCount") or 0)
-        hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count)
+        hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count, others=others)
+        by_name = {name_of(r): r for r in [*owned, *hp.adopt]}
+        if hp.adopt:
+            await self.recheck()
+        for orphan in hp.adopt:
+            refs = [*((orphan.get("metadata") or {}).get("ownerReferences") or ()), owner]
+            body = identified({"metadata": {"ownerReferences": refs}}, orphan, exact=True)
+            name = name_of(orphan)
+            answer = await self.r.client.patch(
+                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
+            )
+            self.mark(name, answer)
         if hp.create is not None:
             try:
-                await self.r.client.create(CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace)
-                self.writes += 1
-            except AlreadyExists:
-                pass
+                created = await self.r.client.create(
+                    CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace
+                )
+            except AlreadyExists as e:
+                raise RetryableError(
+                    f"ControllerRevision {hp.updated} exists but is not cached yet; requeued to compare its data"
+                ) from e
+            self.mark(hp.updated, created)
         if hp.bump is not None:
             name, number = hp.bump
-            await self.r.client.patch(
-                CONTROLLER_REVISIONS, name, {"revision": number}, patch_type=PatchType.MERGE, namespace=self.namespace
+            body = identified({"revision": number}, by_name[name])
+            answer = await self.r.client.patch(
+                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
             )
-            self.writes += 1
+            self.mark(name, answer)
         for name in hp.delete:
-            try:
-                await self.r.client.delete(CONTROLLER_REVISIONS, name, namespace=self.namespace)
+            with contextlib.suppress(NotFound):
+                await self.r.client.delete(
+                    CONTROLLER_REVISIONS, name, namespace=self.namespace, preconditions=_same(by_name[name])
+                )
                 self.writes += 1
-            except NotFound:
-                pass
+            self.r.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
         return hp
+
+    def mark(self, name: str, answer: Json) -> None:
+        """A revision write went through: count it and remember it for the next pass."""
+        self.writes += 1
+        self.r.remember(self.key, CONTROLLER_REVISIONS, name, answer, rv=_rv(answer))
+
+    async def recheck(self) -> None:
+        """client-go's RecheckDeletionTimestamp: before adopting anything, read the
+        UnitedDeployment afresh (the cache may lag) and give up the pass if it is being
+        deleted or has been replaced by another of the same name."""
+        if self.rechecked:
+            return
+        try:
+            live = await self.r.client.get(self.r.ud_resource, self.ud.name, namespace=self.namespace)
+        except NotFound:
+            live = {}
+        if uid_of(live) != self.ud.uid or deleting(live):
+            raise OwnerChangedError(f"{self.key} is being deleted or was replaced; nothing adopted")
+        self.rechecked = True
 
     async def children(
         self, resource: Resource, claimed: Any, plan: Plan, updated: str, overrides: Mapping[str, int]
@@ -518,6 +603,12 @@ class _Pass:
                 if created:
                     self.r.remember(self.key, resource, name_of(created), created, rv=_rv(created))
                 continue
+            fields = immutable_changes(live, rendered.object, kind=kind)
+            if fields:
+                self.immutable.append(
+                    f"subset {subset.name}: {kind.kind} {name_of(live)} cannot change {', '.join(fields)} (immutable);"
+                    " delete it to have it recreated from the template (its pods are replaced), or revert the change"
+                )
             patch = child_patch(
                 live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
             )
@@ -534,14 +625,19 @@ class _Pass:
                     what.append(f"maxUnavailable {overrides[subset.name]} while its pods are reserved")
                 else:
                     what.append("spec updated")
-            if "ownerReferences" in (patch.get("metadata") or {}):
+            adopting = "ownerReferences" in (patch.get("metadata") or {})
+            if adopting:
                 what.append("adopted")
             message = f"{kind.kind} {name_of(live)} of subset {subset.name}: " + (", ".join(what) or "labels updated")
             patched = await self.write(
                 "update",
                 subset.name,
                 self.r.client.patch(
-                    resource, name_of(live), patch, patch_type=PatchType.MERGE, namespace=self.namespace
+                    resource,
+                    name_of(live),
+                    identified(patch, live, exact=adopting),
+                    patch_type=PatchType.MERGE,
+                    namespace=self.namespace,
                 ),
                 success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
             )
@@ -570,7 +666,7 @@ class _Pass:
         for other, store in self.r.caches.children.items():
             if other != variant:
                 res = resource_of(other)
-                doomed += [(c, res) for c in store.by_owner(self.ud.uid)]
+                doomed += [(c, res) for c in store.by_owner(self.ud.uid, self.namespace)]
         remaining = 0
         for child, res in doomed:
             if deleting(child):
@@ -580,7 +676,13 @@ class _Pass:
             gone = await self.write(
                 "delete",
                 name_of(child),
-                self.r.client.delete(res, name_of(child), namespace=self.namespace, propagation_policy="Background"),
+                self.r.client.delete(
+                    res,
+                    name_of(child),
+                    namespace=self.namespace,
+                    propagation_policy="Background",
+                    preconditions=_same(child),
+                ),
                 success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}"),
                 missing_ok=True,
             )
@@ -596,7 +698,7 @@ class _Pass:
                 self.r.client.patch(
                     resource,
                     name_of(child),
-                    {"metadata": {"ownerReferences": refs or None}},
+                    identified({"metadata": {"ownerReferences": refs or None}}, child, exact=True),
                     patch_type=PatchType.MERGE,
                     namespace=self.namespace,
                 ),

@@ -7,6 +7,7 @@ Same partition field as apps/v1 StatefulSet, but an empty update-strategy type s
 from __future__ import annotations
 
 from united.api.model import ADVANCED_STATEFUL_SET
+from united.api.validation import ADVANCED_STATEFUL_SET_MUTABLE
 from united.render.kind import Json, read_rolling_partition, rolling_partition
 
 
@@ -15,6 +16,7 @@ class AdvancedStatefulSet:
     api_version = "apps.kruise.io/v1beta1"
     kind = "StatefulSet"
     plural = "statefulsets"
+    mutable = ADVANCED_STATEFUL_SET_MUTABLE
 
     def set_partition(self, spec: Json, partition: int) -> bool:
         return rolling_partition(spec, partition, set_type=False)

@@ -21,6 +21,20 @@ class CloneSet:
     api_version = "apps.kruise.io/v1alpha1"
     kind = "CloneSet"
     plural = "clonesets"
+    mutable = frozenset(
+        {
+            "replicas",
+            "template",
+            "volumeClaimTemplates",
+            "scaleStrategy",
+            "updateStrategy",
+            "revisionHistoryLimit",
+            "minReadySeconds",
+            "lifecycle",
+            "persistentVolumeClaimRetentionPolicy",
+        }
+    )
+    """Everything but the selector (OpenKruise's CloneSet webhook)."""
 
     def set_partition(self, spec: Json, partition: int) -> bool:
         strategy = spec["updateStrategy"] = spec.get("updateStrategy") or {}

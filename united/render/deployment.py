@@ -11,6 +11,11 @@ class Deployment:
     api_version = "apps/v1"
     kind = "Deployment"
     plural = "deployments"
+    mutable = frozenset(
+        {"replicas", "template", "strategy", "minReadySeconds", "revisionHistoryLimit", "paused"}
+        | {"progressDeadlineSeconds"}
+    )
+    """Everything but the selector."""
 
     def set_partition(self, spec: Json, partition: int) -> bool:
         return False

@@ -19,6 +19,10 @@ class ChildKind(Protocol):
     api_version: str
     kind: str
     plural: str
+    mutable: frozenset[str]
+    """Top-level spec fields an update may change. The others are never patched: the API
+    server (or OpenKruise's webhook) refuses a patch touching one as a whole, replicas
+    included, so a child could never be scaled again."""
 
     def set_partition(self, spec: Json, partition: int) -> bool:
         """Write ``partition`` into a rendered child ``spec``; return whether the workload

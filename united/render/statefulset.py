@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from united.api.model import STATEFUL_SET
+from united.api.validation import STATEFUL_SET_MUTABLE
 from united.render.kind import Json, read_rolling_partition, rolling_partition
 
 
@@ -11,6 +12,7 @@ class StatefulSet:
     api_version = "apps/v1"
     kind = "StatefulSet"
     plural = "statefulsets"
+    mutable = STATEFUL_SET_MUTABLE
 
     def set_partition(self, spec: Json, partition: int) -> bool:
         return rolling_partition(spec, partition, set_type=True)

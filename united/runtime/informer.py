@@ -28,7 +28,7 @@ cluster-scoped kinds, like client-go's ``MetaNamespaceKeyFunc``). ``managedField
 and kubectl's last-applied annotation are dropped on the way in: together they are
 often most of an object's bytes and the controller reads neither. Three secondary
 indexes keep reads proportional to what is asked for, not to the cache: a controller
-owner's UID to its children (how a child's event finds its parent and how a reconcile
+owner's UID and a namespace to its children (how a child's event finds its parent and how a reconcile
 lists a parent's children without an API call), a namespace to its objects, and a
 namespace to its **orphans** (no controller owner: the candidates for adoption).
 
@@ -192,7 +192,7 @@ class Store:
     def __init__(self) -> None:
         self._objects: dict[str, JSON] = {}
         self._owner_of: dict[str, str] = {}  # key -> controller owner UID
-        self._children: dict[str, set[str]] = {}  # owner UID -> keys
+        self._children: dict[str, dict[str, set[str]]] = {}  # owner UID -> namespace -> keys
         self._namespace_of: dict[str, str] = {}  # key -> namespace ("" if cluster-scoped)
         self._in_namespace: dict[str, dict[str, JSON]] = {}  # namespace -> key -> object
         self._orphans: dict[str, set[str]] = {}  # namespace -> keys without a controller owner
@@ -218,9 +218,17 @@ class Store:
         """Every stored key."""
         return list(self._objects)
 
-    def by_owner(self, uid: str) -> builtins.list[JSON]:
-        """The objects whose controller ownerReference points at ``uid``."""
-        return [self._objects[key] for key in sorted(self._children.get(uid, ()))]
+    def by_owner(self, uid: str, namespace: str | None = None) -> builtins.list[JSON]:
+        """The objects whose controller ownerReference points at ``uid``; with ``namespace``,
+        only those in it. An ownerReference is namespace-local, but anyone can write any uid
+        into one: a controller must read its children with its own namespace, or an object
+        elsewhere claiming its uid would pass for a child."""
+        by_namespace = self._children.get(uid, {})
+        if namespace is not None:
+            keys: Iterable[str] = by_namespace.get(namespace, ())
+        else:
+            keys = (key for entries in by_namespace.values() for key in entries)
+        return [self._objects[key] for key in sorted(keys)]
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -242,7 +250,7 @@ class Store:
         owner = controller_uid(obj)
         if owner is not None:
             self._owner_of[key] = owner
-            self._children.setdefault(owner, set()).add(key)
+            self._children.setdefault(owner, {}).setdefault(namespace, set()).add(key)
         else:
             self._orphans.setdefault(namespace, set()).add(key)
         return old
@@ -278,7 +286,10 @@ class Store:
             _discard(self._in_namespace, namespace, key)
         owner = self._owner_of.pop(key, None)
         if owner is not None:
-            _discard(self._children, owner, key)
+            by_namespace = self._children.get(owner, {})
+            _discard(by_namespace, namespace or "", key)
+            if not by_namespace:
+                self._children.pop(owner, None)
         elif namespace is not None:
             _discard(self._orphans, namespace, key)
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
-from tests.unit.test_adaptive import Cluster, FakeClient, store_of
-from united.controller.reconciler import resource_of
-from united.kube.errors import Fenced, Forbidden, error_from_status, namespace_terminating
+from tests.unit.test_adaptive import KEYS, Cluster, FakeClient, store_of
+from united.controller.reconciler import RetryableError, resource_of
+from united.kube.errors import (
+    AlreadyExists,
+    Conflict,
+    Fenced,
+    Forbidden,
+    NotFound,
+    error_from_status,
+    namespace_terminating,
+)
 
 DEPLOYMENTS = resource_of("deploymentTemplate")
 STATEFULSETS = resource_of("statefulSetTemplate")
@@ -146,3 +155,208 @@ class TestExpectations:
         r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
         await r.reconcile("ns/web")
         assert r._children == {}
+
+
+class KeywordClient(FakeClient):
+    """Also records the keyword arguments of deletes (their preconditions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deletes: list[tuple[str, dict[str, Any]]] = []
+
+    async def delete(self, resource: Any, name: str, **kw: Any) -> None:
+        self.deletes.append((name, kw))
+
+
+async def test_every_child_write_names_the_object_it_read() -> None:
+    """Writes go by name; the uid (and for adoption/release the resourceVersion) makes the API
+    server refuse one whose name now belongs to another object (issue 15, item 1)."""
+    c = Cluster({}, replicas=3, a=(1, 1), b=(1, 1))
+    for i, child in enumerate(c.children):
+        child["metadata"].update(uid=f"uid-{i}", resourceVersion=str(10 + i))
+    removed = copy.deepcopy(c.children[1])
+    removed["metadata"].update(name="web-gone", uid="uid-gone")
+    removed["metadata"]["labels"][KEYS.subset_name] = "gone"
+    c.children.append(removed)
+    c.client = KeywordClient()
+    await c.reconcile(0.0)
+    patches = c.client.writes("patch", "deployments")
+    assert patches, "one subset is scaled"
+    assert all(body["metadata"]["uid"] == {"web-a": "uid-0", "web-b": "uid-1"}[name] for name, body in patches)
+    assert c.client.deletes == [
+        ("web-gone", {"namespace": "ns", "propagation_policy": "Background", "preconditions": {"uid": "uid-gone"}})
+    ]
+
+
+class NamingClient(FakeClient):
+    """Answers a create like the API server: a generated name and a resourceVersion."""
+
+    async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
+        made = copy.deepcopy(await super().create(resource, body, namespace=namespace))
+        prefix = made["metadata"].get("generateName", "")
+        made["metadata"].update(name=f"{prefix}{len(self.calls)}", resourceVersion=str(100 + len(self.calls)))
+        return made
+
+
+async def test_no_second_child_while_a_create_is_unobserved_by_a_cache_lagging_minutes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """API Priority and Fairness can hold the child cache back far longer than 15 s: every pass
+    meanwhile must still see the children it created (issue 15, item 8)."""
+    from united.controller import reconciler as module
+    from united.controller.reconciler import Caches, Reconciler
+    from united.kube import Resource
+
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    caches = Caches(
+        uniteddeployments=store_of([c.obj]),
+        revisions=store_of(),
+        pods=store_of(),
+        children={"deploymentTemplate": store_of()},  # never shows what was created
+    )
+    client = NamingClient()
+    ud = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+    r = Reconciler(client=client, caches=caches, recorder=c.recorder, ud_resource=ud)  # type: ignore[arg-type]
+    start = module.time.monotonic()
+    for lag in (0.0, 20.0, 60.0, 240.0):
+        monkeypatch.setattr(module.time, "monotonic", lambda lag=lag: start + lag)
+        await r.reconcile("ns/web")
+        assert len(client.writes("create", "deployments")) == 2, f"after {lag} s"
+
+
+class TestStatusWrites:
+    """A status is written only over the version it was computed from (issue 15, items 1/4)."""
+
+    async def test_the_status_patch_carries_the_resource_version_it_was_computed_from(self) -> None:
+        c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+        c.obj["spec"]["replicas"] = -1  # invalid: only a status is written
+        c.obj["metadata"]["resourceVersion"] = "41"
+        await c.reconcile(0.0)
+        [(_, body)] = c.client.writes("patch", "uniteddeployments/status")
+        assert body["metadata"] == {"resourceVersion": "41"}
+
+    async def test_while_the_cache_lags_our_own_write_its_version_is_the_precondition(self) -> None:
+        r = reconciler()
+        obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
+        r._written["ns/web"] = (99, {"replicas": 1})
+        assert r._previous_status("ns/web", obj) == {"replicas": 1}
+        assert await r._write_status("ns/web", obj, {"replicas": 1}, {"replicas": 2})
+        [(_, body)] = r.client.writes("patch", "uniteddeployments/status")
+        assert body == {"metadata": {"resourceVersion": "99"}, "status": {"replicas": 2}}
+
+    async def test_a_conflict_is_raised_and_not_remembered(self) -> None:
+        class Refusing(FakeClient):
+            async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
+                raise Conflict("the object has been modified", status=409)
+
+        r = reconciler()
+        r.client = Refusing()
+        obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
+        with pytest.raises(Conflict):
+            await r._write_status("ns/web", obj, {}, {"replicas": 2})
+        assert r._written == {}
+
+
+async def test_a_relabelled_child_gets_its_label_back_and_no_sibling_is_deleted() -> None:
+    """Issue 15, item 5: the relabelled child keeps its subset (its selector says which), its
+    label is restored, its immutable selector is not patched, and its healthy sibling stays."""
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    c.children[0]["metadata"]["labels"][KEYS.subset_name] = "b"
+    c.children[0]["metadata"]["creationTimestamp"] = "2025-01-01T00:00:00Z"
+    c.children[1]["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    c.client = KeywordClient()
+    await c.reconcile(0.0)
+    assert c.client.deletes == []
+    assert c.client.writes("create", "deployments") == []
+    [(name, body)] = c.client.writes("patch", "deployments")
+    assert name == "web-a"
+    assert body == {"metadata": {"labels": {KEYS.subset_name: "a"}}}
+
+
+class LiveClient(NamingClient):
+    """Answers GETs of the UnitedDeployment with ``live`` (None: not found)."""
+
+    def __init__(self, live: dict[str, Any] | None) -> None:
+        super().__init__()
+        self.live = live
+        self.gets = 0
+
+    async def get(self, resource: Any, name: str, *, namespace: str) -> Any:
+        self.gets += 1
+        if self.live is None:
+            raise NotFound("gone", status=404)
+        return self.live
+
+
+def passes(c: Cluster, client: Any, *, revisions: list[dict[str, Any]]) -> Any:
+    from united.controller.reconciler import Caches, Reconciler
+    from united.kube import Resource
+
+    caches = Caches(
+        uniteddeployments=store_of([c.obj]),
+        revisions=store_of(revisions),
+        pods=store_of(),
+        children={"deploymentTemplate": store_of(c.children)},
+    )
+    ud = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+    return Reconciler(client=client, caches=caches, recorder=c.recorder, ud_resource=ud)  # type: ignore[arg-type]
+
+
+def orphaned_revision(c: Cluster) -> dict[str, Any]:
+    """The revision of ``c``'s template, as a previous owner deleted with orphan propagation left it."""
+    from united import history
+    from united.api import admit
+    from united.render import owner_reference
+
+    ud = admit(c.obj)
+    created = history.plan(ud, [], owner_reference=owner_reference(ud), current=None).create
+    assert created is not None
+    del created["metadata"]["ownerReferences"]
+    created["metadata"].update(uid="rev-uid", resourceVersion="5")
+    return created
+
+
+class TestAdoption:
+    """Issue 15, item 9: orphaned revisions are adopted, only after the owner read afresh is
+    neither being deleted nor replaced (client-go's RecheckDeletionTimestamp)."""
+
+    async def test_an_orphaned_revision_is_adopted_and_used(self) -> None:
+        c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+        rev = orphaned_revision(c)
+        client = LiveClient(c.obj)
+        await passes(c, client, revisions=[rev]).reconcile("ns/web")
+        assert client.gets == 1
+        assert client.writes("create", "controllerrevisions") == []
+        [(name, body)] = client.writes("patch", "controllerrevisions")
+        assert name == rev["metadata"]["name"] == c.revision
+        assert body["metadata"]["uid"] == "rev-uid" and body["metadata"]["resourceVersion"] == "5"
+        assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == ["u1"]
+
+    async def test_nothing_is_adopted_for_an_owner_being_deleted_or_replaced(self) -> None:
+        for live in (
+            {**c_obj(), "metadata": {**c_obj()["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+            {**c_obj(), "metadata": {**c_obj()["metadata"], "uid": "u2"}},
+            None,
+        ):
+            c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+            del c.children[0]["metadata"]["ownerReferences"]  # an orphaned child, too
+            client = LiveClient(live)
+            await passes(c, client, revisions=[orphaned_revision(c)]).reconcile("ns/web")
+            assert client.gets == 1 and client.calls == [], live
+
+    async def test_a_revision_name_taken_meanwhile_ends_the_pass_before_any_child_write(self) -> None:
+        class Taken(NamingClient):
+            async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
+                if resource.plural == "controllerrevisions":
+                    raise AlreadyExists("exists", status=409)
+                return await super().create(resource, body, namespace=namespace)
+
+        c = Cluster({}, replicas=4, a=(1, 1), b=(1, 1))
+        client = Taken()
+        with pytest.raises(RetryableError, match="compare its data"):
+            await passes(c, client, revisions=[]).reconcile("ns/web")
+        assert client.calls == []
+
+
+def c_obj() -> dict[str, Any]:
+    return Cluster({}, replicas=2, a=(1, 1), b=(1, 1)).obj

@@ -112,6 +112,23 @@ def test_store_get_list_and_the_owner_index_follow_upserts_and_removals() -> Non
     assert sorted(object_key(o) for o in store.list()) == ["ns/a", "ns/b", "ns/d"]
 
 
+def test_the_owner_index_answers_per_namespace() -> None:
+    """An ownerReference is namespace-local; a uid written into an object elsewhere must not
+    make it a child (issue 15, item 1)."""
+    store = Store()
+    store.upsert(obj("a", owner="p"))
+    store.upsert(obj("a", namespace="elsewhere", owner="p"))
+    store.upsert(obj("b", namespace="elsewhere", owner="p"))
+    assert [object_key(o) for o in store.by_owner("p", "ns")] == ["ns/a"]
+    assert [object_key(o) for o in store.by_owner("p", "elsewhere")] == ["elsewhere/a", "elsewhere/b"]
+    assert store.by_owner("p", "third") == []
+    assert [object_key(o) for o in store.by_owner("p")] == ["elsewhere/a", "elsewhere/b", "ns/a"]
+    store.remove("elsewhere/a")
+    store.upsert(obj("b", "2", namespace="elsewhere"))
+    assert store.by_owner("p", "elsewhere") == []
+    assert [object_key(o) for o in store.by_owner("p")] == ["ns/a"]
+
+
 def test_replace_reports_deletes_adds_and_only_real_modifications() -> None:
     store = Store()
     for item in (obj("same", "1"), obj("changed", "1"), obj("gone", "1", owner="p"), obj("recreated", "1")):
