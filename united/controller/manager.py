@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import uuid
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ from united.controller.reconciler import (
 )
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import PODS
+from united.kube.decode import Undecodable
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
 from united.runtime.health import HealthServer
@@ -135,7 +137,10 @@ class Manager:
         self.revisions = self._informers(CONTROLLER_REVISIONS, None, self._on_owned)
         self.pods = self._informers(PODS, self.keys.subset_name, self._on_pod)
         self.caches = Caches(
-            uniteddeployments=_Stores(self.uds), revisions=_Stores(self.revisions), pods=_Stores(self.pods)
+            uniteddeployments=_Stores(self.uds),
+            revisions=_Stores(self.revisions),
+            pods=_Stores(self.pods),
+            undecodable=ChainMap(*(i.undecodable for i in self.uds)),
         )
         self.reconciler = Reconciler(
             client=client,
@@ -148,7 +153,14 @@ class Manager:
 
     def _informers(self, resource: Resource, selector: str | None, handler: Any) -> list[Informer]:
         made = [
-            Informer(self.client, resource, namespace=ns, label_selector=selector, handlers=[handler])
+            Informer(
+                self.client,
+                resource,
+                namespace=ns,
+                label_selector=selector,
+                handlers=[handler],
+                on_undecodable=[self._on_undecodable],
+            )
             for ns in self.namespaces
         ]
         self.informers.extend(made)
@@ -172,6 +184,14 @@ class Manager:
             owners = set(self._matching_uds(obj))
         for key in owners:
             self.queue.add(key)
+
+    def _on_undecodable(self, problem: Undecodable) -> None:
+        """Count it; a UnitedDeployment is queued, so the reconciler reports it on the object."""
+        obj = problem.object
+        self.metrics.undecodable_objects_total.labels(resource=str(obj.get("kind", ""))).inc()
+        if obj.get("kind") == self.settings.ud_resource.kind:
+            meta = obj.get("metadata") or {}
+            self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
 
     def _on_pod(self, kind: str, obj: Json, old: Json | None) -> None:
         for key in self._matching_uds(obj):
@@ -212,7 +232,12 @@ class Manager:
                 continue
             informers = [
                 Informer(
-                    self.client, resource, namespace=ns, label_selector=self.keys.subset_name, handlers=[self._on_child]
+                    self.client,
+                    resource,
+                    namespace=ns,
+                    label_selector=self.keys.subset_name,
+                    handlers=[self._on_child],
+                    on_undecodable=[self._on_undecodable],
                 )
                 for ns in self.namespaces
             ]

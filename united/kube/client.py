@@ -22,7 +22,6 @@ JSON dicts in and out. That sidesteps the library's known traps in one place:
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import time
@@ -39,6 +38,8 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from united.kube import decode
+from united.kube.decode import Undecodable
 from united.kube.errors import ApiError, TransientError, error_from_status
 
 JSON = dict[str, Any]
@@ -128,21 +129,25 @@ class PatchType(StrEnum):
 
 class ObjectList(NamedTuple):
     """A list answer: the items (with ``apiVersion``/``kind`` filled in) and the
-    list's resourceVersion, which is where a watch that follows it must start."""
+    list's resourceVersion, which is where a watch that follows it must start; ``skipped``
+    describes the items nested too deeply to read (``decode.py``), left out of ``items``."""
 
     items: list[JSON]
     resource_version: str
+    skipped: tuple[Undecodable, ...] = ()
 
 
 class WatchEvent(NamedTuple):
     """One watch event: ``ADDED``, ``MODIFIED``, ``DELETED`` or ``BOOKMARK``.
 
     ``ERROR`` events are not yielded: they are raised as typed errors (``Gone`` for
-    an expired resourceVersion).
+    an expired resourceVersion). When the object is nested too deeply to read
+    (``decode.py``), ``undecodable`` says why and ``object`` is only its stub.
     """
 
     type: str
     object: JSON
+    undecodable: Undecodable | None = None
 
 
 def resource_of_path(path: str) -> str:
@@ -194,17 +199,22 @@ def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
         return None
 
 
-async def _read_json(resp: aiohttp.ClientResponse, what: str) -> Any:
+async def _read(resp: aiohttp.ClientResponse, what: str) -> bytes:
     try:
-        data = await resp.read()
+        data: bytes = await resp.read()
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise TransientError(f"{what}: reading the answer failed: {exc!r}") from exc
     finally:
         resp.release()
+    return data
+
+
+async def _read_json(resp: aiohttp.ClientResponse, what: str) -> Any:
+    data = await _read(resp, what)
     if not data:
         return {}
     try:
-        return json.loads(data)
+        return decode.document(data)
     except ValueError:
         return data.decode("utf-8", "replace")
 
@@ -261,7 +271,7 @@ class WatchStream:
             if not line:
                 continue
             try:
-                event = json.loads(line)
+                event, undecodable = decode.watch_event(line)
             except ValueError as exc:
                 raise TransientError(f"watch {self._path}: bad event {line[:200]!r}") from exc
             kind = str(event.get("type", ""))
@@ -271,7 +281,7 @@ class WatchStream:
             rv = obj.get("metadata", {}).get("resourceVersion")
             if rv:
                 self.resource_version = str(rv)
-            return WatchEvent(kind, obj)
+            return WatchEvent(kind, obj, undecodable)
 
 
 class KubeClient:
@@ -456,7 +466,10 @@ class KubeClient:
         ``transform`` is applied to each item as its page arrives, so each page's decoded
         originals are freed before the next page is read: an informer that keeps a compact
         copy of every object would otherwise hold all originals of a large LIST at once, and
-        the memory they leave behind is not given back."""
+        the memory they leave behind is not given back.
+
+        Items nested too deeply to read are left out and described in ``skipped``
+        (``decode.py``): one such object must not make the whole LIST unreadable."""
         query: list[tuple[str, str]] = [("limit", str(page_size))]
         if label_selector:
             query.append(("labelSelector", label_selector))
@@ -464,21 +477,32 @@ class KubeClient:
             query.append(("fieldSelector", field_selector))
         path = resource.path(namespace=namespace)
         items: list[JSON] = []
+        skipped: list[Undecodable] = []
         resource_version = ""
         cont = ""
         while True:
             page_query = [*query, ("continue", cont)] if cont else query
-            page: JSON = await self._json("GET", path, query=page_query)
+            what = f"GET {path}"
+            data = await _read(await self._request("GET", path, query=page_query), what)
+            try:
+                page, page_items, page_skipped = decode.list_page(data)
+            except ValueError as exc:
+                raise TransientError(f"{what}: not a list: {data[:200]!r}") from exc
+            api_version = page.get("apiVersion", resource.api_version)
             kind = str(page.get("kind", "")).removesuffix("List") or resource.kind
-            for item in page.get("items") or []:
-                item.setdefault("apiVersion", page.get("apiVersion", resource.api_version))
+            for item in page_items:
+                item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)
                 items.append(transform(item) if transform is not None else item)
+            for problem in page_skipped:
+                problem.object.setdefault("apiVersion", api_version)
+                problem.object.setdefault("kind", kind)
+            skipped += page_skipped
             meta = page.get("metadata") or {}
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             cont = str(meta.get("continue") or "")
             if not cont:
-                return ObjectList(items, resource_version)
+                return ObjectList(items, resource_version, tuple(skipped))
 
     def watch(
         self,

@@ -38,6 +38,15 @@ strings — keys and values — interned, so the thousands of copies of ``"apiVe
 per watch event) become one each. A cached Deployment drops from about 12 KB to about
 6 KB of Python objects; the rebuild costs about as much as a tenth of decoding it.
 
+**Undecodable objects** (nested deeper than ``united.kube.decode.MAX_DEPTH``: pod
+templates are schemaless) are not cached: the client leaves them out of a LIST and marks
+them in a watch event, and the informer logs each one with its key, uid and why, keeps it in
+:attr:`Informer.undecodable` (until it is deleted or becomes readable) and tells the
+``on_undecodable`` callbacks. A cached object that becomes undecodable is removed, with a
+``DELETED`` change: the cache holds what the controller can read, the same after a watch as
+after a re-list. One such object costs one object: the informer still syncs and serves the
+rest.
+
 Objects in the store and those passed to handlers are shared, not copied: treat
 them as read-only (client-go's cache has the same contract).
 """
@@ -55,6 +64,7 @@ from typing import Any, NamedTuple
 import structlog
 
 from united.kube.client import JSON, KubeClient, Resource, WatchEvent
+from united.kube.decode import Undecodable
 from united.kube.errors import Gone
 
 __all__ = [
@@ -66,6 +76,7 @@ __all__ = [
     "EventHandler",
     "Informer",
     "Store",
+    "UndecodableHandler",
     "compact",
     "controller_uid",
     "object_key",
@@ -88,6 +99,10 @@ EventHandler = Callable[[str, JSON, JSON | None], object]
 ``obj`` is the last state the server sent (or, when synthesised after a re-list, the
 last state stored) and ``old`` the stored object. A handler may be a coroutine
 function; it is awaited before the next event."""
+
+UndecodableHandler = Callable[[Undecodable], object]
+"""``on_undecodable(problem)``: an object was skipped; ``problem.object`` is its stub
+(``apiVersion``, ``kind``, ``metadata``, ``status`` where readable). Called synchronously."""
 
 
 def object_key(obj: JSON) -> str:
@@ -314,8 +329,8 @@ class Informer:
     (server-side filters), ``watch_timeout`` (minimum server-side watch length in
     seconds; each watch asks for a random length in [1, 2) times it),
     ``inactivity_timeout`` (reconnect after this long without any event or bookmark),
-    ``backoff_initial``/``backoff_max`` (seconds between attempts after failures)
-    and ``page_size`` for the LIST.
+    ``backoff_initial``/``backoff_max`` (seconds between attempts after failures),
+    ``page_size`` for the LIST and ``on_undecodable`` callbacks (see the module docstring).
     """
 
     def __init__(
@@ -332,6 +347,7 @@ class Informer:
         backoff_max: float = 30.0,
         page_size: int = 500,
         handlers: Iterable[EventHandler] = (),
+        on_undecodable: Iterable[UndecodableHandler] = (),
     ) -> None:
         if watch_timeout < 1 or inactivity_timeout <= 0:
             raise ValueError("need watch_timeout >= 1 and inactivity_timeout > 0")
@@ -351,6 +367,9 @@ class Informer:
         """Where the next watch starts: the last LIST's RV, then every event's
         (bookmarks included). Empty means "LIST first"."""
         self._handlers: list[EventHandler] = list(handlers)
+        self._on_undecodable: list[UndecodableHandler] = list(on_undecodable)
+        self.undecodable: dict[str, Undecodable] = {}
+        """The objects skipped as undecodable, by key; updated in place (a live view)."""
         self._failures = 0
         self._log = log.bind(resource=resource.plural, namespace=namespace, selector=label_selector)
         # Counters, for tests and debugging.
@@ -361,6 +380,7 @@ class Informer:
         self.errors = 0
         self.inactivity_timeouts = 0
         self.handler_errors = 0
+        self.skipped = 0
 
     def add_handler(self, handler: EventHandler) -> None:
         """Also call ``handler`` for every later change (see :data:`EventHandler`).
@@ -423,9 +443,29 @@ class Informer:
         changes = self.store.replace(strip(obj) for obj in listed.items)
         self.resource_version = listed.resource_version
         self._log.debug("listed", objects=len(self.store), resource_version=self.resource_version, changes=len(changes))
+        self.undecodable.clear()
+        for problem in listed.skipped:
+            self._skip(problem)
         for change in changes:
             await self._dispatch(change)
         self.has_synced.set()
+
+    def _skip(self, problem: Undecodable) -> None:
+        key = object_key(problem.object)
+        self.skipped += 1
+        self.undecodable[key] = problem
+        self._log.warning(
+            "undecodable object skipped",
+            key=key,
+            uid=(problem.object.get("metadata") or {}).get("uid"),
+            reason=problem.reason,
+        )
+        for callback in self._on_undecodable:
+            try:
+                callback(problem)
+            except Exception:
+                self.handler_errors += 1
+                self._log.exception("undecodable-object callback failed", key=key)
 
     async def _watch(self) -> None:
         """One watch connection, until the server ends it or it goes quiet too long."""
@@ -463,7 +503,18 @@ class Informer:
     async def _apply(self, event: WatchEvent) -> None:
         if event.type == "BOOKMARK":
             return
+        if event.undecodable is not None:
+            key = object_key(event.object)
+            old = self.store.remove(key)
+            if event.type == DELETED:
+                self.undecodable.pop(key, None)
+            else:
+                self._skip(event.undecodable)
+            if old is not None:
+                await self._dispatch(Change(DELETED, old, old))
+            return
         obj = compact(event.object)
+        self.undecodable.pop(object_key(obj), None)
         if event.type in (ADDED, MODIFIED):
             old = self.store.upsert(obj)
             await self._dispatch(Change(ADDED if old is None else MODIFIED, obj, old))

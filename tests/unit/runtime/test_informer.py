@@ -14,6 +14,7 @@ from typing import Any, Self, cast
 import pytest
 
 from united.kube.client import CONFIG_MAPS, JSON, KubeClient, ObjectList, WatchEvent
+from united.kube.decode import Undecodable
 from united.kube.errors import Forbidden, Gone, TransientError
 from united.runtime.informer import (
     ADDED,
@@ -386,6 +387,43 @@ async def test_watches_that_end_at_once_are_paced_not_busy_looped() -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_undecodable_objects_are_reported_and_kept_out_of_the_cache() -> None:
+    def unreadable(name: str, rv: str) -> Undecodable:
+        return Undecodable(obj(name, rv), f"spec: too deep ({name})")
+
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", "5")], "10", (unreadable("listed", "6"),))],
+        watches=[
+            [
+                WatchEvent("MODIFIED", obj("a", "11")),
+                WatchEvent("MODIFIED", obj("a", "12"), unreadable("a", "12")),  # a cached object turns unreadable
+                WatchEvent("ADDED", obj("late", "13"), unreadable("late", "13")),
+                WatchEvent("DELETED", obj("listed", "14"), unreadable("listed", "14")),
+                WatchEvent("MODIFIED", obj("late", "15")),  # readable again
+            ]
+        ],
+    )
+    events: Recorded = []
+    reported: list[Undecodable] = []
+    informer = make_informer(client, handlers=[recorder(events)], on_undecodable=[reported.append])
+    await run_until_idle(informer, client)
+    assert informer.has_synced.is_set()
+    assert [(object_key(p.object), p.reason) for p in reported] == [
+        ("ns/listed", "spec: too deep (listed)"),
+        ("ns/a", "spec: too deep (a)"),
+        ("ns/late", "spec: too deep (late)"),
+    ]
+    assert events == [
+        (ADDED, "ns/a", "5", None),
+        (MODIFIED, "ns/a", "11", "5"),
+        (DELETED, "ns/a", "11", "11"),  # the cache holds what can be read
+        (ADDED, "ns/late", "15", None),
+    ]
+    assert informer.store.keys() == ["ns/late"]
+    assert list(informer.undecodable) == ["ns/a"], "deleted or readable again: no longer reported"
+    assert (informer.skipped, informer.errors, informer.lists) == (3, 0, 1)
 
 
 def test_options_are_validated() -> None:
