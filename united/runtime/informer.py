@@ -19,9 +19,17 @@ from (ideas only, no code):
   point fell out of the server's window: re-LIST, replace the store and synthesise
   ``DELETED`` for what vanished meanwhile (client-go's ``Replace``/
   ``DeletedFinalStateUnknown``).
-* **Any other failure** backs off exponentially (with jitter) and re-lists, so the
-  store is never trusted across a gap; a handler's exception is logged and never
-  stops the informer (kopf's and client-go's rule).
+* **A failed watch resumes from the last resourceVersion** after a backoff: an API error
+  on connect (5xx, 429, 403 while a restarted API server's RBAC warms up) or a broken
+  stream leaves the store exactly as the last event applied made it, and the watch
+  replays everything after that point, so re-listing every object (the costliest request
+  an informer makes, for the API server too) would buy nothing. After
+  :data:`RESUME_ATTEMPTS` failures in a row the resume point is given up for a re-list
+  (an API server restored from a backup may answer a resourceVersion from its future with
+  a timeout, not a 410).
+* **Any other failure** (a bug: the store may be half-updated) backs off exponentially
+  (with jitter) and re-lists; a handler's exception is logged and never stops the informer
+  (kopf's and client-go's rule).
 
 The store keeps **raw dicts** (no models) keyed ``namespace/name`` (``name`` for
 cluster-scoped kinds, like client-go's ``MetaNamespaceKeyFunc``). ``managedFields``
@@ -65,13 +73,14 @@ import structlog
 
 from united.kube.client import JSON, KubeClient, Resource, WatchEvent
 from united.kube.decode import Undecodable
-from united.kube.errors import Gone
+from united.kube.errors import ApiError, Gone
 
 __all__ = [
     "ADDED",
     "DELETED",
     "LAST_APPLIED_ANNOTATION",
     "MODIFIED",
+    "RESUME_ATTEMPTS",
     "Change",
     "EventHandler",
     "Informer",
@@ -90,6 +99,8 @@ MODIFIED = "MODIFIED"
 DELETED = "DELETED"
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 
+RESUME_ATTEMPTS = 5
+"""Failed watches in a row that resume from the last resourceVersion before a re-list."""
 _MIN_WATCH_SECONDS = 1.0
 """A watch asks the server for at least a second; one ending sooner is suspicious."""
 
@@ -411,9 +422,22 @@ class Informer:
                 if self._failures:
                     await self._backoff()
                 self._failures += 1
+            except ApiError as exc:
+                self.errors += 1
+                self._failures += 1
+                resume = bool(self.resource_version) and self._failures < RESUME_ATTEMPTS
+                self._log.warning(
+                    f"list/watch failed; backing off and {'resuming the watch' if resume else 're-listing'}",
+                    error=repr(exc),
+                    failures=self._failures,
+                    resource_version=self.resource_version,
+                )
+                if not resume:
+                    self.resource_version = ""
+                await self._backoff()
             except Exception as exc:
-                # TransientError, Forbidden, a broken stream, a bug: the store can't be
-                # trusted across the gap, so the next round re-lists.
+                # A bug, e.g. in applying an event: the store can't be trusted across the
+                # gap, so the next round re-lists.
                 self.errors += 1
                 self._failures += 1
                 self._log.warning(

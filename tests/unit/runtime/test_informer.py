@@ -15,12 +15,13 @@ import pytest
 
 from united.kube.client import CONFIG_MAPS, JSON, KubeClient, ObjectList, WatchEvent
 from united.kube.decode import Undecodable
-from united.kube.errors import Forbidden, Gone, TransientError
+from united.kube.errors import Forbidden, Gone, TooManyRequests, TransientError
 from united.runtime.informer import (
     ADDED,
     DELETED,
     LAST_APPLIED_ANNOTATION,
     MODIFIED,
+    RESUME_ATTEMPTS,
     Informer,
     Store,
     controller_uid,
@@ -319,24 +320,54 @@ async def test_gone_on_connect_relists_without_backing_off() -> None:
     assert client.watched_from == ["10", "20"]
 
 
-async def test_other_failures_back_off_and_relist() -> None:
+async def test_a_broken_watch_resumes_from_the_last_resource_version_without_listing() -> None:
     client = ScriptedClient(
-        lists=[
-            ObjectList([obj("a", "5")], "10"),
-            TransientError("503"),
-            ObjectList([obj("a", "8")], "20"),
-            ObjectList([obj("a", "8")], "20"),
+        lists=[ObjectList([obj("a", "5")], "10")],
+        watches=[
+            [WatchEvent("MODIFIED", obj("a", "11")), TransientError("stream broke")],
+            TransientError("503 on connect"),
+            TooManyRequests("429", retry_after=1),
+            Forbidden("403 while the API server's RBAC warms up"),
+            [WatchEvent("ADDED", obj("b", "12"))],
         ],
-        watches=[[TransientError("stream broke")], Forbidden("403")],
     )
     events: Recorded = []
-    informer = make_informer(client, handlers=[recorder(events)], backoff_initial=0.001, backoff_max=0.002)
+    informer = make_informer(client, handlers=[recorder(events)])
     await run_until_idle(informer, client)
-    # broken stream -> back off, LIST fails -> back off, LIST, watch forbidden -> back off, LIST, watch.
-    assert informer.errors == 3
-    assert (informer.lists, informer.relists) == (3, 2)
-    assert client.watched_from == ["10", "20", "20"]
-    assert events == [(ADDED, "ns/a", "5", None), (MODIFIED, "ns/a", "8", "5")], "an unchanged re-list is silent"
+    assert client.watched_from == ["10", "11", "11", "11", "11", "12"]
+    assert (informer.lists, informer.relists, informer.errors) == (1, 0, 4)
+    assert events == [(ADDED, "ns/a", "5", None), (MODIFIED, "ns/a", "11", "5"), (ADDED, "ns/b", "12", None)]
+
+
+async def test_a_resume_point_refused_again_and_again_is_given_up_for_a_list() -> None:
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", "5")], "10"), ObjectList([obj("a", "8")], "20")],
+        watches=[TransientError("504: too large resource version")] * RESUME_ATTEMPTS,
+    )
+    informer = make_informer(client)
+    await run_until_idle(informer, client)
+    assert client.watched_from == ["10"] * RESUME_ATTEMPTS + ["20"]
+    assert (informer.lists, informer.relists) == (2, 1)
+
+
+async def test_failed_lists_and_bugs_back_off_and_relist() -> None:
+    broken = obj("a", "11")
+    broken["metadata"]["ownerReferences"] = 5  # storing it fails: the store may be half-updated
+    client = ScriptedClient(
+        lists=[
+            TransientError("503"),
+            ObjectList([obj("a", "5")], "10"),
+            ObjectList([obj("a", "8")], "20"),
+        ],
+        watches=[[WatchEvent("MODIFIED", broken)]],
+    )
+    events: Recorded = []
+    informer = make_informer(client, handlers=[recorder(events)])
+    await run_until_idle(informer, client)
+    assert informer.errors == 2
+    assert (informer.lists, informer.relists) == (2, 1)
+    assert client.watched_from == ["10", "20"]
+    assert events == [(ADDED, "ns/a", "5", None), (MODIFIED, "ns/a", "8", "11")], "the re-list repairs the store"
     assert client.lists == []
 
 
