@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 from urllib.parse import quote
@@ -41,11 +42,16 @@ from yarl import URL
 from united.kube import decode
 from united.kube.decode import Undecodable
 from united.kube.errors import ApiError, TransientError, error_from_status
+from united.kube.retry import is_retryable, is_throttled, retrying
 
 JSON = dict[str, Any]
 JSONPatch = list[JSON]
 
 DEFAULT_USER_AGENT = "united/0.1"
+RETRY_ATTEMPTS = 3
+"""Attempts per request (watches aside) while it fails transiently (``retry.py``)."""
+MAX_RETRY_AFTER = 10.0
+"""A longer ``Retry-After`` is cut to this: past it the work queue's backoff takes over."""
 _HOME_KUBECONFIG = pathlib.Path.home() / ".kube" / "config"
 
 
@@ -292,9 +298,15 @@ class KubeClient:
     keyword-only options so that later additions do not break callers.
     """
 
-    def __init__(self, api_client: k8s_client.ApiClient, *, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self, api_client: k8s_client.ApiClient, *, request_timeout: float = 30.0, retry_attempts: int = RETRY_ATTEMPTS
+    ) -> None:
         self._api = api_client
         self._timeout = request_timeout
+        self.retry_attempts = retry_attempts
+        """Attempts per request; a 429 or, for idempotent requests, any transient failure is
+        retried after the server's ``Retry-After`` (at most :data:`MAX_RETRY_AFTER`) or a
+        short jittered backoff, so one throttled or dropped request does not fail a pass."""
         self.observer: Callable[[str, str, int, float], None] | None = None
         """Called after every request with (verb, resource, HTTP code or 0, seconds), e.g. to
         count API requests by verb and code; watches report when their stream opens."""
@@ -350,6 +362,7 @@ class KubeClient:
         ca_cert: str | os.PathLike[str] | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
         request_timeout: float = 30.0,
+        retry_attempts: int = RETRY_ATTEMPTS,
     ) -> KubeClient:
         """A client for ``server`` with an explicit bearer token and CA — for callers
         that hold credentials rather than a kubeconfig (e.g. a proxy in front of the
@@ -360,7 +373,7 @@ class KubeClient:
         configuration.ssl_ca_cert = os.fspath(ca_cert) if ca_cert is not None else None
         api = k8s_client.ApiClient(configuration)
         api.user_agent = user_agent
-        return cls(api, request_timeout=request_timeout)
+        return cls(api, request_timeout=request_timeout, retry_attempts=retry_attempts)
 
     async def close(self) -> None:
         """Close the underlying HTTP session."""
@@ -427,8 +440,28 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
-        resp = await self._request(method, path, query=query, body=body, content_type=content_type)
-        return await _read_json(resp, f"{method} {path}")
+        what = f"{method} {path}"
+
+        async def once() -> Any:
+            resp = await self._request(method, path, query=query, body=body, content_type=content_type)
+            return await _read_json(resp, what)
+
+        # Every write this controller sends is absolute (merge patch, apply, PUT with a
+        # resourceVersion, DELETE): replaying it is harmless. A POST or a JSON patch may not be.
+        idempotent = method != "POST" and content_type != PatchType.JSON.value
+        return await self._retrying(once, what, idempotent=idempotent)
+
+    async def _retrying(self, call: Callable[[], Any], what: str, *, idempotent: bool) -> Any:
+        return await retrying(
+            call,
+            attempts=self.retry_attempts,
+            max_retry_after=MAX_RETRY_AFTER,
+            what=what,
+            retryable=is_retryable if idempotent else is_throttled,
+        )
+
+    async def _page(self, path: str, query: Sequence[tuple[str, str]]) -> bytes:
+        return await _read(await self._request("GET", path, query=query), f"GET {path}")
 
     async def get_path(self, path: str) -> str:
         """GET a raw, non-resource path (``/readyz``, ``/version``) as text."""
@@ -483,7 +516,7 @@ class KubeClient:
         while True:
             page_query = [*query, ("continue", cont)] if cont else query
             what = f"GET {path}"
-            data = await _read(await self._request("GET", path, query=page_query), what)
+            data: bytes = await self._retrying(partial(self._page, path, page_query), what, idempotent=True)
             try:
                 page, page_items, page_skipped = decode.list_page(data)
             except ValueError as exc:
