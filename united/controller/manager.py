@@ -29,6 +29,7 @@ import os
 import signal
 import socket
 import uuid
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ from united.controller.reconciler import (
 )
 from united.kube import ApiError, Fenced, KubeClient, Resource
 from united.kube.client import PODS
+from united.kube.decode import Undecodable
 from united.kube.errors import ConfigError
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
@@ -162,7 +164,10 @@ class Manager:
         self.revisions = self._informers(CONTROLLER_REVISIONS, None, self._on_owned)
         self.pods = self._informers(PODS, self.keys.subset_name, self._on_pod)
         self.caches = Caches(
-            uniteddeployments=_Stores(self.uds), revisions=_Stores(self.revisions), pods=_Stores(self.pods)
+            uniteddeployments=_Stores(self.uds),
+            revisions=_Stores(self.revisions),
+            pods=_Stores(self.pods),
+            undecodable=ChainMap(*(i.undecodable for i in self.uds)),
         )
         self.reconciler = Reconciler(
             client=client,
@@ -176,7 +181,13 @@ class Manager:
     def _informers(self, resource: Resource, selector: str | None, handler: Any) -> list[Informer]:
         made = [
             Informer(
-                self.client, resource, namespace=ns, label_selector=selector, handlers=[handler], failures=self.failures
+                self.client,
+                resource,
+                namespace=ns,
+                label_selector=selector,
+                handlers=[handler],
+                failures=self.failures,
+                on_undecodable=[self._on_undecodable],
             )
             for ns in self.namespaces
         ]
@@ -201,6 +212,14 @@ class Manager:
             owners = set(self._matching_uds(obj))
         for key in owners:
             self.queue.add(key)
+
+    def _on_undecodable(self, problem: Undecodable) -> None:
+        """Count it; a UnitedDeployment is queued, so the reconciler reports it on the object."""
+        obj = problem.object
+        self.metrics.undecodable_objects_total.labels(resource=str(obj.get("kind", ""))).inc()
+        if obj.get("kind") == self.settings.ud_resource.kind:
+            meta = obj.get("metadata") or {}
+            self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
 
     def _on_pod(self, kind: str, obj: Json, old: Json | None) -> None:
         for key in self._matching_uds(obj):
@@ -252,6 +271,7 @@ class Manager:
                     label_selector=self.keys.subset_name,
                     handlers=[self._on_child],
                     failures=self.failures,
+                    on_undecodable=[self._on_undecodable],
                 )
                 for ns in self.namespaces
             ]

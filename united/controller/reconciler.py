@@ -32,6 +32,7 @@ from united.children import claim, controller_uid, deleting, name_of, uid_of
 from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
+from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.render import KINDS, owner_reference, render, spec_digest
 from united.runtime.metrics import SubsetReplicas
@@ -77,6 +78,8 @@ class Caches:
     """By template variant (``deploymentTemplate`` …); only kinds the cluster serves."""
     unavailable: dict[str, str] = field(default_factory=dict)
     """By template variant: why a served kind cannot be used yet (``cannot list …: 403 …``)."""
+    undecodable: Mapping[str, Undecodable] = field(default_factory=dict)
+    """UnitedDeployments the informers skipped as unreadable (too deeply nested), by key."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,10 @@ class Reconciler:
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.uniteddeployments.get(key)
         if obj is None:
+            skipped = self.caches.undecodable.get(key)
+            if skipped is not None:
+                await self._report_undecodable(key, skipped)
+                return Result()
             self._written.pop(key, None)
             self._children.pop(key, None)
             if self.gauges is not None:
@@ -172,6 +179,21 @@ class Reconciler:
                 raise
             log.info("namespace is being deleted; nothing more to do", error=str(e))
             return Result()
+
+    async def _report_undecodable(self, key: str, problem: Undecodable) -> None:
+        """A UnitedDeployment too deeply nested to read: a Warning Event and a ``Stalled``
+        condition (reason ``Undecodable``) on it, from its stub (metadata and, when readable,
+        status); its children are left alone, as for an invalid spec."""
+        stub = problem.object
+        if deleting(stub):
+            return
+        previous = self._previous_status(key, stub)
+        generation = int((stub.get("metadata") or {}).get("generation") or 0)
+        self.recorder.event(stub, "Warning", "Undecodable", problem.reason)
+        status = stalled(
+            previous, generation=generation, problem=Problem("Undecodable", problem.reason), now=self.clock()
+        )
+        await self._write_status(key, stub, previous, status)
 
     def remember(self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int) -> None:
         self._children.setdefault(key, {})[(resource.group, resource.plural, name)] = (rv, obj, time.monotonic())

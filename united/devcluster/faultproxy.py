@@ -735,11 +735,16 @@ class _ProxyCore:
         return write_kubeconfig(Path(path), config)
 
     def kube_client(self, *, token: str | None = None, request_timeout: float = 30.0) -> KubeClient:
-        """A :class:`KubeClient` through the proxy (call inside a running loop; close it)."""
+        """A :class:`KubeClient` through the proxy (call inside a running loop; close it). It
+        does not retry, so each injected fault reaches the caller."""
         if token is None and self.forward_auth:
             raise ValueError("with forward_auth the client's token reaches the API server: give one")
         return KubeClient.for_server(
-            self.url, token=token or DEFAULT_CLIENT_TOKEN, ca_cert=self.ca_cert, request_timeout=request_timeout
+            self.url,
+            token=token or DEFAULT_CLIENT_TOKEN,
+            ca_cert=self.ca_cert,
+            request_timeout=request_timeout,
+            retry_attempts=1,
         )
 
     # ------------------------------------------------------------------ rules

@@ -22,13 +22,13 @@ JSON dicts in and out. That sidesteps the library's known traps in one place:
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 from urllib.parse import quote
@@ -40,16 +40,23 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 from united import __version__
+from united.kube import decode
+from united.kube.decode import Undecodable
 from united.kube.errors import ApiError, ConfigError, TransientError, error_from_status, transport_error
 from united.kube.kubeconfig import NO_SUCH_FILE
 from united.kube.kubeconfig import check as check_kubeconfig
 from united.kube.kubeconfig import where as kubeconfig_where
+from united.kube.retry import is_retryable, is_throttled, retrying
 
 JSON = dict[str, Any]
 JSONPatch = list[JSON]
 
 DEFAULT_USER_AGENT = f"united/{__version__}"
 _READS = frozenset({"GET", "HEAD"})
+RETRY_ATTEMPTS = 3
+"""Attempts per request (watches aside) while it fails transiently (``retry.py``)."""
+MAX_RETRY_AFTER = 10.0
+"""A longer ``Retry-After`` is cut to this: past it the work queue's backoff takes over."""
 _HOME_KUBECONFIG = pathlib.Path.home() / ".kube" / "config"
 _SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -135,21 +142,25 @@ class PatchType(StrEnum):
 
 class ObjectList(NamedTuple):
     """A list answer: the items (with ``apiVersion``/``kind`` filled in) and the
-    list's resourceVersion, which is where a watch that follows it must start."""
+    list's resourceVersion, which is where a watch that follows it must start; ``skipped``
+    describes the items nested too deeply to read (``decode.py``), left out of ``items``."""
 
     items: list[JSON]
     resource_version: str
+    skipped: tuple[Undecodable, ...] = ()
 
 
 class WatchEvent(NamedTuple):
     """One watch event: ``ADDED``, ``MODIFIED``, ``DELETED`` or ``BOOKMARK``.
 
     ``ERROR`` events are not yielded: they are raised as typed errors (``Gone`` for
-    an expired resourceVersion).
+    an expired resourceVersion). When the object is nested too deeply to read
+    (``decode.py``), ``undecodable`` says why and ``object`` is only its stub.
     """
 
     type: str
     object: JSON
+    undecodable: Undecodable | None = None
 
 
 def resource_of_path(path: str) -> str:
@@ -201,17 +212,22 @@ def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
         return None
 
 
-async def _read_json(resp: aiohttp.ClientResponse, what: str) -> Any:
+async def _read(resp: aiohttp.ClientResponse, what: str) -> bytes:
     try:
-        data = await resp.read()
+        data: bytes = await resp.read()
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise transport_error(exc, str(resp.url.origin())) from exc
     finally:
         resp.release()
+    return data
+
+
+async def _read_json(resp: aiohttp.ClientResponse, what: str) -> Any:
+    data = await _read(resp, what)
     if not data:
         return {}
     try:
-        return json.loads(data)
+        return decode.document(data)
     except ValueError:
         return data.decode("utf-8", "replace")
 
@@ -268,7 +284,7 @@ class WatchStream:
             if not line:
                 continue
             try:
-                event = json.loads(line)
+                event, undecodable = decode.watch_event(line)
             except ValueError as exc:
                 raise TransientError(f"watch {self._path}: bad event {line[:200]!r}") from exc
             kind = str(event.get("type", ""))
@@ -278,7 +294,7 @@ class WatchStream:
             rv = obj.get("metadata", {}).get("resourceVersion")
             if rv:
                 self.resource_version = str(rv)
-            return WatchEvent(kind, obj)
+            return WatchEvent(kind, obj, undecodable)
 
 
 class KubeClient:
@@ -289,9 +305,15 @@ class KubeClient:
     keyword-only options so that later additions do not break callers.
     """
 
-    def __init__(self, api_client: k8s_client.ApiClient, *, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self, api_client: k8s_client.ApiClient, *, request_timeout: float = 30.0, retry_attempts: int = RETRY_ATTEMPTS
+    ) -> None:
         self._api = api_client
         self._timeout = request_timeout
+        self.retry_attempts = retry_attempts
+        """Attempts per request; a 429 or, for idempotent requests, any transient failure is
+        retried after the server's ``Retry-After`` (at most :data:`MAX_RETRY_AFTER`) or a
+        short jittered backoff, so one throttled or dropped request does not fail a pass."""
         self.observer: Callable[[str, str, int, float], None] | None = None
         """Called after every request with (verb, resource, HTTP code or 0, seconds), e.g. to
         count API requests by verb and code; watches report when their stream opens."""
@@ -373,6 +395,7 @@ class KubeClient:
         ca_cert: str | os.PathLike[str] | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
         request_timeout: float = 30.0,
+        retry_attempts: int = RETRY_ATTEMPTS,
     ) -> KubeClient:
         """A client for ``server`` with an explicit bearer token and CA — for callers
         that hold credentials rather than a kubeconfig (e.g. a proxy in front of the
@@ -383,7 +406,7 @@ class KubeClient:
         configuration.ssl_ca_cert = os.fspath(ca_cert) if ca_cert is not None else None
         api = k8s_client.ApiClient(configuration)
         api.user_agent = user_agent
-        return cls(api, request_timeout=request_timeout)
+        return cls(api, request_timeout=request_timeout, retry_attempts=retry_attempts)
 
     async def close(self) -> None:
         """Close the underlying HTTP session."""
@@ -452,8 +475,28 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
-        resp = await self._request(method, path, query=query, body=body, content_type=content_type)
-        return await _read_json(resp, f"{method} {path}")
+        what = f"{method} {path}"
+
+        async def once() -> Any:
+            resp = await self._request(method, path, query=query, body=body, content_type=content_type)
+            return await _read_json(resp, what)
+
+        # Every write this controller sends is absolute (merge patch, apply, PUT with a
+        # resourceVersion, DELETE): replaying it is harmless. A POST or a JSON patch may not be.
+        idempotent = method != "POST" and content_type != PatchType.JSON.value
+        return await self._retrying(once, what, idempotent=idempotent)
+
+    async def _retrying(self, call: Callable[[], Any], what: str, *, idempotent: bool) -> Any:
+        return await retrying(
+            call,
+            attempts=self.retry_attempts,
+            max_retry_after=MAX_RETRY_AFTER,
+            what=what,
+            retryable=is_retryable if idempotent else is_throttled,
+        )
+
+    async def _page(self, path: str, query: Sequence[tuple[str, str]]) -> bytes:
+        return await _read(await self._request("GET", path, query=query), f"GET {path}")
 
     async def get_path(self, path: str) -> str:
         """GET a raw, non-resource path (``/readyz``, ``/version``) as text."""
@@ -491,7 +534,10 @@ class KubeClient:
         ``transform`` is applied to each item as its page arrives, so each page's decoded
         originals are freed before the next page is read: an informer that keeps a compact
         copy of every object would otherwise hold all originals of a large LIST at once, and
-        the memory they leave behind is not given back."""
+        the memory they leave behind is not given back.
+
+        Items nested too deeply to read are left out and described in ``skipped``
+        (``decode.py``): one such object must not make the whole LIST unreadable."""
         query: list[tuple[str, str]] = [("limit", str(page_size))]
         if label_selector:
             query.append(("labelSelector", label_selector))
@@ -499,21 +545,32 @@ class KubeClient:
             query.append(("fieldSelector", field_selector))
         path = resource.path(namespace=namespace)
         items: list[JSON] = []
+        skipped: list[Undecodable] = []
         resource_version = ""
         cont = ""
         while True:
             page_query = [*query, ("continue", cont)] if cont else query
-            page: JSON = await self._json("GET", path, query=page_query)
+            what = f"GET {path}"
+            data: bytes = await self._retrying(partial(self._page, path, page_query), what, idempotent=True)
+            try:
+                page, page_items, page_skipped = decode.list_page(data)
+            except ValueError as exc:
+                raise TransientError(f"{what}: not a list: {data[:200]!r}") from exc
+            api_version = page.get("apiVersion", resource.api_version)
             kind = str(page.get("kind", "")).removesuffix("List") or resource.kind
-            for item in page.get("items") or []:
-                item.setdefault("apiVersion", page.get("apiVersion", resource.api_version))
+            for item in page_items:
+                item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)
                 items.append(transform(item) if transform is not None else item)
+            for problem in page_skipped:
+                problem.object.setdefault("apiVersion", api_version)
+                problem.object.setdefault("kind", kind)
+            skipped += page_skipped
             meta = page.get("metadata") or {}
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             cont = str(meta.get("continue") or "")
             if not cont:
-                return ObjectList(items, resource_version)
+                return ObjectList(items, resource_version, tuple(skipped))
 
     def watch(
         self,

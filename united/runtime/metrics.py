@@ -331,6 +331,15 @@ class Metrics:
             registry=r,
         )
 
+        # -- informers ------------------------------------------------------------------------
+        self.undecodable_objects_total = Counter(
+            "united_undecodable_objects_total",
+            "Objects the informers skipped because they are nested too deeply to read, by resource "
+            "(counted each time one is seen: in a LIST or a watch event)",
+            ["resource"],
+            registry=r,
+        )
+
         # -- UnitedDeployments ----------------------------------------------------------------
         self._subsets: dict[tuple[str, str], dict[str, SubsetReplicas]] = {}
         r.register(_SubsetCollector(self._subsets))

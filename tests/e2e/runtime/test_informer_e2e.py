@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 from collections.abc import AsyncIterator
 
@@ -24,7 +25,8 @@ import pytest
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import FaultProxy
 from united.devcluster.wait import eventually
-from united.kube.client import CONFIG_MAPS, JSON, KubeClient, PatchType
+from united.kube.client import CONFIG_MAPS, CONTROLLER_REVISIONS, JSON, KubeClient, PatchType
+from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, NotFound
 from united.runtime.informer import ADDED, DELETED, LAST_APPLIED_ANNOTATION, MODIFIED, Informer, object_key
 
@@ -376,3 +378,74 @@ async def test_a_failing_handler_does_not_stop_the_informer(kube: KubeClient, na
         await eventually(delivered, within=10, what="events despite a failing handler")
         assert informer.handler_errors == 2
         assert informer.errors == 0
+
+
+# -- one unreadable object costs one object ------------------------------------------------------
+
+DEEP = 1500
+"""Levels of nesting: ``json.loads`` raises RecursionError on CPython 3.11 and 3.12 (3.13 decodes
+it, and the controller's own recursive walks would then fail), and the API server stores it."""
+
+
+def revision(name: str, data: object) -> JSON:
+    """A ControllerRevision: its ``data`` is free-form JSON, like a UnitedDeployment's pod template,
+    and its kind is cluster-wide in the controller's caches."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": name, "labels": {LABEL: "yes"}},
+        "revision": 1,
+        "data": data,
+    }
+
+
+def deep_revision(name: str) -> bytes:
+    """Sent as text: the client cannot even encode this with ``json.dumps``."""
+    data = '{"k":' * DEEP + '"x"' + "}" * DEEP
+    head = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": name, "labels": {LABEL: "yes"}}}
+    return (json.dumps(head)[:-1] + ', "revision": 1, "data": ' + data + "}").encode()
+
+
+async def test_an_unreadable_object_is_reported_and_the_rest_is_served(kube: KubeClient, namespace: str) -> None:
+    ns = namespace
+    await kube.create(CONTROLLER_REVISIONS, revision("plain", {"k": "v"}), namespace=ns)
+    deep = await kube.create(CONTROLLER_REVISIONS, deep_revision("deep"), namespace=ns)
+    assert deep["metadata"]["uid"] and "data" not in deep, "premise: stored, and answered as its stub"
+    page = await kube.get_path(f"/apis/apps/v1/namespaces/{ns}/controllerrevisions?labelSelector={SELECTOR}")
+    assert page.count('{"k":') >= DEEP, "premise: the LIST page carries the whole depth"
+
+    reported: list[Undecodable] = []
+    recorder = Recorder()
+    informer = Informer(
+        kube,
+        CONTROLLER_REVISIONS,
+        namespace=ns,
+        label_selector=SELECTOR,
+        handlers=[recorder],
+        on_undecodable=[reported.append],
+    )
+    async with running(informer):  # synced: the LIST was served despite the deep item
+        assert informer.store.keys() == [f"{ns}/plain"]
+        assert list(informer.undecodable) == [f"{ns}/deep"]
+        [problem] = reported
+        assert problem.object["metadata"]["uid"] == deep["metadata"]["uid"]
+        assert problem.object["kind"] == "ControllerRevision"
+        assert problem.reason.startswith("data: nested deeper than 100 levels")
+
+        # The same through the watch: one deep object arrives, the next ordinary one is served.
+        late = await kube.create(CONTROLLER_REVISIONS, deep_revision("late"), namespace=ns)
+        await kube.create(CONTROLLER_REVISIONS, revision("after", [1, 2]), namespace=ns)
+
+        async def served() -> None:
+            assert sorted(informer.store.keys()) == [f"{ns}/after", f"{ns}/plain"]
+            assert [p.object["metadata"]["uid"] for p in reported[1:]] == [late["metadata"]["uid"]]
+
+        await eventually(served, within=30, what="the watch reports the deep object and serves the next")
+        await kube.delete(CONTROLLER_REVISIONS, "deep", namespace=ns)
+
+        async def forgotten() -> None:
+            assert sorted(informer.undecodable) == [f"{ns}/late"]
+
+        await eventually(forgotten, within=30, what="a deleted deep object is no longer reported")
+        assert informer.errors == 0 and informer.relists == 0
+        assert [kind for kind, key, _, _ in recorder.events] == [ADDED, ADDED]

@@ -360,3 +360,37 @@ class TestAdoption:
 
 def c_obj() -> dict[str, Any]:
     return Cluster({}, replicas=2, a=(1, 1), b=(1, 1)).obj
+
+
+async def test_an_undecodable_ud_gets_a_warning_event_and_a_stalled_status_once() -> None:
+    from tests.unit.test_adaptive import FakeRecorder
+    from united.controller.reconciler import Caches, Reconciler
+    from united.kube import Resource
+    from united.kube.decode import Undecodable
+
+    reason = "spec: nested deeper than 100 levels, more than the controller reads"
+    meta = {"name": "web", "namespace": "ns", "uid": "u1", "resourceVersion": "5", "generation": 2}
+    stub = {"apiVersion": "apps.united.io/v1alpha1", "kind": "UnitedDeployment", "metadata": meta}
+    skipped = {"ns/web": Undecodable(stub, reason)}
+    client, recorder = FakeClient(), FakeRecorder()
+    caches = Caches(uniteddeployments=store_of(), revisions=store_of(), pods=store_of(), undecodable=skipped)
+    ud = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+    r = Reconciler(client=client, caches=caches, recorder=recorder, ud_resource=ud, clock=lambda: "T")  # type: ignore[arg-type]
+
+    await r.reconcile("ns/web")
+    assert recorder.events == [("Warning", "Undecodable", reason)]
+    [(name, patch)] = client.writes("patch", "uniteddeployments/status")
+    assert name == "web"
+    stalled = {c["type"]: c for c in patch["status"]["conditions"]}["Stalled"]
+    assert (stalled["status"], stalled["reason"], stalled["message"]) == ("True", "Undecodable", reason)
+    assert patch["status"]["observedGeneration"] == 2
+
+    # The stub of the next watch event carries the status written: nothing more to write.
+    written = {**stub, "metadata": {**meta, "resourceVersion": "99"}, "status": patch["status"]}
+    skipped["ns/web"] = Undecodable(written, reason)
+    await r.reconcile("ns/web")
+    assert len(client.writes("patch", "uniteddeployments/status")) == 1
+
+    del skipped["ns/web"]  # deleted: forgotten, nothing written
+    await r.reconcile("ns/web")
+    assert len(client.calls) == 1

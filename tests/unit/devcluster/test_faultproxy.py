@@ -30,7 +30,7 @@ from united.devcluster.faultproxy import (
     token_identity,
 )
 from united.devcluster.wait import eventually
-from united.kube.client import CONFIG_MAPS, KubeClient, PatchType, WatchEvent, WatchStream
+from united.kube.client import CONFIG_MAPS, RETRY_ATTEMPTS, KubeClient, PatchType, WatchEvent, WatchStream
 from united.kube.errors import ApiError, Conflict, Gone, NotFound, TooManyRequests, TransientError
 
 pytestmark = pytest.mark.timeout(60)
@@ -529,7 +529,7 @@ async def test_watch_events_stream_through_one_by_one(api: FakeApi, proxy: Fault
         upstream = await api.watch_number(0)
         assert upstream.query["resourceVersion"] == "7"
         upstream.send("ADDED", "a", "8")
-        assert await next_event(events) == ("ADDED", {"kind": "ConfigMap", "metadata": {
+        assert await next_event(events) == WatchEvent("ADDED", {"kind": "ConfigMap", "metadata": {
             "name": "a", "namespace": "ns", "resourceVersion": "8"}})  # fmt: skip
         upstream.send("MODIFIED", "a", "9")
         assert (await next_event(events)).type == "MODIFIED"
@@ -710,7 +710,7 @@ async def test_threaded_proxy_with_tls_and_a_kubeconfig(api: FakeApi, tmp_path: 
         proxy.name_token("replica-1", "replica-1")
         async with await KubeClient.from_kubeconfig(kubeconfig) as kube:
             await kube.list(CONFIG_MAPS, namespace="ns")
-            proxy.add_rule(methods="GET", respond=503, count=1)
+            proxy.add_rule(methods="GET", respond=503, count=RETRY_ATTEMPTS)  # the client's retries
             with pytest.raises(TransientError):
                 await kube.list(CONFIG_MAPS, namespace="ns")
             async with kube.watch(CONFIG_MAPS, namespace="ns", timeout_seconds=30) as events:
@@ -725,7 +725,7 @@ async def test_threaded_proxy_with_tls_and_a_kubeconfig(api: FakeApi, tmp_path: 
             proxy.remove_rule(rule)
             assert proxy.watch_rules == ()
         verbs = [e.verb for e in proxy.log.requests(identity="replica-1")]
-        assert verbs == ["list", "list", "watch", "watch"]
+        assert verbs == ["list"] * (1 + RETRY_ATTEMPTS) + ["watch", "watch"]
         assert api.seen[0].headers["Authorization"] == "Bearer proxy-token"
     finally:
         await asyncio.to_thread(proxy.stop)

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from united.devcluster.cluster import free_ports
-from united.kube.client import CLONE_SETS, PODS, KubeClient, PatchType
+from united.kube.client import CLONE_SETS, PODS, RETRY_ATTEMPTS, KubeClient, PatchType
 from united.kube.errors import Fenced, Gone, NotFound, TooManyRequests, TransientError
 
 Seen = list[dict[str, Any]]
@@ -34,6 +34,12 @@ async def server() -> AsyncIterator[tuple[str, Seen]]:
                 {"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone fishing"},
                 status=404,
             )
+        if "flaky-" in request.path:  # fails as many times as the number after "flaky-"
+            failures = int(next(p for p in request.path.split("/") if "flaky-" in p).rsplit("-", 1)[1])
+            if sum(1 for r in seen if r["path"] == request.path) <= failures:
+                if "throttled" in request.path:
+                    return web.json_response({"kind": "Status", "code": 429}, status=429, headers={"Retry-After": "0"})
+                return web.json_response({"kind": "Status", "code": 503, "reason": "ServiceUnavailable"}, status=503)
         if request.path.endswith("/busy"):
             return web.json_response({"kind": "Status", "code": 429, "reason": "TooManyRequests"},
                                      status=429, headers={"Retry-After": "2"})
@@ -72,7 +78,7 @@ async def server() -> AsyncIterator[tuple[str, Seen]]:
 
 async def test_error_statuses_raise_typed_errors(server: tuple[str, Seen]) -> None:
     url, _ = server
-    async with KubeClient.for_server(url, token="secret") as client:
+    async with KubeClient.for_server(url, token="secret", retry_attempts=1) as client:
         with pytest.raises(NotFound, match="gone fishing"):
             await client.get(PODS, "missing", namespace="ns")
         with pytest.raises(TooManyRequests) as info:
@@ -193,3 +199,33 @@ async def test_no_proxy_is_honoured(server: tuple[str, Seen], monkeypatch: pytes
         with pytest.raises(TransientError):
             await client.get(PODS, "p", namespace="ns")
     assert seen == []
+
+
+def attempts(seen: Seen, path_end: str) -> int:
+    return sum(1 for r in seen if r["path"].endswith(path_end))
+
+
+async def test_idempotent_requests_are_retried_through_transient_failures(server: tuple[str, Seen]) -> None:
+    url, seen = server
+    async with KubeClient.for_server(url, token="secret") as client:
+        assert (await client.get(PODS, "flaky-2", namespace="ns"))["kind"] == "PodList"
+        assert attempts(seen, "/flaky-2") == 3
+        await client.patch(PODS, "flaky-1", {"a": 1}, patch_type=PatchType.MERGE, namespace="ns")
+        assert attempts(seen, "/flaky-1") == 2
+        with pytest.raises(TransientError):
+            await client.get(PODS, "flaky-9", namespace="ns")
+        assert attempts(seen, "/flaky-9") == RETRY_ATTEMPTS, "bounded"
+
+
+async def test_a_create_is_retried_only_when_throttled(server: tuple[str, Seen]) -> None:
+    url, seen = server
+    async with KubeClient.for_server(url, token="secret") as client:
+        with pytest.raises(TransientError):  # a 503 may have been stored: never sent twice
+            await client.create(PODS, {"metadata": {"name": "x"}}, namespace="flaky-1")
+        assert attempts(seen, "/flaky-1/pods") == 1
+        with pytest.raises(TransientError):  # a JSON patch may append: the same
+            operations = [{"op": "add", "path": "/a", "value": 1}]
+            await client.patch(PODS, "flaky-3", operations, patch_type=PatchType.JSON, namespace="ns")
+        assert attempts(seen, "/pods/flaky-3") == 1
+        assert await client.create(PODS, {"metadata": {"name": "x"}}, namespace="throttled-flaky-1") == {"ok": True}
+        assert attempts(seen, "/throttled-flaky-1/pods") == 2

@@ -14,12 +14,14 @@ from typing import Any, Self, cast
 import pytest
 
 from united.kube.client import CONFIG_MAPS, JSON, KubeClient, ObjectList, WatchEvent
-from united.kube.errors import Forbidden, Gone, TransientError
+from united.kube.decode import Undecodable
+from united.kube.errors import Forbidden, Gone, TooManyRequests, TransientError
 from united.runtime.informer import (
     ADDED,
     DELETED,
     LAST_APPLIED_ANNOTATION,
     MODIFIED,
+    RESUME_ATTEMPTS,
     Informer,
     Store,
     controller_uid,
@@ -335,24 +337,54 @@ async def test_gone_on_connect_relists_without_backing_off() -> None:
     assert client.watched_from == ["10", "20"]
 
 
-async def test_other_failures_back_off_and_relist() -> None:
+async def test_a_broken_watch_resumes_from_the_last_resource_version_without_listing() -> None:
     client = ScriptedClient(
-        lists=[
-            ObjectList([obj("a", "5")], "10"),
-            TransientError("503"),
-            ObjectList([obj("a", "8")], "20"),
-            ObjectList([obj("a", "8")], "20"),
+        lists=[ObjectList([obj("a", "5")], "10")],
+        watches=[
+            [WatchEvent("MODIFIED", obj("a", "11")), TransientError("stream broke")],
+            TransientError("503 on connect"),
+            TooManyRequests("429", retry_after=1),
+            Forbidden("403 while the API server's RBAC warms up"),
+            [WatchEvent("ADDED", obj("b", "12"))],
         ],
-        watches=[[TransientError("stream broke")], Forbidden("403")],
     )
     events: Recorded = []
-    informer = make_informer(client, handlers=[recorder(events)], backoff_initial=0.001, backoff_max=0.002)
+    informer = make_informer(client, handlers=[recorder(events)])
     await run_until_idle(informer, client)
-    # broken stream -> back off, LIST fails -> back off, LIST, watch forbidden -> back off, LIST, watch.
-    assert informer.errors == 3
-    assert (informer.lists, informer.relists) == (3, 2)
-    assert client.watched_from == ["10", "20", "20"]
-    assert events == [(ADDED, "ns/a", "5", None), (MODIFIED, "ns/a", "8", "5")], "an unchanged re-list is silent"
+    assert client.watched_from == ["10", "11", "11", "11", "11", "12"]
+    assert (informer.lists, informer.relists, informer.errors) == (1, 0, 4)
+    assert events == [(ADDED, "ns/a", "5", None), (MODIFIED, "ns/a", "11", "5"), (ADDED, "ns/b", "12", None)]
+
+
+async def test_a_resume_point_refused_again_and_again_is_given_up_for_a_list() -> None:
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", "5")], "10"), ObjectList([obj("a", "8")], "20")],
+        watches=[TransientError("504: too large resource version")] * RESUME_ATTEMPTS,
+    )
+    informer = make_informer(client)
+    await run_until_idle(informer, client)
+    assert client.watched_from == ["10"] * RESUME_ATTEMPTS + ["20"]
+    assert (informer.lists, informer.relists) == (2, 1)
+
+
+async def test_failed_lists_and_bugs_back_off_and_relist() -> None:
+    broken = obj("a", "11")
+    broken["metadata"]["ownerReferences"] = 5  # storing it fails: the store may be half-updated
+    client = ScriptedClient(
+        lists=[
+            TransientError("503"),
+            ObjectList([obj("a", "5")], "10"),
+            ObjectList([obj("a", "8")], "20"),
+        ],
+        watches=[[WatchEvent("MODIFIED", broken)]],
+    )
+    events: Recorded = []
+    informer = make_informer(client, handlers=[recorder(events)])
+    await run_until_idle(informer, client)
+    assert informer.errors == 2
+    assert (informer.lists, informer.relists) == (2, 1)
+    assert client.watched_from == ["10", "20"]
+    assert events == [(ADDED, "ns/a", "5", None), (MODIFIED, "ns/a", "8", "11")], "the re-list repairs the store"
     assert client.lists == []
 
 
@@ -403,6 +435,43 @@ async def test_watches_that_end_at_once_are_paced_not_busy_looped() -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_undecodable_objects_are_reported_and_kept_out_of_the_cache() -> None:
+    def unreadable(name: str, rv: str) -> Undecodable:
+        return Undecodable(obj(name, rv), f"spec: too deep ({name})")
+
+    client = ScriptedClient(
+        lists=[ObjectList([obj("a", "5")], "10", (unreadable("listed", "6"),))],
+        watches=[
+            [
+                WatchEvent("MODIFIED", obj("a", "11")),
+                WatchEvent("MODIFIED", obj("a", "12"), unreadable("a", "12")),  # a cached object turns unreadable
+                WatchEvent("ADDED", obj("late", "13"), unreadable("late", "13")),
+                WatchEvent("DELETED", obj("listed", "14"), unreadable("listed", "14")),
+                WatchEvent("MODIFIED", obj("late", "15")),  # readable again
+            ]
+        ],
+    )
+    events: Recorded = []
+    reported: list[Undecodable] = []
+    informer = make_informer(client, handlers=[recorder(events)], on_undecodable=[reported.append])
+    await run_until_idle(informer, client)
+    assert informer.has_synced.is_set()
+    assert [(object_key(p.object), p.reason) for p in reported] == [
+        ("ns/listed", "spec: too deep (listed)"),
+        ("ns/a", "spec: too deep (a)"),
+        ("ns/late", "spec: too deep (late)"),
+    ]
+    assert events == [
+        (ADDED, "ns/a", "5", None),
+        (MODIFIED, "ns/a", "11", "5"),
+        (DELETED, "ns/a", "11", "11"),  # the cache holds what can be read
+        (ADDED, "ns/late", "15", None),
+    ]
+    assert informer.store.keys() == ["ns/late"]
+    assert list(informer.undecodable) == ["ns/a"], "deleted or readable again: no longer reported"
+    assert (informer.skipped, informer.errors, informer.lists) == (3, 0, 1)
 
 
 def test_options_are_validated() -> None:

@@ -17,7 +17,7 @@ from united.kube.errors import (
     TransientError,
     error_from_status,
 )
-from united.runtime.retry import MAX_RETRY_AFTER, is_retryable, retry_transient, retrying
+from united.kube.retry import MAX_RETRY_AFTER, is_retryable, is_throttled, retrying
 
 
 class FlakyCall:
@@ -131,20 +131,14 @@ async def test_a_non_api_exception_propagates_at_once() -> None:
     assert calls == 1
 
 
-async def test_the_decorator_retries_the_wrapped_function_with_its_arguments() -> None:
-    sleeps = Sleeps()
-    seen: list[tuple[str, int]] = []
-
-    @retry_transient(attempts=3, sleep=sleeps)
-    async def read(name: str, *, tries_failing: int) -> str:
-        seen.append((name, tries_failing))
-        if len(seen) <= tries_failing:
-            raise TransientError("reset")
-        return name.upper()
-
-    assert await read("web", tries_failing=2) == "WEB"
-    assert seen == [("web", 2)] * 3
-    assert read.__name__ == "read"
+async def test_a_narrower_predicate_retries_only_what_it_accepts() -> None:
+    throttled = FlakyCall(TooManyRequests("429", retry_after=0.0))
+    assert await retrying(throttled, retryable=is_throttled, sleep=Sleeps()) == "done"
+    failing = FlakyCall(error_from_status(503, {}))
+    with pytest.raises(TransientError):
+        await retrying(failing, retryable=is_throttled, sleep=Sleeps())
+    assert failing.calls == 1
+    assert not is_throttled(TransientError("reset"))
 
 
 async def test_attempts_must_be_positive() -> None:

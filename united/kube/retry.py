@@ -1,4 +1,4 @@
-"""Transport-level retries for idempotent API calls.
+"""Transport-level retries, used by the client for every request but watches.
 
 Why a separate layer: a reconcile that fails goes back to the work queue with
 per-key exponential backoff, which is the right place for "the world is not the
@@ -24,28 +24,29 @@ the design brief:
 * after the last attempt the original typed error is re-raised, not tenacity's
   ``RetryError``, so callers keep handling one error hierarchy.
 
-Only wrap *idempotent* calls: GET/LIST, PUT with a resourceVersion (a replayed
-write then fails with Conflict instead of writing twice), server-side apply,
-merge patches of absolute values, DELETE with preconditions. A POST that timed out
-may have been applied; retrying it blindly can create twice.
+Only *idempotent* calls are retried on any transient error: GET/LIST, PUT with a
+resourceVersion (a replayed write then fails with Conflict instead of writing twice),
+server-side apply, merge patches of absolute values, DELETE. A POST that timed out may
+have been applied (the API server answers 504 and goes on storing), and a retried
+``generateName`` create would make a second object; a JSON patch may append. Those are
+retried only on 429 (:func:`is_throttled`): API priority and fairness refuses a request
+before any handler sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
 from collections.abc import Awaitable, Callable
-from typing import ParamSpec, TypeVar
+from typing import TypeVar
 
 import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_base
 
-from united.kube.errors import TransientError
+from united.kube.errors import TooManyRequests, TransientError
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 DEFAULT_ATTEMPTS = 4
 DEFAULT_INITIAL_DELAY = 0.2
@@ -61,6 +62,11 @@ _log = structlog.get_logger(__name__)
 def is_retryable(exc: BaseException) -> bool:
     """True for errors where the *same* request may succeed later (5xx, 429, no answer)."""
     return isinstance(exc, TransientError)
+
+
+def is_throttled(exc: BaseException) -> bool:
+    """True for a 429: the request was refused before it was processed, whatever its verb."""
+    return isinstance(exc, TooManyRequests)
 
 
 class _RetryAfterOrBackoff(wait_base):
@@ -114,6 +120,7 @@ def _retrying(
     max_retry_after: float,
     sleep: Callable[[float], Awaitable[None]],
     what: str,
+    retryable: Callable[[BaseException], bool],
 ) -> AsyncRetrying:
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
@@ -123,7 +130,7 @@ def _retrying(
         wait=_RetryAfterOrBackoff(
             initial=initial_delay, max_delay=max_delay, jitter=jitter, max_retry_after=max_retry_after
         ),
-        retry=retry_if_exception(is_retryable),
+        retry=retry_if_exception(retryable),
         before_sleep=_log_before_sleep(what),
         reraise=True,
     )
@@ -139,8 +146,10 @@ async def retrying(
     max_retry_after: float = MAX_RETRY_AFTER,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     what: str = "",
+    retryable: Callable[[BaseException], bool] = is_retryable,
 ) -> T:
-    """Await ``call()`` up to ``attempts`` times while it fails transiently.
+    """Await ``call()`` up to ``attempts`` times while it fails with an error ``retryable``
+    accepts (:func:`is_retryable`: any transient one).
 
     ``call`` must build a *new* awaitable each time (a lambda or a function, not a
     coroutine object), e.g. ``await retrying(lambda: client.get(PODS, name, namespace=ns))``.
@@ -155,46 +164,17 @@ async def retrying(
         max_retry_after=max_retry_after,
         sleep=sleep,
         what=what or getattr(call, "__qualname__", "call"),
+        retryable=retryable,
     ):
         with attempt:
             return await call()
     raise AssertionError("unreachable: tenacity re-raises after the last attempt")  # pragma: no cover
 
 
-def retry_transient(
-    *,
-    attempts: int = DEFAULT_ATTEMPTS,
-    initial_delay: float = DEFAULT_INITIAL_DELAY,
-    max_delay: float = DEFAULT_MAX_DELAY,
-    jitter: float = DEFAULT_JITTER,
-    max_retry_after: float = MAX_RETRY_AFTER,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:
-    """Decorator form of :func:`retrying` for an async function that makes one idempotent call."""
-
-    def decorate(func: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-        @functools.wraps(func)
-        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-            return await retrying(
-                lambda: func(*args, **kwargs),
-                attempts=attempts,
-                initial_delay=initial_delay,
-                max_delay=max_delay,
-                jitter=jitter,
-                max_retry_after=max_retry_after,
-                sleep=sleep,
-                what=func.__qualname__,
-            )
-
-        return wrapper
-
-    return decorate
-
-
 __all__ = [
     "DEFAULT_ATTEMPTS",
     "MAX_RETRY_AFTER",
     "is_retryable",
-    "retry_transient",
+    "is_throttled",
     "retrying",
 ]
