@@ -23,6 +23,7 @@ import pytest
 from tests.unit.runtime.test_leader import FakeLeases, elector
 from tests.unit.runtime.virtual_time import run_cpu_timed
 from tests.unit.test_adaptive import KEYS, FakeClient, FakeRecorder, store_of
+from united.api import admit
 from united.api.limits import (
     MAX_PATCH_BYTES,
     MAX_PLACEMENT_BYTES,
@@ -243,3 +244,73 @@ def test_a_pass_at_the_limits_neither_holds_the_loop_nor_loses_the_lease(
     assert [c for c in world.client.calls if c[1] == "deployments"] == [], "the steady pass changes no child"
     assert max(first, steady) < BOUND, figures
     assert not leader.lost.is_set() and holder == "me", figures
+
+
+# -- what a pass reads and recomputes --------------------------------------------------------
+
+
+def settled(subsets: int) -> World:
+    world = World(manifest(subsets=subsets, template_bytes=2048, patch_bytes=256, placement_bytes=128))
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    world.settle()
+    return world
+
+
+def test_pods_are_matched_per_subset_from_the_index_with_the_selector_still_applied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from united.controller import reconciler as module
+
+    world = settled(50)
+    for i in range(500):  # another UnitedDeployment's pods, with the same subset names
+        labels = {"app": "api", KEYS.subset_name: f"s{i % 50}"}
+        world.pods.upsert({"metadata": {"name": f"api-{i}", "namespace": "ns", "labels": labels}})
+    matched = 0
+    parse = module.parse_selector
+
+    def counting(raw: Json) -> Any:
+        sel = parse(raw)
+
+        class Counting:
+            def matches(self, labels: Json) -> bool:
+                nonlocal matched
+                matched += 1
+                return bool(sel.matches(labels))
+
+        return Counting()
+
+    monkeypatch.setattr(module, "parse_selector", counting)
+    pass_ = module._Pass(world.reconciler, admit(world.obj), world.obj, {}, 1)
+    children = {c["metadata"]["labels"][KEYS.subset_name]: c for c in world.children.list()}
+    pods = asyncio.run(pass_.pods_by_subset(children))
+    assert {s: len(p) for s, p in pods.items()} == {f"s{i}": PODS_PER_SUBSET for i in range(50)}
+    assert matched == 50 * PODS_PER_SUBSET + 500, "each child looks at the pods of its subset only"
+
+    # A selector that does not pin the subset label still sees exactly what it selects.
+    odd = dict(children["s0"], spec={**children["s0"]["spec"], "selector": {"matchLabels": {"app": "api"}}})
+    pods = asyncio.run(pass_.pods_by_subset({"s0": odd}))
+    assert sorted(p["metadata"]["name"] for p in pods["s0"]) == sorted(f"api-{i}" for i in range(500))
+
+
+def test_a_spec_is_validated_once_per_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from united.api import validation
+
+    world = settled(5)
+    merged = 0
+    place = validation.place
+
+    def counting(*args: Any, **kw: Any) -> Json:
+        nonlocal merged
+        merged += 1
+        return place(*args, **kw)
+
+    monkeypatch.setattr(validation, "place", counting)
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert merged == 0, "admitted by the first pass already"
+    world.obj["metadata"]["annotations"] = {"note": "x"}  # metadata admit reads
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert merged == 5
+    world.obj["metadata"]["generation"] = 2
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert merged == 10
