@@ -84,3 +84,20 @@ def test_history_is_trimmed_but_never_the_current_revision() -> None:
     assert hp.create is not None
     assert current not in hp.delete
     assert hp.delete == [r["metadata"]["name"] for r in revs[1:5]]
+
+
+def test_the_template_is_encoded_once_however_long_the_history(monkeypatch: Any) -> None:
+    """Comparing each stored revision with the template must not re-encode the template: at
+    128 KiB that doubled the time the pass held the event loop."""
+    old = [stored(f"i:{n}", n) for n in range(1, 11)]
+    encoded = 0
+    data = revision.data
+
+    def counting(template: Any) -> bytes:
+        nonlocal encoded
+        encoded += 1
+        return data(template)
+
+    monkeypatch.setattr(revision, "data", counting)
+    hp = history.plan(ud("i:5"), old, owner_reference=OWNER, current=None)
+    assert hp.bump is not None and encoded == 1
