@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-MAX_SPEC_BYTES: Final = 1024 * 1024
-"""The whole ``spec``, serialized: bounds what is parsed and checked in one go (etcd stores
-objects of up to 1.5 MiB by default, metadata and status included)."""
+MAX_SPEC_BYTES: Final = 512 * 1024
+"""The whole ``spec``, serialized: bounds what is parsed and checked in one go. (``kubectl
+apply`` keeps the whole object in an annotation, and an object's annotations may hold 256 KiB.)"""
 MAX_SUBSETS: Final = 200
 """Items in ``spec.topology.subsets`` (also the CRD's ``maxItems``)."""
 MAX_PATCH_BYTES: Final = 64 * 1024
