@@ -46,6 +46,9 @@ KRUISE_GROUP = "apps.kruise.io"
 UNITED_CRD_PATH = Path("crds") / f"{UNITED_GROUP}_uniteddeployments.yaml"
 KRUISE_CRD_PATH = Path("crds") / "compat" / f"{KRUISE_GROUP}_uniteddeployments.yaml"
 
+MAX_SUBSETS = 200
+"""``united.api.limits.MAX_SUBSETS`` (this script imports nothing from the package;
+tests/unit/test_crds.py checks that the two agree)."""
 DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 ATOMIC_MAP: dict[str, Any] = {"x-kubernetes-map-type": "atomic"}
 
@@ -115,11 +118,12 @@ def schemaless(description: str | None = None) -> Schema:
     return _with({"type": "object", "x-kubernetes-preserve-unknown-fields": True}, description, {})
 
 
-def list_map(items: Schema, keys: list[str], description: str) -> Schema:
+def list_map(items: Schema, keys: list[str], description: str, **extra: Any) -> Schema:
     return array(
         items,
         description,
         **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys},
+        **extra,
     )
 
 
@@ -389,6 +393,7 @@ def spec_schema() -> Schema:
                         subset_schema(),
                         ["name"],
                         "Ordered subsets; the order matters for elastic and adaptive allocation.",
+                        maxItems=MAX_SUBSETS,
                     ),
                     "scheduleStrategy": schedule_strategy_schema(),
                 },

@@ -70,7 +70,8 @@ def plan(
     taken = {name_of(r) for r in others} | by_name.keys()
     newest = number(history[-1]) if history else 0
     result: HistoryPlan
-    equal = [r for r in history if revision.same(r.get("data") or {}, template)]
+    wanted = revision.comparable(template)
+    equal = [r for r in history if revision.same(r.get("data") or {}, wanted)]
     if equal:
         chosen = equal[-1]
         result = HistoryPlan(updated=name_of(chosen), collision_count=collision_count, adopt=adopt)

@@ -54,6 +54,7 @@ it in the API server would fail anyway:
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
@@ -233,8 +234,9 @@ def _merge_map(
 def _retain_keys(original: dict[str, Json], patch: dict[str, Json], path: str) -> None:
     if _RETAIN not in patch:
         return
-    keep = patch.pop(_RETAIN)
-    assert isinstance(keep, list)
+    listed = patch.pop(_RETAIN)
+    assert isinstance(listed, list)
+    keep = set(listed)
     for key, value in patch.items():
         if value is None or key.startswith((_DELETE_FROM, _ORDER)):
             continue
@@ -336,8 +338,10 @@ def _special_elements(
     """Apply the ``$patch`` elements of a merge list.
 
     Returns what is left of the original and the other patch elements with their indices.
+    Deletions are collected first and applied in one sweep, so the cost is linear.
     """
     plain: list[tuple[int, dict[str, Json]]] = []
+    doomed: set[_Key] = set()
     replace = False
     for i, item in enumerate(patch):
         assert isinstance(item, dict)
@@ -351,10 +355,14 @@ def _special_elements(
                     f"a `$patch: delete` element needs the merge key {merge_key!r}",
                     path=f"{path}[{i}]",
                 )
-            doomed = _key(item[merge_key], f"{path}[{i}].{merge_key}")
-            original = [e for e in original if _element_key(e, merge_key, path) != doomed]
+            key = _key(item[merge_key], f"{path}[{i}].{merge_key}")
+            if not doomed:
+                _index(original, merge_key, path, strict=True)
+            doomed.add(key)
     if replace:
         return [item for _, item in plain], []
+    if doomed:
+        original = [e for e in original if _element_key(e, merge_key, path) not in doomed]
     return original, plain
 
 
@@ -365,21 +373,55 @@ def _merge_elements(
     schema: ListSchema | None,
     path: str,
 ) -> list[Json]:
+    """Merge each patch element into the first element with its key, or append it.
+
+    The elements are indexed by merge key, so a patch of m elements into a list of n costs
+    O(n + m), not O(n·m): a subset patch is user input and runs on the controller's loop.
+    """
     items = schema.items if schema is not None else None
     merged = list(original)
+    at, unreadable = _index(merged, merge_key, path, strict=False)
     for i, item in patch:
         here = f"{path}[{i}]"
         if merge_key not in item:
             raise PatchError(f"missing the merge key {merge_key!r}", path=here)
         wanted = _key(item[merge_key], f"{here}.{merge_key}")
-        for j, candidate in enumerate(merged):
-            if _element_key(candidate, merge_key, path) == wanted:
-                assert isinstance(candidate, dict)
-                merged[j] = _merge_map(candidate, item, items, here)
-                break
+        places = at.get(wanted)
+        j = places[0] if places else len(merged)
+        if unreadable is not None and unreadable < j:
+            _element_key(merged[unreadable], merge_key, path)
+        if places:
+            candidate = merged[j]
+            assert isinstance(candidate, dict)
+            merged[j] = result = _merge_map(candidate, item, items, here)
+            if merge_key not in result:
+                # A merge keeps the key's value, except that ``name: null`` deletes it.
+                places.popleft()
         else:
+            at.setdefault(wanted, deque()).append(len(merged))
             merged.append(item)
     return merged
+
+
+def _index(
+    elements: list[Json], merge_key: str, path: str, *, strict: bool
+) -> tuple[dict[_Key, deque[int]], int | None]:
+    """Positions of ``elements`` by merge key, in list order, and the position of the first
+    element whose merge key is not a scalar (``strict`` raises there, as a scan would)."""
+    at: dict[_Key, deque[int]] = {}
+    unreadable = None
+    for j, e in enumerate(elements):
+        if not isinstance(e, dict) or merge_key not in e:
+            continue
+        value = e[merge_key]
+        if isinstance(value, dict | list):
+            if strict:
+                _key(value, path)
+            if unreadable is None:
+                unreadable = j
+            continue
+        at.setdefault(_key(value, path), deque()).append(j)
+    return at, unreadable
 
 
 def _partition(

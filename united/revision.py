@@ -74,11 +74,18 @@ def name(ud_name: str, template: Template, collision_count: int = 0) -> str:
     return revision_name(ud_name, hash_text(data(template), collision_count))
 
 
-def same(stored: bytes | str | dict[str, Any], template: Template) -> bool:
+def same(stored: bytes | str | dict[str, Any], template: Template | Any) -> bool:
     """Whether a stored revision's Data describes the same template, ignoring encoding
-    and the ``null``/empty zero values a Go encoder adds."""
+    and the ``null``/empty zero values a Go encoder adds. ``template`` may also be its
+    :func:`comparable` form, computed once to compare many revisions."""
     parsed = json.loads(stored) if isinstance(stored, bytes | str) else stored
-    return bool(_prune(parsed) == _prune(json.loads(data(template))))
+    wanted = comparable(template) if isinstance(template, Template) else template
+    return bool(_prune(parsed) == wanted)
+
+
+def comparable(template: Template) -> Any:
+    """The form of a template's Data that :func:`same` compares."""
+    return _prune(json.loads(data(template)))
 
 
 def _prune(value: Any) -> Any:

@@ -373,11 +373,11 @@ class TestMaxUnavailable:
 # --- the reconciler's wiring, with fake caches and client --------------------------------------
 
 
-def store_of(objs: list[dict[str, Any]] | None = None) -> Any:
-    """The informer's real store, holding ``objs``."""
+def store_of(objs: list[dict[str, Any]] | None = None, *, label: str | None = None) -> Any:
+    """The informer's real store, holding ``objs`` (indexed by ``label``, as the pod cache is)."""
     from united.runtime.informer import Store
 
-    store = Store()
+    store = Store(label=label)
     for o in objs or []:
         store.upsert(o)
     return store
@@ -464,7 +464,7 @@ class Cluster:
         caches = Caches(
             uniteddeployments=store_of([self.obj]),
             revisions=store_of(),
-            pods=store_of(self.pods),
+            pods=store_of(self.pods, label=KEYS.subset_name),
             children={"deploymentTemplate": store_of(self.children)},
         )
         reconciler = Reconciler(

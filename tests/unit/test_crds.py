@@ -30,6 +30,8 @@ import jsonschema
 import pytest
 import yaml
 
+from united.api.limits import MAX_SUBSETS
+
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "crds"
 SAMPLES_DIR = REPO / "manifests" / "samples"
@@ -675,8 +677,10 @@ def test_topology_schema() -> None:
     subsets = topology["properties"]["subsets"]
     assert subsets["x-kubernetes-list-type"] == "map"
     assert subsets["x-kubernetes-list-map-keys"] == ["name"]
+    assert subsets["maxItems"] == MAX_SUBSETS == load_generator().MAX_SUBSETS
     subset = subsets["items"]
     assert subset["required"] == ["name"]
+    assert subset["properties"]["name"]["maxLength"] == 63
     assert sorted(subset["properties"]) == [
         "maxReplicas",
         "minReplicas",

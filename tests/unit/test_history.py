@@ -122,3 +122,20 @@ class TestOrphansAndTakenNames:
         gone = ud("i:1")
         gone.raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         assert history.plan(gone, [], owner_reference=OWNER, current=None, others=[orphan("i:1", 1)]).adopt == []
+
+
+def test_the_template_is_encoded_once_however_long_the_history(monkeypatch: Any) -> None:
+    """Comparing each stored revision with the template must not re-encode the template: at
+    128 KiB that doubled the time the pass held the event loop."""
+    old = [stored(f"i:{n}", n) for n in range(1, 11)]
+    encoded = 0
+    data = revision.data
+
+    def counting(template: Any) -> bytes:
+        nonlocal encoded
+        encoded += 1
+        return data(template)
+
+    monkeypatch.setattr(revision, "data", counting)
+    hp = history.plan(ud("i:5"), old, owner_reference=OWNER, current=None)
+    assert hp.bump is not None and encoded == 1

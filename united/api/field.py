@@ -88,6 +88,14 @@ def forbidden(path: Path, detail: str) -> FieldError:
     return FieldError(str(path), f"Forbidden: {detail}")
 
 
+def too_many(path: Path, count: int, limit: int) -> FieldError:
+    return FieldError(str(path), f"Too many: {count}: must have at most {limit} items")
+
+
+def too_long(path: Path, limit: int) -> FieldError:
+    return FieldError(str(path), f"Too long: must have at most {limit} bytes")
+
+
 def not_supported(path: Path, value: Any, supported: Iterable[str]) -> FieldError:
     options = ", ".join(json.dumps(s) for s in supported)
     return FieldError(str(path), f"Unsupported value: {show(value)}: supported values: {options}")

@@ -12,12 +12,17 @@ fixed and the fixes named here:
 * derived names must fit: the revision label and StatefulSet/CloneSet pod labels have a
   63-character limit that the reference leaves to fail at pod creation;
 * a subset patch must apply, and may not move pods out of their child's selector or touch
-  the pod template's name, namespace or owner references.
+  the pod template's name, namespace or owner references;
+* what one UnitedDeployment may ask is bounded (:mod:`united.api.limits`): the reference
+  merges any number of patches of any size on its one reconcile loop.
+
+:func:`checks` runs the rules in steps of bounded cost, so that the controller can let its
+event loop breathe between subsets; :func:`validate` is all the steps at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from united import selector as label_selector
@@ -29,8 +34,11 @@ from united.api.field import (
     invalid,
     not_supported,
     required,
+    too_long,
+    too_many,
 )
 from united.api.keys import Keys
+from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, MAX_TEMPLATE_BYTES, size
 from united.api.model import (
     ADAPTIVE,
     ADVANCED_STATEFUL_SET,
@@ -73,6 +81,14 @@ _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 def validate(ud: UnitedDeployment) -> list[FieldError]:
     """Create rules; an empty list means valid."""
+    return [e for step in checks(ud) for e in step]
+
+
+def checks(ud: UnitedDeployment) -> Iterator[list[FieldError]]:
+    """The create rules' errors in steps: the spec as a whole, then one step per subset (each
+    merges and validates that subset's patch), then the update strategy. Beyond the limits
+    nothing is merged: too many subsets are not looked at one by one, and no patch is merged
+    into a template that is too long."""
     keys = Keys(ud.group)
     errors = _metadata(ud)
     spec = ud.spec
@@ -86,11 +102,22 @@ def validate(ud: UnitedDeployment) -> list[FieldError]:
         )
     errors += _selector(spec)
     errors += _schedule(spec)
-    errors += _template(spec)
-    errors += _subset_replicas(spec)
-    errors += _subsets(ud, keys)
-    errors += _update_strategy(spec)
-    return errors
+    template = spec.template
+    if template is not None and size({"metadata": template.metadata, "spec": template.spec}) > MAX_TEMPLATE_BYTES:
+        errors.append(too_long(SPEC.child("template").child(template.variant), MAX_TEMPLATE_BYTES))
+        template = None
+    else:
+        errors += _template(spec)
+    if len(spec.subsets) > MAX_SUBSETS:
+        errors.append(too_many(SUBSETS, len(spec.subsets), MAX_SUBSETS))
+    else:
+        errors += _subset_replicas(spec)
+        yield errors
+        errors = []
+        names: set[str] = set()
+        for i, s in enumerate(spec.subsets):
+            yield _subset(ud, keys, template, i, s, names)
+    yield errors + _update_strategy(spec)
 
 
 def validate_update(old: UnitedDeployment, new: UnitedDeployment) -> list[FieldError]:
@@ -488,35 +515,43 @@ def _replica_value(total: int, value: int | str, path: Path, errors: list[FieldE
     return n
 
 
-def _subsets(ud: UnitedDeployment, keys: Keys) -> list[FieldError]:
+def _subset(
+    ud: UnitedDeployment, keys: Keys, template: Template | None, i: int, s: Subset, names: set[str]
+) -> list[FieldError]:
+    """One subset's rules; ``names`` are the subsets before it (``s`` is added)."""
     spec = ud.spec
+    path = SUBSETS.index(i)
     errors: list[FieldError] = []
-    names: set[str] = set()
-    template = spec.template
-    for i, s in enumerate(spec.subsets):
-        path = SUBSETS.index(i)
-        if not s.name:
-            errors.append(required(path.child("name")))
-        elif s.name in names:
-            errors.append(duplicate(path.child("name"), s.name))
+    if not s.name:
+        errors.append(required(path.child("name")))
+    elif s.name in names:
+        errors.append(duplicate(path.child("name"), s.name))
+    else:
+        name_errors = dns_label_errors(s.name, path.child("name"))
+        errors += name_errors
+        if not name_errors and template is not None and template.variant in _REVISION_LABELLED_PODS:
+            errors += _child_name_fits(ud.name, s.name, template.variant, path.child("name"))
+    names.add(s.name)
+    if s.node_selector_term is not None:
+        if size(s.node_selector_term) > MAX_PLACEMENT_BYTES:
+            errors.append(too_long(path.child("nodeSelectorTerm"), MAX_PLACEMENT_BYTES))
         else:
-            name_errors = dns_label_errors(s.name, path.child("name"))
-            errors += name_errors
-            if not name_errors and template is not None and template.variant in _REVISION_LABELLED_PODS:
-                errors += _child_name_fits(ud.name, s.name, template.variant, path.child("name"))
-        names.add(s.name)
-        if s.node_selector_term is not None:
             errors += _node_selector_term(s.node_selector_term, path.child("nodeSelectorTerm"))
+    if s.tolerations is not None and size(s.tolerations) > MAX_PLACEMENT_BYTES:
+        errors.append(too_long(path.child("tolerations"), MAX_PLACEMENT_BYTES))
+    else:
         for j, t in enumerate(s.tolerations or ()):
             errors += _toleration(t, path.child("tolerations").index(j))
-        if spec.schedule.is_adaptive and s.replicas is not None:
-            errors.append(
-                forbidden(
-                    path.child("replicas"), "specify replicas use minReplicas/maxReplicas to enable adaptive strategy"
-                )
+    if spec.schedule.is_adaptive and s.replicas is not None:
+        errors.append(
+            forbidden(
+                path.child("replicas"), "specify replicas use minReplicas/maxReplicas to enable adaptive strategy"
             )
-        if s.patch is not None and template is not None:
-            errors += _patch(spec, template, s, keys, path.child("patch"))
+        )
+    if s.patch is not None and size(s.patch) > MAX_PATCH_BYTES:
+        errors.append(too_long(path.child("patch"), MAX_PATCH_BYTES))
+    elif s.patch is not None and template is not None:
+        errors += _patch(spec, template, s, keys, path.child("patch"))
     return errors
 
 

@@ -130,6 +130,9 @@ class _Stores:
     def orphans(self, namespace: str) -> builtins.list[Json]:
         return [obj for store in self.stores for obj in store.orphans(namespace)]
 
+    def labelled(self, namespace: str, value: str) -> builtins.list[Json]:
+        return [obj for store in self.stores for obj in store.labelled(namespace, value)]
+
 
 def _meta_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     """A UnitedDeployment change worth a reconcile: anything but a status-only update."""
@@ -162,7 +165,7 @@ class Manager:
         when they all fail the same way (an unreachable API server)."""
         self.uds = self._informers(settings.ud_resource, settings.selector, self._on_ud)
         self.revisions = self._informers(CONTROLLER_REVISIONS, None, self._on_owned)
-        self.pods = self._informers(PODS, self.keys.subset_name, self._on_pod)
+        self.pods = self._informers(PODS, self.keys.subset_name, self._on_pod, index_label=self.keys.subset_name)
         self.caches = Caches(
             uniteddeployments=_Stores(self.uds),
             revisions=_Stores(self.revisions),
@@ -178,13 +181,16 @@ class Manager:
         )
         self.controller_metrics = self.metrics.controller(CONTROLLER)
 
-    def _informers(self, resource: Resource, selector: str | None, handler: Any) -> list[Informer]:
+    def _informers(
+        self, resource: Resource, selector: str | None, handler: Any, *, index_label: str | None = None
+    ) -> list[Informer]:
         made = [
             Informer(
                 self.client,
                 resource,
                 namespace=ns,
                 label_selector=selector,
+                index_label=index_label,
                 handlers=[handler],
                 failures=self.failures,
                 on_undecodable=[self._on_undecodable],

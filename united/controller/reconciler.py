@@ -12,6 +12,7 @@ pass ends without touching children.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime
@@ -25,7 +26,7 @@ import structlog
 
 from united import adaptive, history, revision
 from united.allocation import AllocationError, Plan, SubsetState, allocate, partition
-from united.api import ManifestError, UnitedDeployment, admit
+from united.api import ManifestError, UnitedDeployment, admission
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
 from united.children import claim, controller_uid, deleting, name_of, uid_of
@@ -58,6 +59,10 @@ class Store(Protocol):
     def list(self, namespace: str | None = None) -> list[Json]: ...
 
 
+class PodStore(Store, Protocol):
+    def labelled(self, namespace: str, value: str) -> list[Json]: ...
+
+
 class Recorder(Protocol):
     def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None: ...
 
@@ -73,7 +78,8 @@ class Caches:
 
     uniteddeployments: Store
     revisions: Store
-    pods: Store
+    pods: PodStore
+    """Indexed by the subset-name label's value."""
     children: dict[str, Store] = field(default_factory=dict)
     """By template variant (``deploymentTemplate`` …); only kinds the cluster serves."""
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -134,6 +140,8 @@ class Reconciler:
         """Wall-clock epoch seconds for adaptive scheduling (pod timestamps are wall-clock)."""
         self.gauges = gauges
         self._written: dict[str, tuple[int, Json]] = {}
+        self._admitted: dict[str, tuple[tuple[Any, ...], UnitedDeployment | ManifestError]] = {}
+        """The last admission of each UD, by what it was computed from (see :meth:`_admit`)."""
         self._children: dict[str, dict[tuple[str, str, str], tuple[int, Json | None, float]]] = {}
         """Children this process wrote, by UD key and (group, plural, name): the resourceVersion
         and object the API server answered (None once deleted), and when — read instead of a
@@ -149,6 +157,7 @@ class Reconciler:
                 return Result()
             self._written.pop(key, None)
             self._children.pop(key, None)
+            self._admitted.pop(key, None)
             if self.gauges is not None:
                 namespace, _, name = key.partition("/")
                 self.gauges.forget_uniteddeployment(namespace, name)
@@ -158,7 +167,7 @@ class Reconciler:
         previous = self._previous_status(key, obj)
         generation = int((obj.get("metadata") or {}).get("generation") or 0)
         try:
-            ud = admit(obj)
+            ud = await self._admit(key, obj)
         except ManifestError as e:
             lines = [str(x) for x in e.errors]
             message = "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")
@@ -194,6 +203,36 @@ class Reconciler:
             previous, generation=generation, problem=Problem("Undecodable", problem.reason), now=self.clock()
         )
         await self._write_status(key, stub, previous, status)
+
+    async def _admit(self, key: str, obj: Json) -> UnitedDeployment:
+        """``admit(obj)``, letting the loop run between its steps (one per subset: each merges
+        a patch). The outcome is kept per (uid, generation) and the metadata admit reads, as
+        the spec changes only with the generation: a pass after a pod event validates nothing."""
+        meta = obj.get("metadata") or {}
+        generation = meta.get("generation")
+        basis = (
+            obj.get("apiVersion"),
+            *(meta.get(k) for k in ("uid", "name", "namespace", "labels", "annotations")),
+            generation,
+        )
+        known = self._admitted.get(key)
+        if known is None or known[0] != basis or not generation:
+            steps = admission(obj)
+            outcome: UnitedDeployment | ManifestError
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    outcome = done.value
+                    break
+                except ManifestError as e:
+                    outcome = e
+                    break
+                await asyncio.sleep(0)
+            known = self._admitted[key] = (basis, outcome)
+        if isinstance(known[1], ManifestError):
+            raise known[1]
+        return known[1]
 
     def remember(self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int) -> None:
         self._children.setdefault(key, {})[(resource.group, resource.plural, name)] = (rv, obj, time.monotonic())
@@ -333,7 +372,7 @@ class _Pass:
         claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
         if claimed.adopt:
             await self.recheck()
-        pods = self.pods_by_subset(claimed.by_subset)
+        pods = await self.pods_by_subset(claimed.by_subset)
         state = {
             name: SubsetState(
                 replicas=int((c.get("spec") or {}).get("replicas") or 0),
@@ -418,14 +457,21 @@ class _Pass:
         own namespace: anything elsewhere that names our uid is forged."""
         return [*store.by_owner(self.ud.uid, self.namespace), *store.orphans(self.namespace)]
 
-    def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
-        """Each child's pods (its selector over the pod cache, which holds only pods that carry
-        the subset-name label)."""
-        pods = self.r.caches.pods.list(self.namespace)
+    async def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
+        """Each child's pods: those its selector matches in the pod cache (which holds only
+        pods carrying the subset-name label). A selector that pins that label (ours always
+        do) reads only the pods with that value, from the cache's index, so a pass costs its
+        own pods, not subsets x the namespace's; other selectors scan the namespace, one
+        child per step of the loop."""
+        pods = self.r.caches.pods
         out = {}
         for subset, child in by_subset.items():
-            sel = parse_selector((child.get("spec") or {}).get("selector") or {})
-            out[subset] = [p for p in pods if sel.matches((p.get("metadata") or {}).get("labels") or {})]
+            raw = (child.get("spec") or {}).get("selector") or {}
+            sel = parse_selector(raw)
+            value = (raw.get("matchLabels") or {}).get(self.keys.subset_name)
+            candidates = pods.labelled(self.namespace, value) if isinstance(value, str) else pods.list(self.namespace)
+            out[subset] = [p for p in candidates if sel.matches((p.get("metadata") or {}).get("labels") or {})]
+            await asyncio.sleep(0)
         return out
 
     def decide(
@@ -603,6 +649,7 @@ class _Pass:
         applied: dict[str, bool] = {}
         kind = KINDS[resource_variant(resource)]
         for subset in self.ud.spec.subsets:
+            await asyncio.sleep(0)  # one subset's render and diff per step of the loop
             a = plan[subset.name]
             rendered = render(
                 self.ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=updated, keys=self.keys

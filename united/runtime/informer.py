@@ -246,18 +246,22 @@ class Change(NamedTuple):
 
 class Store:
     """Objects by key, with indexes from controller-owner UID to children, from namespace
-    to objects and from namespace to orphans (objects without a controller owner).
+    to objects and from namespace to orphans (objects without a controller owner), and,
+    given a ``label`` key, from namespace and that label's value to objects.
 
     Reads are for anyone; writes are for the informer that owns the store.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, label: str | None = None) -> None:
         self._objects: dict[str, JSON] = {}
         self._owner_of: dict[str, str] = {}  # key -> controller owner UID
         self._children: dict[str, dict[str, set[str]]] = {}  # owner UID -> namespace -> keys
         self._namespace_of: dict[str, str] = {}  # key -> namespace ("" if cluster-scoped)
         self._in_namespace: dict[str, dict[str, JSON]] = {}  # namespace -> key -> object
         self._orphans: dict[str, set[str]] = {}  # namespace -> keys without a controller owner
+        self._label = label
+        self._labelled: dict[str, dict[str, JSON]] = {}  # "<namespace>/<label value>" -> key -> object
+        self._label_of: dict[str, str] = {}  # key -> "<namespace>/<label value>"
 
     # -- reads ----------------------------------------------------------------------
 
@@ -275,6 +279,11 @@ class Store:
     def orphans(self, namespace: str) -> builtins.list[JSON]:
         """The objects of ``namespace`` that no controller owns (candidates for adoption)."""
         return [self._objects[key] for key in sorted(self._orphans.get(namespace, ()))]
+
+    def labelled(self, namespace: str, value: str) -> builtins.list[JSON]:
+        """The objects of ``namespace`` whose ``label`` (see the constructor) is ``value``;
+        costs what they are, not what the namespace holds."""
+        return list(self._labelled.get(f"{namespace}/{value}", {}).values())
 
     def keys(self) -> builtins.list[str]:
         """Every stored key."""
@@ -309,6 +318,10 @@ class Store:
         namespace = _namespace(obj)
         self._namespace_of[key] = namespace
         self._in_namespace.setdefault(namespace, {})[key] = obj
+        value = ((obj.get("metadata") or {}).get("labels") or {}).get(self._label) if self._label else None
+        if isinstance(value, str):
+            self._label_of[key] = slot = f"{namespace}/{value}"
+            self._labelled.setdefault(slot, {})[key] = obj
         owner = controller_uid(obj)
         if owner is not None:
             self._owner_of[key] = owner
@@ -343,6 +356,9 @@ class Store:
         return changes
 
     def _unindex(self, key: str) -> None:
+        slot = self._label_of.pop(key, None)
+        if slot is not None:
+            _discard(self._labelled, slot, key)
         namespace = self._namespace_of.pop(key, None)
         if namespace is not None:
             _discard(self._in_namespace, namespace, key)
@@ -390,7 +406,8 @@ class Informer:
     ``inactivity_timeout`` (reconnect after this long without any event or bookmark),
     ``backoff_initial``/``backoff_max`` (seconds between attempts after failures),
     ``page_size`` for the LIST, ``failures``, the :class:`FailureLog` its failures are
-    reported to (default: its own), and ``on_undecodable`` callbacks (see the module docstring).
+    reported to (default: its own), ``on_undecodable`` callbacks (see the module docstring),
+    and ``index_label`` (a label key the store indexes by value, see :class:`Store`).
     """
 
     def __init__(
@@ -406,6 +423,7 @@ class Informer:
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
         page_size: int = 500,
+        index_label: str | None = None,
         handlers: Iterable[EventHandler] = (),
         failures: FailureLog | None = None,
         on_undecodable: Iterable[UndecodableHandler] = (),
@@ -422,7 +440,7 @@ class Informer:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.page_size = page_size
-        self.store = Store()
+        self.store = Store(label=index_label)
         self.has_synced = asyncio.Event()
         self.resource_version = ""
         """Where the next watch starts: the last LIST's RV, then every event's

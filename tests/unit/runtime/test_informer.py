@@ -131,6 +131,24 @@ def test_the_owner_index_answers_per_namespace() -> None:
     assert [object_key(o) for o in store.by_owner("p")] == ["ns/a"]
 
 
+def test_the_label_index_follows_label_changes_namespaces_and_removals() -> None:
+    def pod(name: str, namespace: str, subset: str | None) -> dict[str, Any]:
+        labels = {"app": "web"} if subset is None else {"app": "web", "subset": subset}
+        return {"metadata": {"name": name, "namespace": namespace, "labels": labels}}
+
+    store = Store(label="subset")
+    for p in (pod("a1", "ns", "a"), pod("a2", "ns", "a"), pod("b1", "ns", "b"), pod("a3", "other", "a")):
+        store.upsert(p)
+    store.upsert(pod("x", "ns", None))
+    names = lambda ns, v: [o["metadata"]["name"] for o in store.labelled(ns, v)]  # noqa: E731
+    assert (names("ns", "a"), names("ns", "b"), names("other", "a")) == (["a1", "a2"], ["b1"], ["a3"])
+    store.upsert(pod("a2", "ns", "b"))  # relabelled
+    assert (names("ns", "a"), names("ns", "b")) == (["a1"], ["b1", "a2"])
+    store.remove("ns/a1")
+    assert names("ns", "a") == [] and store._labelled.keys() == {"ns/b", "other/a"}
+    assert Store().labelled("ns", "b") == [], "no label, no index"
+
+
 def test_replace_reports_deletes_adds_and_only_real_modifications() -> None:
     store = Store()
     for item in (obj("same", "1"), obj("changed", "1"), obj("gone", "1", owner="p"), obj("recreated", "1")):
