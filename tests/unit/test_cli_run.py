@@ -115,6 +115,7 @@ def shared_dir() -> Iterator[Path]:
         yield Path(name)
 
 
+@pytest.mark.as_nobody
 def test_kubeconfig_not_readable(shared_dir: Path) -> None:
     """Run as an unprivileged user (setpriv) on root's 0600 kubeconfig."""
     setpriv = shutil.which("setpriv")

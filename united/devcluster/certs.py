@@ -51,6 +51,8 @@ def serving_extensions(hosts: Sequence[str]) -> str:
         "basicConstraints=critical,CA:FALSE\n"
         "keyUsage=critical,digitalSignature,keyEncipherment\n"
         "extendedKeyUsage=serverAuth\n"
+        "subjectKeyIdentifier=hash\n"
+        "authorityKeyIdentifier=keyid,issuer\n"
         f"subjectAltName={subject_alt_names(hosts)}\n"
     )
 
@@ -85,6 +87,9 @@ def generate(
 
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "3650",
         "-subj", "/CN=united-devcluster-ca",
+        # Python >= 3.13 verifies strictly (VERIFY_X509_STRICT): a CA must state its key usage.
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
         "-keyout", str(certs.ca_key), "-out", str(certs.ca_cert))
     run("req", "-new", "-newkey", "rsa:2048", "-nodes", "-sha256",
         "-subj", "/CN=kube-apiserver",

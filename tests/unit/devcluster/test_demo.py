@@ -58,6 +58,7 @@ def cache(home: Path) -> Path:
     return _world_writable(home / "cache")
 
 
+@pytest.mark.as_nobody
 def test_not_root_and_packages_missing(home: Path, cache: Path) -> None:
     """A user without root on a system lacking the packages (an empty dpkg database, read by
     the real dpkg-query): the paragraph names the packages and says how to install them."""
@@ -92,6 +93,7 @@ def test_no_dpkg(tmp_path: Path, cache: Path) -> None:
     assert log == f"Build log: {cache / 'united' / 'kube-1.20.2' / 'build.log'}"
 
 
+@pytest.mark.as_nobody
 def test_cache_not_writable(home: Path) -> None:
     """An unprivileged user whose cache directory belongs to someone else."""
     if os.geteuid() != 0:
