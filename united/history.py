@@ -12,7 +12,7 @@ revision (the reference can drop those from its view)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,15 +59,21 @@ def plan(
     current: str | None,
     collision_count: int = 0,
     others: Iterable[Mapping[str, Any]] = (),
+    taken: Callable[[str], bool] | None = None,
 ) -> HistoryPlan:
     """Decide what to adopt, create, bump and delete. ``revisions`` are the ones this UD owns,
-    ``others`` the rest of its namespace's (orphans may be adopted; every name is taken)."""
+    ``others`` other revisions of its namespace (its orphans may be adopted), ``taken`` whether a
+    name is held by a revision that is not ours (default: by one of ``others``) — a lookup, so
+    a pass need not read every revision of the namespace to probe a name."""
+    others = list(others)
     template = ud.spec.template
     assert template is not None
     adopt = [dict(r) for r in others if _adoptable(ud, r)]
     history = ordered([*(r for r in revisions if namespace_of(r) == ud.namespace), *adopt])
     by_name = {name_of(r): r for r in history}
-    taken = {name_of(r) for r in others} | by_name.keys()
+    if taken is None:
+        names = {name_of(r) for r in others}
+        taken = names.__contains__
     newest = number(history[-1]) if history else 0
     result: HistoryPlan
     wanted = revision.comparable(template)
@@ -80,7 +86,7 @@ def plan(
     else:
         count = collision_count
         name = revision.name(ud.name, template, count)
-        while name in taken:
+        while name in by_name or taken(name):
             count += 1
             name = revision.name(ud.name, template, count)
         result = HistoryPlan(

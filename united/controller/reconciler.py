@@ -29,7 +29,7 @@ from united.allocation import AllocationError, Plan, SubsetState, allocate, part
 from united.api import ManifestError, UnitedDeployment, admission
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS
-from united.children import claim, controller_uid, deleting, name_of, uid_of
+from united.children import claim, deleting, name_of, uid_of
 from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
@@ -583,10 +583,16 @@ class _Pass:
         cache = self.r.caches.revisions
         owned = self.r.fresh(self.key, CONTROLLER_REVISIONS, cache.by_owner(self.ud.uid, self.namespace))
         mine = {name_of(r) for r in owned}
-        others = [r for r in cache.list(self.namespace) if name_of(r) not in mine and controller_uid(r) != self.ud.uid]
+        orphans = [r for r in cache.orphans(self.namespace) if name_of(r) not in mine]
+
+        def taken(name: str) -> bool:
+            return name not in mine and cache.get(f"{self.namespace}/{name}") is not None
+
         current = self.previous.get("currentRevision") or None
         count = int(self.previous.get("collisionCount") or 0)
-        hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count, others=others)
+        hp = history.plan(
+            self.ud, owned, owner_reference=owner, current=current, collision_count=count, others=orphans, taken=taken
+        )
         by_name = {name_of(r): r for r in [*owned, *hp.adopt]}
         if hp.adopt:
             await self.recheck()

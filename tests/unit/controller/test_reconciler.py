@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -394,3 +395,45 @@ async def test_an_undecodable_ud_gets_a_warning_event_and_a_stalled_status_once(
     del skipped["ns/web"]  # deleted: forgotten, nothing written
     await r.reconcile("ns/web")
     assert len(client.calls) == 1
+
+
+async def test_revisions_are_read_through_indexes_and_a_taken_name_is_probed_past() -> None:
+    """A pass reads its own revisions, the namespace's orphans and single names, never every
+    revision of the namespace (500 UDs x 10 revisions would be 5,000 per pass); a name held
+    by another UD's revision is still found and probed past."""
+    from united import revision as revisions_mod
+    from united.api import admit
+    from united.controller.reconciler import Caches, Reconciler
+    from united.kube import Resource
+    from united.runtime.informer import Store
+
+    class Indexed(Store):
+        def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+            raise AssertionError(f"listed every revision of {namespace!r}")
+
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    ud = admit(c.obj)
+    assert ud.spec.template is not None
+    wanted = revisions_mod.name("web", ud.spec.template, 0)
+    held = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": wanted, "namespace": "ns", "uid": "r1", "resourceVersion": "5",
+                     "ownerReferences": [{"uid": "another-ud", "controller": True, "kind": "UnitedDeployment",
+                                          "name": "other", "apiVersion": "apps.united.io/v1alpha1"}]},
+        "data": {}, "revision": 1,
+    }
+    store = Indexed()
+    store.upsert(held)
+    caches = Caches(
+        uniteddeployments=store_of([c.obj]),
+        revisions=store,
+        pods=store_of(c.pods, label=KEYS.subset_name),
+        children={"deploymentTemplate": store_of(c.children)},
+    )
+    ud_resource = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+    r = Reconciler(client=c.client, caches=caches, recorder=c.recorder, ud_resource=ud_resource)  # type: ignore[arg-type]
+    await r.reconcile("ns/web")
+    [(_, _, _, body)] = [call for call in c.client.calls if call[:2] == ("create", "controllerrevisions")]
+    created = json.loads(body) if isinstance(body, bytes) else body
+    assert created["metadata"]["name"] == revisions_mod.name("web", ud.spec.template, 1)
