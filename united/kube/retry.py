@@ -95,11 +95,15 @@ class _RetryAfterOrBackoff(wait_base):
 
 
 def _log_before_sleep(what: str) -> Callable[[RetryCallState], None]:
+    """A debug line per retry: a retry inside one request is not news to an operator; if it
+    still fails, its caller reports that once (informers through their failure log, passes
+    in the status), so an outage stays a few lines however many requests retry."""
+
     def before_sleep(retry_state: RetryCallState) -> None:
         outcome = retry_state.outcome
         exc = outcome.exception() if outcome is not None else None
         delay = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
-        _log.info(
+        _log.debug(
             "retrying API call",
             call=what,
             attempt=retry_state.attempt_number,
