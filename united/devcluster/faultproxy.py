@@ -152,6 +152,8 @@ _STATUS_REASONS: Final = {
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _TRUNCATED_EVENT = b'{"type":"MODIFIED","object":{"kind":"'
 _ON_LOOP_TIMEOUT = 10.0
+UPSTREAM_CLOSE_SECONDS = 0.25
+"""How long a stopping proxy lets its upstream TLS connections finish closing."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -1112,6 +1114,10 @@ class _ProxyCore:
         if self._session is not None:
             await self._session.close()
             self._session = None
+            # Upstream TLS connections close with a close_notify exchange that needs a few
+            # more turns of this loop; a threaded proxy's loop ends right after, which left
+            # their sockets unclosed (ResourceWarnings in whatever test ran next).
+            await asyncio.sleep(UPSTREAM_CLOSE_SECONDS)
         self._loop = None
         self._loop_thread = None
 

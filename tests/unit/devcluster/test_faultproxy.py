@@ -753,3 +753,41 @@ async def test_a_restarted_proxy_keeps_its_endpoint(api: FakeApi, tmp_path: Path
     del proxy
     gc.collect()
     assert not ca_cert.exists()  # generated certificates go with the proxy object
+
+
+async def test_a_threaded_proxy_stopped_under_open_tls_watches_leaks_no_socket(tmp_path: Path) -> None:
+    """The e2e suites stop threaded proxies while controllers watch through them, over TLS to
+    the API server as here; every upstream socket must be closed before the proxy's loop ends
+    (a leaked one is a ResourceWarning, an error under the suite's warnings filter)."""
+    import ssl
+    import warnings
+
+    from united.devcluster import certs
+
+    material = certs.generate(tmp_path / "pki")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(material.serving_cert, material.serving_key)
+    fake = FakeApi()
+    runner = web.ServerRunner(web.Server(fake.handle, handler_cancellation=True), shutdown_timeout=0.1)
+    await runner.setup()
+    port = free_ports(1)[0]
+    await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
+    proxy = ThreadedFaultProxy(f"https://127.0.0.1:{port}", token="t", ca_cert=material.ca_cert)
+    await asyncio.to_thread(proxy.start)
+    try:
+        async with proxy.kube_client(token="client") as kube:
+            streams = [kube.watch(CONFIG_MAPS, namespace="ns", timeout_seconds=30) for _ in range(5)]
+            async with contextlib.AsyncExitStack() as stack:
+                for stream in streams:
+                    await stack.enter_async_context(stream)
+                await fake.watch_number(4)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ResourceWarning)
+                    await asyncio.to_thread(proxy.stop)
+                    gc.collect()
+        leaked = [w for w in caught if issubclass(w.category, ResourceWarning)]
+        assert not leaked, [str(w.message) for w in leaked]
+    finally:
+        await asyncio.to_thread(proxy.stop)
+        fake.release.set()
+        await runner.cleanup()
