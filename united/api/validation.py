@@ -248,17 +248,20 @@ def _template(spec: Spec) -> list[FieldError]:
     if "template" not in template.spec:
         errors.append(required(ppath))
     else:
-        claims = {
-            c["metadata"]["name"]
-            for c in _items(
-                template.spec.get("volumeClaimTemplates"), tpath.child("spec").child("volumeClaimTemplates"), errors
-            )
-            if isinstance(c, dict)
-            and isinstance(c.get("metadata"), dict)
-            and isinstance(c["metadata"].get("name"), str)
-        }
+        claims = _claims(template, tpath, errors)
         errors += pod_template_errors(template.pod_template, ppath, sel, claims=claims)
     return errors
+
+
+def _claims(template: Template, tpath: Path, errors: list[FieldError]) -> set[str]:
+    """Names of the template's volumeClaimTemplates, which its pods may mount like volumes."""
+    return {
+        c["metadata"]["name"]
+        for c in _items(
+            template.spec.get("volumeClaimTemplates"), tpath.child("spec").child("volumeClaimTemplates"), errors
+        )
+        if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and isinstance(c["metadata"].get("name"), str)
+    }
 
 
 def pod_template_errors(
@@ -682,7 +685,9 @@ def _patch(spec: Spec, template: Template, s: Subset, keys: Keys, path: Path) ->
     if not errors:
         errors += [
             FieldError(str(path), f"Invalid value: patched pod template: {e}")
-            for e in pod_template_errors(patched, Path("template"), None)
+            for e in pod_template_errors(
+                patched, Path("template"), None, claims=_claims(template, Path("template"), [])
+            )
         ]
     return errors
 

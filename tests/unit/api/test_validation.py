@@ -411,6 +411,19 @@ def test_statefulset_partition_in_template() -> None:
     ) in errors_of(edit(mutate, "statefulSetTemplate"))
 
 
+@pytest.mark.parametrize("variant", ["statefulSetTemplate", "advancedStatefulSetTemplate", "cloneSetTemplate"])
+def test_a_patched_pod_template_may_mount_the_volume_claim_templates(variant: str) -> None:
+    """The patched pod template is checked with the workload's claims, as the template itself is."""
+
+    def mutate(d: Doc) -> None:
+        spec = d["spec"]["template"][variant]["spec"]
+        spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]
+        spec["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        subsets(d)[0]["patch"] = {"metadata": {"annotations": {"zone": "a"}}}
+
+    assert errors_of(edit(mutate, variant)) == []
+
+
 def test_reservation_needs_a_stateless_template() -> None:
     def mutate(d: Doc) -> None:
         d["spec"]["topology"]["scheduleStrategy"] = {"type": "Adaptive", "adaptive": {"reserveUnschedulablePods": True}}
