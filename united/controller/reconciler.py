@@ -150,6 +150,8 @@ class Reconciler:
         repeats it nor creates a second child for the subset (client-go's expectations)."""
         self.blueprints = Blueprints()
         """What each UD's children are rendered from, kept while its spec and revision stay."""
+        self.likeness: dict[str, history.Likeness] = {}
+        """Which revisions of each UD hold its template, kept while the template stays."""
 
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.uniteddeployments.get(key)
@@ -162,6 +164,7 @@ class Reconciler:
             self._children.pop(key, None)
             self._admitted.pop(key, None)
             self.blueprints.forget(key)
+            self.likeness.pop(key, None)
             if self.gauges is not None:
                 namespace, _, name = key.partition("/")
                 self.gauges.forget_uniteddeployment(namespace, name)
@@ -594,7 +597,16 @@ class _Pass:
         others = [r for r in cache.list(self.namespace) if name_of(r) not in mine and controller_uid(r) != self.ud.uid]
         current = self.previous.get("currentRevision") or None
         count = int(self.previous.get("collisionCount") or 0)
-        hp = history.plan(self.ud, owned, owner_reference=owner, current=current, collision_count=count, others=others)
+        likeness = await self.likeness(owned)
+        hp = history.plan(
+            self.ud,
+            owned,
+            owner_reference=owner,
+            current=current,
+            collision_count=count,
+            others=others,
+            likeness=likeness,
+        )
         by_name = {name_of(r): r for r in [*owned, *hp.adopt]}
         if hp.adopt:
             await self.recheck()
@@ -631,6 +643,21 @@ class _Pass:
                 self.writes += 1
             self.r.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
         return hp
+
+    async def likeness(self, owned: list[Json]) -> history.Likeness:
+        """The template's :class:`~united.history.Likeness`, kept while the template stays, with
+        every owned revision compared: one new revision per step of the loop."""
+        template = self.ud.spec.template
+        assert template is not None
+        kept = self.r.likeness.get(self.key)
+        if kept is None or (kept.template is not template and kept.template != template):
+            kept = self.r.likeness[self.key] = history.Likeness(template)
+        kept.keep(owned)
+        for r in owned:
+            if not kept.known(r):
+                kept(r)
+                await asyncio.sleep(0)
+        return kept
 
     def mark(self, name: str, answer: Json) -> None:
         """A revision write went through: count it and remember it for the next pass."""

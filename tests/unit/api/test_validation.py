@@ -88,6 +88,11 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         lambda d: d["spec"].update(revisionHistoryLimit=-2),
         "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0",
     ),
+    (
+        "history over the limit",
+        lambda d: d["spec"].update(revisionHistoryLimit=101),
+        "spec.revisionHistoryLimit: Invalid value: 101: must be less than or equal to 100",
+    ),
     ("no selector", lambda d: d["spec"].pop("selector"), "spec.selector: Required value"),
     (
         "empty selector",

@@ -24,6 +24,7 @@ import pytest
 from tests.unit.runtime.test_leader import FakeLeases, elector
 from tests.unit.runtime.virtual_time import run_cpu_timed
 from tests.unit.test_adaptive import KEYS, FakeClient, FakeRecorder, store_of
+from tests.unit.test_history import Compared
 from united.api import admit
 from united.api.limits import (
     MAX_PATCH_BYTES,
@@ -368,3 +369,22 @@ def test_a_deleted_uniteddeployment_leaves_nothing_kept() -> None:
     world.reconciler.caches.uniteddeployments.remove("ns/web")  # type: ignore[attr-defined]
     asyncio.run(world.reconciler.reconcile("ns/web"))
     assert len(world.reconciler.blueprints) == 0
+
+
+def test_a_pass_that_changes_nothing_compares_no_revision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Comparing a revision's Data with the template costs the template's size: each is
+    compared once per template, one per step of the loop, not on every pass."""
+    world = settled(3)
+    [ours] = world.revisions.list()
+    for n in range(5):
+        old = json.loads(json.dumps(ours))
+        old["metadata"].update(name=f"web-old{n}", uid=f"old-{n}")
+        old["revision"] = 0
+        old["data"]["spec"]["template"]["deploymentTemplate"]["metadata"]["labels"]["old"] = str(n)
+        world.revisions.upsert(old)
+    compared = Compared(monkeypatch)
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert compared.calls == 6, "the ones not compared yet (ours, created by the first pass, and the old ones), once"
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert compared.calls == 6
+    assert world.client.writes("delete", "controllerrevisions") == []
