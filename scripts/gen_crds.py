@@ -49,6 +49,8 @@ KRUISE_CRD_PATH = Path("crds") / "compat" / f"{KRUISE_GROUP}_uniteddeployments.y
 MAX_SUBSETS = 200
 """``united.api.limits.MAX_SUBSETS`` (this script imports nothing from the package;
 tests/unit/test_crds.py checks that the two agree)."""
+MAX_REVISION_HISTORY = 100
+"""``united.api.limits.MAX_REVISION_HISTORY``, checked the same way."""
 DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 ATOMIC_MAP: dict[str, Any] = {"x-kubernetes-map-type": "atomic"}
 
@@ -416,7 +418,10 @@ def spec_schema() -> Schema:
                 "How a template change is rolled out to the subsets.",
             ),
             "revisionHistoryLimit": int32(
-                "Number of old revisions kept. Defaults to 10.", minimum=0, default=10
+                f"Number of old revisions kept. Defaults to 10, at most {MAX_REVISION_HISTORY}.",
+                minimum=0,
+                maximum=MAX_REVISION_HISTORY,
+                default=10,
             ),
         },
         "Desired state of the UnitedDeployment (field-compatible with OpenKruise).",

@@ -20,7 +20,7 @@ from united import revision
 from united import selector as label_selector
 from united.api.keys import REVISION_HASH_LABEL
 from united.api.model import Template, UnitedDeployment
-from united.children import controller_uid, deleting, labels_of, name_of, namespace_of
+from united.children import controller_uid, deleting, labels_of, name_of, namespace_of, uid_of
 
 Json = dict[str, Any]
 
@@ -51,6 +51,37 @@ def ordered(revisions: Iterable[Mapping[str, Any]]) -> list[Json]:
     return [dict(o) for o in sorted(revisions, key=key)]
 
 
+class Likeness:
+    """Whether revisions hold a template's Data (:func:`united.revision.same`), each revision
+    compared once: comparing costs the template's size, and a ControllerRevision's Data is
+    immutable, so the answer is kept by the revision's uid for as long as the template is kept."""
+
+    def __init__(self, template: Template) -> None:
+        self.template = template
+        self._wanted: Any = None
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, obj: Mapping[str, Any]) -> bool:
+        uid = uid_of(obj)
+        known = self._known.get(uid) if uid else None
+        if known is None:
+            if self._wanted is None:
+                self._wanted = revision.comparable(self.template)
+            known = revision.same(obj.get("data") or {}, self._wanted)
+            if uid:
+                self._known[uid] = known
+        return known
+
+    def known(self, obj: Mapping[str, Any]) -> bool:
+        return uid_of(obj) in self._known
+
+    def keep(self, revisions: Iterable[Mapping[str, Any]]) -> None:
+        """Forget the revisions not in ``revisions`` (deleted ones): memory stays one entry per
+        revision of the UnitedDeployment."""
+        uids = {uid_of(r) for r in revisions}
+        self._known = {u: v for u, v in self._known.items() if u in uids}
+
+
 def plan(
     ud: UnitedDeployment,
     revisions: Iterable[Mapping[str, Any]],
@@ -60,14 +91,17 @@ def plan(
     collision_count: int = 0,
     others: Iterable[Mapping[str, Any]] = (),
     taken: Callable[[str], bool] | None = None,
+    likeness: Likeness | None = None,
 ) -> HistoryPlan:
     """Decide what to adopt, create, bump and delete. ``revisions`` are the ones this UD owns,
     ``others`` other revisions of its namespace (its orphans may be adopted), ``taken`` whether a
     name is held by a revision that is not ours (default: by one of ``others``) — a lookup, so
-    a pass need not read every revision of the namespace to probe a name."""
+    a pass need not read every revision of the namespace to probe a name; ``likeness`` (of the
+    UD's template) may be kept between calls."""
     others = list(others)
     template = ud.spec.template
     assert template is not None
+    same = likeness if likeness is not None else Likeness(template)
     adopt = [dict(r) for r in others if _adoptable(ud, r)]
     history = ordered([*(r for r in revisions if namespace_of(r) == ud.namespace), *adopt])
     by_name = {name_of(r): r for r in history}
@@ -76,8 +110,7 @@ def plan(
         taken = names.__contains__
     newest = number(history[-1]) if history else 0
     result: HistoryPlan
-    wanted = revision.comparable(template)
-    equal = [r for r in history if revision.same(r.get("data") or {}, wanted)]
+    equal = [r for r in history if same(r)]
     if equal:
         chosen = equal[-1]
         result = HistoryPlan(updated=name_of(chosen), collision_count=collision_count, adopt=adopt)

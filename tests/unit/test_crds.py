@@ -30,7 +30,7 @@ import jsonschema
 import pytest
 import yaml
 
-from united.api.limits import MAX_SUBSETS
+from united.api.limits import MAX_REVISION_HISTORY, MAX_SUBSETS
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "crds"
@@ -642,6 +642,8 @@ def test_spec_top_level_fields_match_kruise() -> None:
         1,
     )
     assert spec["properties"]["revisionHistoryLimit"]["default"] == 10
+    maximum = spec["properties"]["revisionHistoryLimit"]["maximum"]
+    assert maximum == MAX_REVISION_HISTORY == load_generator().MAX_REVISION_HISTORY
 
 
 def test_templates_are_schemaless_with_kruise_required_fields() -> None:
@@ -899,6 +901,11 @@ BAD_MANIFESTS: list[tuple[str, Callable[[Obj], None], Problem]] = [
         "revision-history-limit-negative",
         _set("spec.revisionHistoryLimit", -1),
         ("spec.revisionHistoryLimit", "minimum"),
+    ),
+    (
+        "revision-history-limit-too-large",
+        _set("spec.revisionHistoryLimit", 101),
+        ("spec.revisionHistoryLimit", "maximum"),
     ),
     ("template-spec-missing", _delete(f"{DEPLOYMENT}.spec"), (f"{DEPLOYMENT}.spec", "required")),
     ("template-spec-string", _set(f"{DEPLOYMENT}.spec", "nginx"), (f"{DEPLOYMENT}.spec", "type")),

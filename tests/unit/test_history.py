@@ -139,3 +139,35 @@ def test_the_template_is_encoded_once_however_long_the_history(monkeypatch: Any)
     monkeypatch.setattr(revision, "data", counting)
     hp = history.plan(ud("i:5"), old, owner_reference=OWNER, current=None)
     assert hp.bump is not None and encoded == 1
+
+
+class Compared:
+    """Counts the comparisons of a revision's Data with a template."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        self.calls = 0
+        same = revision.same
+
+        def counting(*args: Any) -> bool:
+            self.calls += 1
+            return same(*args)
+
+        monkeypatch.setattr(revision, "same", counting)
+
+
+def test_likeness_compares_each_revision_once_and_forgets_deleted_ones(monkeypatch: Any) -> None:
+    revisions = [stored(f"i:{n}", n) for n in range(1, 6)]
+    for n, r in enumerate(revisions):
+        r["metadata"]["uid"] = f"r{n}"
+    compared = Compared(monkeypatch)
+    current = ud("i:3")
+    likeness = history.Likeness(current.spec.template)
+    for _ in range(3):
+        hp = history.plan(current, revisions, owner_reference=OWNER, current=None, likeness=likeness)
+        assert hp.bump == (hp.updated, 6) == (revisions[2]["metadata"]["name"], 6)
+    assert compared.calls == 5, "each revision once, whatever the number of plans"
+    assert [likeness.known(r) for r in revisions] == [True] * 5
+    likeness.keep(revisions[1:])
+    assert not likeness.known(revisions[0]) and likeness.known(revisions[1])
+    history.plan(current, revisions, owner_reference=OWNER, current=None, likeness=likeness)
+    assert compared.calls == 6

@@ -25,6 +25,10 @@ MAX_PLACEMENT_BYTES: Final = 16 * 1024
 """A subset's ``nodeSelectorTerm``, and its ``tolerations``, each serialized."""
 MAX_TEMPLATE_BYTES: Final = 128 * 1024
 """The workload template (``spec.template.<kind>Template``), serialized."""
+MAX_REVISION_HISTORY: Final = 100
+"""``spec.revisionHistoryLimit`` (also the CRD's ``maximum``): every kept ControllerRevision holds
+a copy of the template, in etcd and in the controller's cache, and each is compared with the
+template once per process (:class:`united.history.Likeness`)."""
 
 
 def size(value: Any) -> int:

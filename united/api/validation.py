@@ -38,7 +38,14 @@ from united.api.field import (
     too_many,
 )
 from united.api.keys import Keys
-from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, MAX_TEMPLATE_BYTES, size
+from united.api.limits import (
+    MAX_PATCH_BYTES,
+    MAX_PLACEMENT_BYTES,
+    MAX_REVISION_HISTORY,
+    MAX_SUBSETS,
+    MAX_TEMPLATE_BYTES,
+    size,
+)
 from united.api.model import (
     ADAPTIVE,
     ADVANCED_STATEFUL_SET,
@@ -94,11 +101,12 @@ def checks(ud: UnitedDeployment) -> Iterator[list[FieldError]]:
     spec = ud.spec
     if spec.replicas is not None and spec.replicas < 0:
         errors.append(invalid(SPEC.child("replicas"), spec.replicas, "must be greater than or equal to 0"))
-    if spec.revision_history_limit is not None and spec.revision_history_limit < 0:
+    limit = spec.revision_history_limit
+    if limit is not None and limit < 0:
+        errors.append(invalid(SPEC.child("revisionHistoryLimit"), limit, "must be greater than or equal to 0"))
+    if limit is not None and limit > MAX_REVISION_HISTORY:
         errors.append(
-            invalid(
-                SPEC.child("revisionHistoryLimit"), spec.revision_history_limit, "must be greater than or equal to 0"
-            )
+            invalid(SPEC.child("revisionHistoryLimit"), limit, f"must be less than or equal to {MAX_REVISION_HISTORY}")
         )
     errors += _selector(spec)
     errors += _schedule(spec)
@@ -248,17 +256,20 @@ def _template(spec: Spec) -> list[FieldError]:
     if "template" not in template.spec:
         errors.append(required(ppath))
     else:
-        claims = {
-            c["metadata"]["name"]
-            for c in _items(
-                template.spec.get("volumeClaimTemplates"), tpath.child("spec").child("volumeClaimTemplates"), errors
-            )
-            if isinstance(c, dict)
-            and isinstance(c.get("metadata"), dict)
-            and isinstance(c["metadata"].get("name"), str)
-        }
+        claims = _claims(template, tpath, errors)
         errors += pod_template_errors(template.pod_template, ppath, sel, claims=claims)
     return errors
+
+
+def _claims(template: Template, tpath: Path, errors: list[FieldError]) -> set[str]:
+    """Names of the template's volumeClaimTemplates, which its pods may mount like volumes."""
+    return {
+        c["metadata"]["name"]
+        for c in _items(
+            template.spec.get("volumeClaimTemplates"), tpath.child("spec").child("volumeClaimTemplates"), errors
+        )
+        if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and isinstance(c["metadata"].get("name"), str)
+    }
 
 
 def pod_template_errors(
@@ -682,7 +693,9 @@ def _patch(spec: Spec, template: Template, s: Subset, keys: Keys, path: Path) ->
     if not errors:
         errors += [
             FieldError(str(path), f"Invalid value: patched pod template: {e}")
-            for e in pod_template_errors(patched, Path("template"), None)
+            for e in pod_template_errors(
+                patched, Path("template"), None, claims=_claims(template, Path("template"), [])
+            )
         ]
     return errors
 

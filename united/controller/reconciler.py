@@ -25,17 +25,18 @@ import jsonpatch
 import structlog
 
 from united import adaptive, history, revision
-from united.allocation import AllocationError, Plan, SubsetState, allocate, partition
+from united.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
 from united.api import ManifestError, UnitedDeployment, admission
 from united.api.keys import Keys
-from united.api.model import TEMPLATE_VARIANTS
+from united.api.model import TEMPLATE_VARIANTS, Subset
 from united.children import claim, deleting, name_of, uid_of
 from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
 from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
-from united.render import KINDS, owner_reference, render, spec_digest
+from united.render import KINDS, Rendered, owner_reference, spec_digest
+from united.render.blueprints import Blueprints
 from united.runtime.metrics import SubsetReplicas
 from united.selector import parse as parse_selector
 from united.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
@@ -147,6 +148,10 @@ class Reconciler:
         and object the API server answered (None once deleted), and when — read instead of a
         cache that has not seen our own write yet, so a reconcile right after a write neither
         repeats it nor creates a second child for the subset (client-go's expectations)."""
+        self.blueprints = Blueprints()
+        """What each UD's children are rendered from, kept while its spec and revision stay."""
+        self.likeness: dict[str, history.Likeness] = {}
+        """Which revisions of each UD hold its template, kept while the template stays."""
 
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.uniteddeployments.get(key)
@@ -158,6 +163,8 @@ class Reconciler:
             self._written.pop(key, None)
             self._children.pop(key, None)
             self._admitted.pop(key, None)
+            self.blueprints.forget(key)
+            self.likeness.pop(key, None)
             if self.gauges is not None:
                 namespace, _, name = key.partition("/")
                 self.gauges.forget_uniteddeployment(namespace, name)
@@ -312,6 +319,10 @@ def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
     to another object by the time the request arrives."""
     uid = uid_of(obj)
     return {"uid": uid} if uid else None
+
+
+def _digest(child: Mapping[str, Any] | None, keys: Keys) -> Any:
+    return ((child or {}).get("metadata") or {}).get("annotations", {}).get(keys.spec_hash)
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -590,8 +601,16 @@ class _Pass:
 
         current = self.previous.get("currentRevision") or None
         count = int(self.previous.get("collisionCount") or 0)
+        likeness = await self.likeness(owned)
         hp = history.plan(
-            self.ud, owned, owner_reference=owner, current=current, collision_count=count, others=orphans, taken=taken
+            self.ud,
+            owned,
+            owner_reference=owner,
+            current=current,
+            collision_count=count,
+            others=orphans,
+            taken=taken,
+            likeness=likeness,
         )
         by_name = {name_of(r): r for r in [*owned, *hp.adopt]}
         if hp.adopt:
@@ -630,6 +649,21 @@ class _Pass:
             self.r.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
         return hp
 
+    async def likeness(self, owned: list[Json]) -> history.Likeness:
+        """The template's :class:`~united.history.Likeness`, kept while the template stays, with
+        every owned revision compared: one new revision per step of the loop."""
+        template = self.ud.spec.template
+        assert template is not None
+        kept = self.r.likeness.get(self.key)
+        if kept is None or (kept.template is not template and kept.template != template):
+            kept = self.r.likeness[self.key] = history.Likeness(template)
+        kept.keep(owned)
+        for r in owned:
+            if not kept.known(r):
+                kept(r)
+                await asyncio.sleep(0)
+        return kept
+
     def mark(self, name: str, answer: Json) -> None:
         """A revision write went through: count it and remember it for the next pass."""
         self.writes += 1
@@ -657,12 +691,9 @@ class _Pass:
         for subset in self.ud.spec.subsets:
             await asyncio.sleep(0)  # one subset's render and diff per step of the loop
             a = plan[subset.name]
-            rendered = render(
-                self.ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=updated, keys=self.keys
-            )
-            applied[subset.name] = rendered.partition_applied
-            overridden = self.override(rendered.object, overrides.get(subset.name, 0))
             live = claimed.by_subset.get(subset.name)
+            rendered, overridden = self.render(subset, a, updated, overrides.get(subset.name, 0), live)
+            applied[subset.name] = rendered.partition_applied
             if live is None:
                 if subset.name in claimed.terminating:
                     continue
@@ -719,6 +750,29 @@ class _Pass:
             if patched:
                 self.r.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
         return applied
+
+    def render(
+        self, subset: Subset, a: Allocation, updated: str, override: int, live: Json | None
+    ) -> tuple[Rendered, bool]:
+        """The child of ``subset`` with its reservation override (and whether it has one). From
+        the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
+        then reads nothing of the pod template, which that child lacks; in full otherwise."""
+        complete = live is None
+        while True:
+            rendered = self.r.blueprints.render(
+                self.key,
+                self.ud,
+                subset=subset,
+                replicas=a.replicas,
+                partition=a.partition,
+                revision=updated,
+                keys=self.keys,
+                complete=complete,
+            )
+            overridden = self.override(rendered.object, override)
+            if rendered.complete or _digest(live, self.keys) == _digest(rendered.object, self.keys):
+                return rendered, overridden
+            complete = True
 
     def override(self, child: Json, value: int) -> bool:
         """Write a reservation ``maxUnavailable`` into a rendered child and fold it into the

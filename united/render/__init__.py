@@ -50,6 +50,9 @@ class Rendered:
 
     object: Json
     partition_applied: bool
+    complete: bool = True
+    """False for a child rendered from a kept blueprint: it has no pod template
+    (:mod:`united.render.blueprints`)."""
 
 
 def kind_of(ud: UnitedDeployment) -> ChildKind:
@@ -86,6 +89,13 @@ def render(
     keys: Keys,
 ) -> Rendered:
     """Render the child of ``subset``; ``ud`` must be defaulted and valid."""
+    return finish(blueprint(ud, subset=subset, revision=revision, keys=keys), kind_of(ud), replicas, partition)
+
+
+def blueprint(ud: UnitedDeployment, *, subset: Subset, revision: str, keys: Keys) -> Json:
+    """The child of ``subset`` but for replicas and partition: what costs (placing the pod
+    template into the subset, the spec digest) and changes only with the spec and the revision,
+    so that it can be kept between passes (:mod:`united.render.blueprints`)."""
     kind = kind_of(ud)
     template = ud.spec.template
     assert template is not None
@@ -111,8 +121,6 @@ def render(
         patch=subset.patch,
     )
     annotations[keys.spec_hash] = spec_digest(labels=labels, annotations=annotations, spec=spec)
-    spec["replicas"] = replicas
-    applied = kind.set_partition(spec, partition)
     metadata: Json = {
         "generateName": child_prefix(ud.name, subset.name),
         "labels": labels,
@@ -121,10 +129,24 @@ def render(
     }
     if ud.namespace:
         metadata["namespace"] = ud.namespace
-    return Rendered(
-        object={"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata, "spec": spec},
-        partition_applied=applied,
-    )
+    return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata, "spec": spec}
+
+
+def finish(blueprint: Json, kind: ChildKind, replicas: int, partition: int) -> Rendered:
+    """``blueprint`` with ``replicas`` and ``partition``: a new object that shares the blueprint's
+    nested values, so it costs what its top level holds, not its pod template. Nothing may
+    change those values in place: the partition and the reservation override replace the
+    strategy they write (:meth:`ChildKind.set_partition`)."""
+    meta = blueprint["metadata"]
+    metadata = {
+        **meta,
+        "labels": dict(meta["labels"]),
+        "annotations": dict(meta["annotations"]),
+        "ownerReferences": [dict(ref) for ref in meta["ownerReferences"]],
+    }
+    spec = {**blueprint["spec"], "replicas": replicas}
+    applied = kind.set_partition(spec, partition)
+    return Rendered(object={**blueprint, "metadata": metadata, "spec": spec}, partition_applied=applied)
 
 
 def spec_digest(**parts: Any) -> str:

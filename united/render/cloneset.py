@@ -37,8 +37,7 @@ class CloneSet:
     """Everything but the selector (OpenKruise's CloneSet webhook)."""
 
     def set_partition(self, spec: Json, partition: int) -> bool:
-        strategy = spec["updateStrategy"] = spec.get("updateStrategy") or {}
-        strategy["partition"] = partition
+        spec["updateStrategy"] = {**(spec.get("updateStrategy") or {}), "partition": partition}
         return True
 
     def read_partition(self, child: Json) -> int | None:

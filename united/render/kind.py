@@ -25,8 +25,10 @@ class ChildKind(Protocol):
     included, so a child could never be scaled again."""
 
     def set_partition(self, spec: Json, partition: int) -> bool:
-        """Write ``partition`` into a rendered child ``spec``; return whether the workload
-        will hold it (False where the kind or its update strategy has no partition)."""
+        """Write ``partition`` into a rendered child ``spec``, replacing (never changing in
+        place) the strategy that holds it, which ``spec`` may share with a kept blueprint;
+        return whether the workload will hold it (False where the kind or its update strategy
+        has no partition)."""
         ...
 
     def read_partition(self, child: Json) -> int | None:
@@ -44,11 +46,10 @@ def rolling_partition(spec: Json, partition: int, *, set_type: bool) -> bool:
     kind = strategy.get("type") or ""
     if kind not in ("", "RollingUpdate"):
         return False
-    spec["updateStrategy"] = strategy
+    strategy = spec["updateStrategy"] = dict(strategy)
     if set_type:
         strategy["type"] = "RollingUpdate"
-    rolling = strategy["rollingUpdate"] = strategy.get("rollingUpdate") or {}
-    rolling["partition"] = partition
+    strategy["rollingUpdate"] = {**(strategy.get("rollingUpdate") or {}), "partition": partition}
     return True
 
 

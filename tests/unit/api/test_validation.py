@@ -88,6 +88,11 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         lambda d: d["spec"].update(revisionHistoryLimit=-2),
         "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0",
     ),
+    (
+        "history over the limit",
+        lambda d: d["spec"].update(revisionHistoryLimit=101),
+        "spec.revisionHistoryLimit: Invalid value: 101: must be less than or equal to 100",
+    ),
     ("no selector", lambda d: d["spec"].pop("selector"), "spec.selector: Required value"),
     (
         "empty selector",
@@ -409,6 +414,19 @@ def test_statefulset_partition_in_template() -> None:
         "spec.template.statefulSetTemplate.spec.updateStrategy.rollingUpdate.partition: Invalid value: 2: "
         "partition in statefulSetTemplate will not be used"
     ) in errors_of(edit(mutate, "statefulSetTemplate"))
+
+
+@pytest.mark.parametrize("variant", ["statefulSetTemplate", "advancedStatefulSetTemplate", "cloneSetTemplate"])
+def test_a_patched_pod_template_may_mount_the_volume_claim_templates(variant: str) -> None:
+    """The patched pod template is checked with the workload's claims, as the template itself is."""
+
+    def mutate(d: Doc) -> None:
+        spec = d["spec"]["template"][variant]["spec"]
+        spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]
+        spec["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        subsets(d)[0]["patch"] = {"metadata": {"annotations": {"zone": "a"}}}
+
+    assert errors_of(edit(mutate, variant)) == []
 
 
 def test_reservation_needs_a_stateless_template() -> None:

@@ -24,6 +24,7 @@ import pytest
 from tests.unit.runtime.test_leader import FakeLeases, elector
 from tests.unit.runtime.virtual_time import run_cpu_timed
 from tests.unit.test_adaptive import KEYS, FakeClient, FakeRecorder, store_of
+from tests.unit.test_history import Compared
 from united.api import admit
 from united.api.limits import (
     MAX_PATCH_BYTES,
@@ -322,3 +323,68 @@ def test_a_spec_is_validated_once_per_generation(monkeypatch: pytest.MonkeyPatch
     asyncio.run(world.reconciler.reconcile("ns/web"))
     asyncio.run(world.reconciler.reconcile("ns/web"))
     assert merged == 10
+
+
+# -- what a pass at the limits costs in all ---------------------------------------------------
+
+
+def _cpu(what: Callable[[], Awaitable[Any]]) -> float:
+    start = time.process_time()
+    asyncio.run(what())  # type: ignore[arg-type]
+    return time.process_time() - start
+
+
+def test_a_pass_that_changes_nothing_costs_a_small_part_of_the_first() -> None:
+    """A pass after a pod event or a resync renders nothing: the children's blueprints are
+    kept while the spec and the revision stay (a first pass merges every subset's patch twice,
+    to validate and to render; measured at the limits: about 1/250 of it). A ratio of CPU times,
+    so the machine's speed and a tracer cancel out."""
+    world = World(manifest(subsets=50, template_bytes=32 * 1024, patch_bytes=1024, placement_bytes=256))
+    gc.collect()
+    first = _cpu(lambda: world.reconciler.reconcile("ns/web"))
+    world.settle()
+    again = _cpu(lambda: world.reconciler.reconcile("ns/web"))
+    assert [c for c in world.client.calls if c[1] == "deployments"] == []
+    assert again < first / 10, f"first pass {first * 1000:.0f} ms CPU, the next {again * 1000:.0f} ms"
+
+
+def test_a_child_without_our_digest_gets_the_whole_template_from_a_kept_blueprint() -> None:
+    world = settled(3)
+    child = world.children.list()[0]
+    stale = json.loads(json.dumps(child))
+    del stale["metadata"]["annotations"][KEYS.spec_hash]
+    stale["spec"]["template"]["spec"]["containers"][0]["image"] = "edited"
+    world.children.upsert(stale)
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    [(name, patch)] = world.client.writes("patch", "deployments")
+    assert name == child["metadata"]["name"]
+    containers = child["spec"]["template"]["spec"]["containers"]
+    assert patch["spec"]["template"]["spec"]["containers"] == containers, "rendered from the whole template"
+    assert patch["metadata"]["annotations"][KEYS.spec_hash] == child["metadata"]["annotations"][KEYS.spec_hash]
+
+
+def test_a_deleted_uniteddeployment_leaves_nothing_kept() -> None:
+    world = settled(3)
+    assert len(world.reconciler.blueprints) == 1
+    world.reconciler.caches.uniteddeployments.remove("ns/web")  # type: ignore[attr-defined]
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert len(world.reconciler.blueprints) == 0
+
+
+def test_a_pass_that_changes_nothing_compares_no_revision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Comparing a revision's Data with the template costs the template's size: each is
+    compared once per template, one per step of the loop, not on every pass."""
+    world = settled(3)
+    [ours] = world.revisions.list()
+    for n in range(5):
+        old = json.loads(json.dumps(ours))
+        old["metadata"].update(name=f"web-old{n}", uid=f"old-{n}")
+        old["revision"] = 0
+        old["data"]["spec"]["template"]["deploymentTemplate"]["metadata"]["labels"]["old"] = str(n)
+        world.revisions.upsert(old)
+    compared = Compared(monkeypatch)
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert compared.calls == 6, "the ones not compared yet (ours, created by the first pass, and the old ones), once"
+    asyncio.run(world.reconciler.reconcile("ns/web"))
+    assert compared.calls == 6
+    assert world.client.writes("delete", "controllerrevisions") == []
