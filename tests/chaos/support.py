@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import ssl
 from pathlib import Path
 
+import aiohttp
 import yaml
 
 from tests.e2e.controller.conftest import Controller
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import ThreadedFaultProxy
+from united.kube.client import Resource
 
 SEED = int(os.environ.get("UNITED_CHAOS_SEED", "6"))
 KILLS = int(os.environ.get("UNITED_CHAOS_KILLS", "10"))
@@ -44,3 +47,18 @@ def proxied_controller(
     through ``proxy``; its kubeconfig is written to ``path``; ``extra``: more flags."""
     kubeconfig = proxy.write_kubeconfig(path, token=token_of(identity), user="united-controller")
     return Controller(kubeconfig, name=name, leader_elect=leader_elect, extra=extra)
+
+
+async def raw_create(
+    cluster: LocalCluster, resource: Resource, namespace: str, body: bytes, *, content_type: str = "application/yaml"
+) -> tuple[int, str]:
+    """POST ``body`` as it is to ``resource``'s collection, as ``kubectl create --raw`` would,
+    as the admin; the answer is not decoded (no client of ours could read some of them)."""
+    context = ssl.create_default_context(cafile=str(cluster.ca_cert))
+    url = f"{cluster.server}{resource.path(namespace=namespace)}"
+    headers = {"Authorization": f"Bearer {cluster.admin.token}", "Content-Type": content_type}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, data=body, headers=headers, ssl=context) as answer,
+    ):
+        return answer.status, await answer.text()

@@ -22,20 +22,18 @@ bystander's.
 from __future__ import annotations
 
 import re
-import ssl
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 import yaml
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
-from tests.chaos.support import proxied_controller, proxy_for
+from tests.chaos.support import proxied_controller, proxy_for, raw_create
 from tests.e2e.controller.helpers import CHILDREN, EVENTS, UD, children, condition
 from tests.unit.api.test_validation import CASES as RULES
 from tests.unit.api.test_validation import base
@@ -115,18 +113,6 @@ def test_united_validate_prints_the_field_error(case: Case) -> None:
     assert case.validate in done.stderr.splitlines(), done.stderr
 
 
-async def _raw_create(cluster: LocalCluster, namespace: str, body: bytes) -> tuple[int, str]:
-    """POST ``body`` as YAML to the UnitedDeployment collection, as ``kubectl create --raw`` would."""
-    context = ssl.create_default_context(cafile=str(cluster.ca_cert))
-    url = f"{cluster.server}{UD.path(namespace=namespace)}"
-    headers = {"Authorization": f"Bearer {cluster.admin.token}", "Content-Type": "application/yaml"}
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(url, data=body, headers=headers, ssl=context) as answer,
-    ):
-        return answer.status, await answer.text()
-
-
 async def _owners_of_children(kube: KubeClient, namespace: str) -> set[str]:
     """Names of the owners of every workload of every child kind in ``namespace``."""
     owners = set()
@@ -180,7 +166,7 @@ async def test_the_cluster_refuses_or_stalls_every_bad_input_and_serves_the_rest
         rejected = 0
         for case in CASES:
             if case.verdict == "rejected" and case.code == 400:
-                status, text = await _raw_create(cluster, namespace, case.path.read_bytes())
+                status, text = await raw_create(cluster, UD, namespace, case.path.read_bytes())
                 assert status == 400, f"{case.id}: {status} {text}"
                 rejected += 1
             elif case.verdict == "rejected":

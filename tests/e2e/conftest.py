@@ -112,7 +112,13 @@ async def kube(cluster: LocalCluster) -> AsyncIterator[KubeClient]:
 @pytest.fixture
 async def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"{slug}-{secrets.token_hex(3)}"
+    async with fresh_namespace(kube, f"{slug}-{secrets.token_hex(3)}") as name:
+        yield name
+
+
+@contextlib.asynccontextmanager
+async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
+    """Namespace ``name``, usable (pods can be created in it), deleted on exit."""
     await kube.create(NAMESPACES, {
         "apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": name, "labels": {"e2e.united.dev/test": "true"}},
@@ -126,8 +132,10 @@ async def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> AsyncIt
         token = (secret.get("data") or {}).get("token")
         assert token and base64.b64decode(token), f"namespace {name}: token not issued yet"
 
-    await eventually(usable, within=30, what=f"namespace {name} usable",
-                     retry_on=(AssertionError, NotFound))
-    yield name
-    with contextlib.suppress(NotFound):
-        await kube.delete(NAMESPACES, name)
+    try:
+        await eventually(usable, within=30, what=f"namespace {name} usable",
+                         retry_on=(AssertionError, NotFound))
+        yield name
+    finally:
+        with contextlib.suppress(NotFound):
+            await kube.delete(NAMESPACES, name)
