@@ -12,7 +12,7 @@ keep the oldest (then by name), so every replica of the controller picks the sam
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,3 +112,16 @@ def claim(ud: UnitedDeployment, candidates: Iterable[Mapping[str, Any]], keys: K
         out.by_subset[subset] = live[0]
         out.duplicates.extend(live[1:])
     return out
+
+
+def strays(
+    ud: UnitedDeployment, listed: Iterable[Mapping[str, Any]], keys: Keys, subsets: Collection[str]
+) -> dict[str, Json]:
+    """Our children that lost their subset label, for the ``subsets`` that have no child in
+    the cache: the informers watch only labelled workloads, so to them such a child was
+    deleted, and the subset would get a second workload fighting the first over its pods.
+    Of ``listed``, only those :func:`claim` keeps that this UnitedDeployment already controls
+    (its namespace, its uid, its selector, not being deleted) and whose immutable
+    ``spec.selector`` names the subset; the oldest per subset. The diff writes the label back."""
+    own = [o for o in listed if controller_uid(o) == ud.uid and keys.subset_name not in labels_of(o)]
+    return {s: child for s, child in claim(ud, own, keys).by_subset.items() if s in subsets}

@@ -29,6 +29,7 @@ from united.api.model import (
     ScheduleStrategy,
     Spec,
 )
+from united.kube.client import ObjectList
 
 T0 = 1_800_000_000.0
 """A whole second: creation timestamps and condition times are whole seconds."""
@@ -386,8 +387,15 @@ def store_of(objs: list[dict[str, Any]] | None = None, *, label: str | None = No
 class FakeClient:
     """Records writes; answers like the API server would, minimally."""
 
-    def __init__(self) -> None:
+    def __init__(self, listed: list[dict[str, Any]] | None = None) -> None:
         self.calls: list[tuple[str, str, str, Any]] = []
+        self.listed = listed or []
+        """What a LIST answers (reads are not recorded in :attr:`calls`)."""
+        self.selectors: list[str | None] = []
+
+    async def list(self, resource: Any, *, namespace: str, label_selector: str | None = None) -> ObjectList:
+        self.selectors.append(label_selector)
+        return ObjectList(self.listed, "1", ())
 
     async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
         self.calls.append(("create", resource.plural, "", body))

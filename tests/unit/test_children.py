@@ -6,7 +6,7 @@ from typing import Any
 
 from united.api import admit
 from united.api.keys import Keys
-from united.children import claim
+from united.children import claim, strays
 
 KEYS = Keys()
 
@@ -122,3 +122,33 @@ def test_a_relabelled_child_stays_the_child_of_the_subset_its_selector_names() -
     c = claim(ud(), [relabelled, sibling], KEYS)
     assert {k: v["metadata"]["name"] for k, v in c.by_subset.items()} == {"a": "web-a", "b": "web-b"}
     assert (c.duplicates, c.release) == ([], [])
+
+
+def unlabelled(name: str, subset: str, **kw: Any) -> dict[str, Any]:
+    """A child of ``subset`` (its selector says so) whose subset label a user removed."""
+    obj = child(name, None, **kw)
+    obj["spec"] = {"selector": {"matchLabels": {"app": "web", KEYS.subset_name: subset}}}
+    return obj
+
+
+def test_strays_are_our_unlabelled_children_of_the_subsets_without_one() -> None:
+    """Issue 15, item 5: a child whose subset label was removed left the informers' view; of
+    what a LIST finds, only our own (namespace, uid, selector, alive), oldest first, for a
+    subset that has no child, is taken back — never another tenant's or a forged one."""
+    elsewhere = unlabelled("x-elsewhere", "a", created="2020-01-01T00:00:00Z")
+    elsewhere["metadata"]["namespace"] = "other"
+    dying = unlabelled("x-dying", "a", created="2020-01-01T00:00:00Z", deletionTimestamp="2026-01-02T00:00:00Z")
+    listed = [
+        unlabelled("web-a", "a", created="2025-01-01T00:00:00Z"),
+        unlabelled("web-a-copy", "a", created="2025-06-01T00:00:00Z"),
+        unlabelled("x-foreign", "a", owner="someone-else", created="2020-01-01T00:00:00Z"),
+        unlabelled("x-orphan", "a", owner=None, created="2020-01-01T00:00:00Z"),
+        unlabelled("x-not-ours", "a", app="db", created="2020-01-01T00:00:00Z"),
+        elsewhere,
+        dying,
+        child("x-labelled", "a", created="2020-01-01T00:00:00Z"),
+        unlabelled("web-b", "b"),
+    ]
+    found = strays(ud(), listed, KEYS, {"a"})
+    assert {k: v["metadata"]["name"] for k, v in found.items()} == {"a": "web-a"}
+    assert strays(ud(), listed, KEYS, set()) == {}

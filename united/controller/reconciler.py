@@ -29,7 +29,7 @@ from united.allocation import Allocation, AllocationError, Plan, SubsetState, al
 from united.api import ManifestError, UnitedDeployment, admission
 from united.api.keys import Keys
 from united.api.model import TEMPLATE_VARIANTS, Subset
-from united.children import claim, deleting, name_of, uid_of
+from united.children import Claim, claim, deleting, name_of, strays, uid_of
 from united.diff import child_patch, identified, immutable_changes, merge_patch
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import PODS
@@ -381,6 +381,7 @@ class _Pass:
         updated = plan_.updated
         resource = resource_of(variant)
         claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
+        await self.recover(resource, claimed)
         if claimed.adopt:
             await self.recheck()
         pods = await self.pods_by_subset(claimed.by_subset)
@@ -467,6 +468,20 @@ class _Pass:
         stores' indexes, so a pass costs what it owns, not what the namespace holds). Only its
         own namespace: anything elsewhere that names our uid is forged."""
         return [*store.by_owner(self.ud.uid, self.namespace), *store.orphans(self.namespace)]
+
+    async def recover(self, resource: Resource, claimed: Claim) -> None:
+        """Before creating a child for a subset the cache shows none for, look for ours that
+        lost its subset label (:func:`~united.children.strays`): one namespaced LIST, of our
+        selector's workloads without that label, in the passes that would create — so it holds
+        after a restart too, needs no cache of objects the informers cannot see, and no verb
+        the controller does not have. Such a child is kept, and its label written back."""
+        missing = {s.name for s in self.ud.spec.subsets} - claimed.by_subset.keys() - claimed.terminating.keys()
+        if not missing or self.ud.spec.selector is None:
+            return
+        ours = str(parse_selector(self.ud.spec.selector.to_dict()))
+        unlabelled = ",".join(filter(None, (ours, f"!{self.keys.subset_name}")))
+        listed = await self.r.client.list(resource, namespace=self.namespace, label_selector=unlabelled)
+        claimed.by_subset.update(strays(self.ud, listed.items, self.keys, missing))
 
     async def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
         """Each child's pods: those its selector matches in the pod cache (which holds only

@@ -274,6 +274,27 @@ async def test_a_relabelled_child_gets_its_label_back_and_no_sibling_is_deleted(
     assert body == {"metadata": {"labels": {KEYS.subset_name: "a"}}}
 
 
+async def test_a_child_that_lost_its_subset_label_gets_it_back_and_no_second_is_created() -> None:
+    """Issue 15, item 5: with its subset label removed, a child leaves the label-filtered child
+    cache (a DELETED event); the pass that would create finds it with one LIST of our
+    selector's unlabelled workloads and writes the label back instead."""
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    stray = c.children.pop(0)
+    del stray["metadata"]["labels"][KEYS.subset_name]
+    c.client = FakeClient(listed=[stray])
+    await c.reconcile(0.0)
+    assert c.client.selectors == [f"app=web,!{KEYS.subset_name}"]
+    assert c.client.writes("create", "deployments") == []
+    assert c.client.writes("delete", "deployments") == []
+    assert c.client.writes("patch", "deployments") == [("web-a", {"metadata": {"labels": {KEYS.subset_name: "a"}}})]
+
+
+async def test_a_pass_with_a_child_for_every_subset_lists_nothing() -> None:
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    await c.reconcile(0.0)
+    assert c.client.selectors == []
+
+
 class LiveClient(NamingClient):
     """Answers GETs of the UnitedDeployment with ``live`` (None: not found)."""
 
