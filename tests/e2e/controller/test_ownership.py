@@ -179,3 +179,34 @@ async def test_a_relabelled_child_keeps_its_subset_and_gets_its_label_back(
     await eventually(restored, within=60, what="label restored, both children kept")
     await wait_ready(kube, namespace, doc)
     assert await warnings(kube, namespace) == [], "a write was refused"
+
+
+async def test_a_child_whose_subset_label_was_removed_gets_it_back_and_no_second_child(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    """Issue 15, item 5: removing the label (kubectl's merge patch to null) takes the child out
+    of the label-filtered watch, which reports it DELETED; the controller must find it, write
+    the label back (same uid) and never create a second Deployment for its subset."""
+    doc = ud("unlabel", [zone("a", "zone-a"), zone("b", "zone-b")], replicas=2)
+    await kube.create(UD, doc, namespace=namespace)
+    await wait_ready(kube, namespace, doc)
+    before = {subset_of(c): c["metadata"]["uid"] for c in await children(kube, namespace, doc)}
+    stripped = next(c for c in await children(kube, namespace, doc) if subset_of(c) == "a")
+    await kube.patch(
+        DEPLOYMENTS,
+        stripped["metadata"]["name"],
+        {"metadata": {"labels": {SUBSET: None}}},
+        patch_type=PatchType.MERGE,
+        namespace=namespace,
+    )
+
+    async def one_per_subset() -> None:
+        every = (await kube.list(DEPLOYMENTS, namespace=namespace)).items
+        assert len(every) == 2, f"{len(every)} Deployments: a second child was created"
+        now = {c["metadata"]["labels"].get(SUBSET): c["metadata"]["uid"] for c in every}
+        assert now == before, "label not restored, or a child was replaced"
+
+    await eventually(one_per_subset, within=60, what="label restored, no second child")
+    await wait_ready(kube, namespace, doc)
+    await one_per_subset()
+    assert await warnings(kube, namespace) == [], "a write was refused"
