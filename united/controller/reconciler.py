@@ -476,7 +476,9 @@ class _Pass:
         after a restart too, needs no cache of objects the informers cannot see, and no verb
         the controller does not have. Such a child is kept, and its label written back."""
         missing = {s.name for s in self.ud.spec.subsets} - claimed.by_subset.keys() - claimed.terminating.keys()
-        if not missing or self.ud.spec.selector is None:
+        if not missing or self.ud.spec.selector is None or not self.previous.get("subsetStatuses"):
+            # A UD whose status never listed its subsets has no child to lose (those it just
+            # created stand in the expectations): a cold start makes no extra LIST.
             return
         ours = str(parse_selector(self.ud.spec.selector.to_dict()))
         unlabelled = ",".join(filter(None, (ours, f"!{self.keys.subset_name}")))

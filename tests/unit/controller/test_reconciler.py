@@ -279,6 +279,7 @@ async def test_a_child_that_lost_its_subset_label_gets_it_back_and_no_second_is_
     cache (a DELETED event); the pass that would create finds it with one LIST of our
     selector's unlabelled workloads and writes the label back instead."""
     c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    c.obj["status"] = {"subsetStatuses": [{"name": "a", "replicas": 1}, {"name": "b", "replicas": 1}]}
     stray = c.children.pop(0)
     del stray["metadata"]["labels"][KEYS.subset_name]
     c.client = FakeClient(listed=[stray])
@@ -287,6 +288,16 @@ async def test_a_child_that_lost_its_subset_label_gets_it_back_and_no_second_is_
     assert c.client.writes("create", "deployments") == []
     assert c.client.writes("delete", "deployments") == []
     assert c.client.writes("patch", "deployments") == [("web-a", {"metadata": {"labels": {KEYS.subset_name: "a"}}})]
+
+
+async def test_a_new_uniteddeployment_creates_its_children_without_listing() -> None:
+    """No status has listed its subsets yet, so no child of it can have lost its label: a
+    cold start of many UnitedDeployments makes no extra LIST."""
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    c.children.clear()
+    await c.reconcile(0.0)
+    assert c.client.selectors == []
+    assert len(c.client.writes("create", "deployments")) == 2
 
 
 async def test_a_pass_with_a_child_for_every_subset_lists_nothing() -> None:
