@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, Self
 from urllib.parse import quote
 
 import aiohttp
+from aiohttp.connector import Connection
 from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
@@ -184,14 +185,13 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _stop_trusting_environment(api_client: k8s_client.ApiClient) -> None:
-    """Resolve the environment's proxy for the API server once, then replace the library's
-    session (``trust_env=True``) with one on the same connector that does not look again."""
+def _rebuild_session(api_client: k8s_client.ApiClient, *, request_class: type[aiohttp.ClientRequest]) -> None:
+    """Replace the library's session with one on the same connector that resolved the
+    environment's proxy once (the library's ``trust_env=True`` looks again, in a thread, twice
+    per request) and builds its requests with ``request_class`` (the write fence)."""
     rest = api_client.rest_client
     old: aiohttp.ClientSession = rest.pool_manager
-    if not old.trust_env:
-        return
-    if not rest.proxy:
+    if old.trust_env and not rest.proxy:
         try:
             proxy, proxy_auth = get_env_proxy_for_url(URL(str(api_client.configuration.host)))
         except LookupError:
@@ -200,8 +200,25 @@ def _stop_trusting_environment(api_client: k8s_client.ApiClient) -> None:
             rest.proxy = str(proxy)
             if proxy_auth is not None:
                 rest.proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
-    rest.pool_manager = aiohttp.ClientSession(connector=old.connector, trust_env=False, read_bufsize=2**21)
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=old.connector, trust_env=False, read_bufsize=2**21, request_class=request_class
+    )
     old.detach()
+
+
+def _fenced_requests(client: KubeClient) -> type[aiohttp.ClientRequest]:
+    """Requests that consult ``client.fence`` as they are sent: with a connection in hand, after
+    every wait (a new connection's TCP and TLS handshakes take several turns of the loop; a
+    leader frozen in one and resumed past its Lease would otherwise send a write it checked
+    before the freeze). aiohttp closes the connection when ``send`` raises."""
+
+    class FencedRequest(aiohttp.ClientRequest):
+        async def send(self, conn: Connection) -> aiohttp.ClientResponse:
+            if client.fence is not None and self.method not in _READS:
+                client.fence(self.method, self.url.path)
+            return await super().send(conn)
+
+    return FencedRequest
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
@@ -321,7 +338,7 @@ class KubeClient:
         """Consulted with (method, path) right before every request that is not a read; it
         raises :class:`~united.kube.errors.Fenced` to refuse it (leader election closes it
         when this process may no longer be the leader). None: every write may go."""
-        _stop_trusting_environment(api_client)
+        _rebuild_session(api_client, request_class=_fenced_requests(self))
 
     @classmethod
     async def from_config(
@@ -439,8 +456,6 @@ class KubeClient:
         request_timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> aiohttp.ClientResponse:
         """Send one request; return the open response of a 2xx answer, raise otherwise."""
-        if self.fence is not None and method not in _READS:
-            self.fence(method, path)
         headers = {"Accept": "application/json", "Content-Type": content_type}
         started = time.perf_counter()
         code = 0

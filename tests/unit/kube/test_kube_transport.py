@@ -2,10 +2,12 @@
 answer (kubernetes-asyncio skips them without preloading), content types, and
 watch-stream decoding."""
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -166,6 +168,37 @@ async def test_a_closed_fence_refuses_every_write_before_it_is_sent_and_lets_rea
     assert [s["method"] for s in seen] == ["GET", "GET"], "a refused write reached the server"
     assert [m for m, _ in asked] == ["POST", "PUT", "PATCH", "PATCH", "DELETE"]
     assert asked[2][1] == "/api/v1/namespaces/ns/pods/p/status"
+
+
+async def test_the_fence_is_consulted_with_the_connection_in_hand(server: tuple[str, Seen]) -> None:
+    """A write checked while the Lease was ours, then held up opening its connection (a TCP and
+    TLS handshake are several turns of the loop; a leader can be frozen in between and resume
+    after its Lease ran out), must be refused when it is about to be sent."""
+    url, seen = server
+    opening, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_connection(*_: object) -> None:
+        opening.set()
+        await release.wait()
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_start.append(slow_connection)
+    trace.freeze()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    async with KubeClient.for_server(url) as client:
+        client._api.rest_client.pool_manager.trace_configs.append(trace)
+        client.fence = lambda method, path: None
+        write = asyncio.create_task(client.create(PODS, pod, namespace="ns"))
+        await asyncio.wait_for(opening.wait(), 5)
+
+        def closed(method: str, path: str) -> None:
+            raise Fenced(f"{method} {path}")
+
+        client.fence = closed
+        release.set()
+        with pytest.raises(Fenced):
+            await write
+    assert seen == [], "a write fenced while its connection opened reached the server"
 
 
 async def test_connection_refused_is_transient() -> None:
