@@ -33,10 +33,10 @@ from bench.workload import (
     ud_name,
     united_deployment,
 )
-from united.allocation import SubsetState, allocate, choose
-from united.api import defaults
-from united.api.model import parse
 from united.kube.client import DEPLOYMENTS, JSON, KubeClient, PatchType
+from united.uniteddeployment import defaults
+from united.uniteddeployment.allocation import SubsetState, allocate, choose
+from united.uniteddeployment.model import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD_WRITES = ("deployments", "uniteddeployments/status", "controllerrevisions")

@@ -1,8 +1,8 @@
 """What the bench creates and expects: UnitedDeployment manifests, their allocations, the
 exact writes a controller must make for them (the floor's plan), and plain Deployments.
 
-Expectations come from the pure core (``united.allocation``, ``united.render``,
-``united.history``, ``united.status``), so the floor writes byte-for-byte the children,
+Expectations come from the pure core (``allocation``, ``render``, ``history`` and ``status``
+of :mod:`united.uniteddeployment`), so the floor writes byte-for-byte the children,
 ControllerRevision and status the controller writes.
 """
 
@@ -13,14 +13,14 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from united.allocation import SubsetState, allocate
-from united.api import UnitedDeployment, admit
-from united.api.keys import Keys
-from united.api.model import GROUP
-from united.history import plan as history_plan
-from united.render import owner_reference, render
-from united.selector import parse as parse_selector
-from united.status import ChildView, Facts, compute
+from united.placement.selector import parse as parse_selector
+from united.uniteddeployment.admission import admit
+from united.uniteddeployment.allocation import SubsetState, allocate
+from united.uniteddeployment.history import plan as history_plan
+from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.model import GROUP, UnitedDeployment
+from united.uniteddeployment.render import owner_reference, render
+from united.uniteddeployment.status import ChildView, Facts, compute
 
 JSON = dict[str, Any]
 IMAGE = "registry.invalid/united/bench:1"

@@ -17,18 +17,19 @@ from typing import Any
 
 import yaml
 
-from united import __version__, data, revision
-from united.allocation import AllocationError, Plan, SubsetState, allocate
-from united.api import FieldError, ManifestError, UnitedDeployment, admit
-from united.api.field import Path, invalid
-from united.api.keys import Keys
-from united.api.model import GROUP, KRUISE_GROUP
+from united import __version__, data
+from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
-from united.api.validation import validate_update
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import load, load_state
-from united.render import render
-from united.selector import text_errors
+from united.placement.selector import text_errors
+from united.uniteddeployment import revision
+from united.uniteddeployment.admission import admit
+from united.uniteddeployment.allocation import AllocationError, Plan, SubsetState, allocate
+from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
+from united.uniteddeployment.render import render
+from united.uniteddeployment.validation import validate_update
 
 EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from united.allocation import SubsetState
 from united.api.field import FieldError, ManifestError, Path, invalid
-from united.api.model import KIND
+from united.uniteddeployment.allocation import SubsetState
+from united.uniteddeployment.model import KIND
 
 
 class _Loader(yaml.SafeLoader):

@@ -4,8 +4,8 @@ For every UnitedDeployment of a namespace (all of them valid):
 
 * exactly one child per topology subset, none for other subsets, no duplicates;
 * every child of ours (it carries the subset label) has a living controller owner;
-* each child's ``spec.replicas`` is the allocation that :func:`united.allocation.allocate`
-  computes from the admitted spec (:func:`united.api.admit`) and the children as they are,
+* each child's ``spec.replicas`` is the allocation that :func:`united.uniteddeployment.allocation.allocate`
+  computes from the admitted spec (:func:`united.uniteddeployment.admission.admit`) and the children as they are,
   and the allocations add up to ``spec.replicas``;
 * each child reports its replicas ready, and exactly ``spec.replicas`` pods of the
   UnitedDeployment exist and are not terminating;
@@ -25,12 +25,12 @@ from typing import Any
 
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import CHILDREN, PODS, UD, condition, ud, zone
-from united.allocation import SubsetState, allocate
-from united.api import admit
-from united.api.keys import Keys
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient, PatchType
-from united.selector import parse as parse_selector
+from united.placement.selector import parse as parse_selector
+from united.uniteddeployment.admission import admit
+from united.uniteddeployment.allocation import SubsetState, allocate
+from united.uniteddeployment.keys import Keys
 
 KEYS = Keys()
 

@@ -35,8 +35,8 @@ from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for, raw_create
 from tests.e2e.controller.helpers import CHILDREN, EVENTS, UD, children, condition
-from tests.unit.api.test_validation import CASES as RULES
-from tests.unit.api.test_validation import base
+from tests.unit.uniteddeployment.test_validation import CASES as RULES
+from tests.unit.uniteddeployment.test_validation import base
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually

@@ -125,8 +125,8 @@ async def test_a_bytes_body_keeps_raw_fields_patchable(kube: KubeClient, namespa
     """ControllerRevision.data is immutable and compared byte for byte: created from a JSON
     body (re-encoded by Python) a later metadata patch is refused as a change of ``data``;
     created from bytes (sent as YAML, normalised by the API server) it is not."""
-    from united import revision
     from united.kube.client import Resource
+    from united.uniteddeployment import revision
 
     revisions = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
 

@@ -24,12 +24,12 @@ import yaml
 
 from tests.e2e.console import interrupt, read_until, run_until
 from united import __version__, data
-from united.api.model import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
 from united.devcluster.installation import SYSTEM
 from united.kube.client import DEPLOYMENTS, NAMESPACES, SERVICES, KubeClient
 from united.kube.errors import AlreadyExists, NotFound
+from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from united.allocation import SubsetState
-from united.api import ManifestError
+from united.api.field import ManifestError
 from united.manifest import load, load_documents, load_state, parse_state, read_text
+from united.uniteddeployment.allocation import SubsetState
 
 UD = """\
 apiVersion: apps.united.io/v1alpha1

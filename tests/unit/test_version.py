@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from united import __version__, data
-from united.api.model import GROUP, KRUISE_GROUP
+from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 
 def test_package_metadata() -> None:

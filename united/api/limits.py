@@ -28,7 +28,7 @@ MAX_TEMPLATE_BYTES: Final = 128 * 1024
 MAX_REVISION_HISTORY: Final = 100
 """``spec.revisionHistoryLimit`` (also the CRD's ``maximum``): every kept ControllerRevision holds
 a copy of the template, in etcd and in the controller's cache, and each is compared with the
-template once per process (:class:`united.history.Likeness`)."""
+template once per process (:class:`united.uniteddeployment.history.Likeness`)."""
 
 
 def size(value: Any) -> int:

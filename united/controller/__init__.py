@@ -1,1 +1,1 @@
-"""The UnitedDeployment controller: reconciler (domain) and manager (wiring)."""
+"""The manager: what every kind's reconciler runs inside (informers, queue, leader election, health)."""

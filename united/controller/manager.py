@@ -36,21 +36,12 @@ from typing import Any
 
 import structlog
 
-from united.api.keys import Keys
-from united.api.model import GROUP, KRUISE_GROUP, PLURAL, TEMPLATE_VARIANTS
-from united.controller.reconciler import (
-    CONTROLLER_REVISIONS,
-    Caches,
-    Reconciler,
-    RetryableError,
-    owners_of,
-    resource_of,
-)
 from united.kube import ApiError, Fenced, KubeClient, Resource
 from united.kube.client import PODS
 from united.kube.decode import Undecodable
 from united.kube.errors import ConfigError
 from united.log import bind_reconcile
+from united.placement.selector import parse as parse_selector
 from united.runtime.events import EventRecorder
 from united.runtime.failures import FailureLog
 from united.runtime.health import HealthServer
@@ -58,7 +49,16 @@ from united.runtime.informer import DELETED, MODIFIED, Informer, Store
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics, ReconcileResult
 from united.runtime.queue import ShutDown, WorkQueue, default_controller_rate_limiter
-from united.selector import parse as parse_selector
+from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.model import GROUP, KRUISE_GROUP, PLURAL, TEMPLATE_VARIANTS
+from united.uniteddeployment.reconciler import (
+    CONTROLLER_REVISIONS,
+    Caches,
+    Reconciler,
+    RetryableError,
+    owners_of,
+    resource_of,
+)
 
 log = structlog.get_logger(__name__)
 CONTROLLER = "uniteddeployment"

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from united import __version__, data
-from united.api.model import GROUP, KRUISE_GROUP
 from united.data import documents
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,
@@ -24,6 +23,7 @@ from united.kube.client import (
     PatchType,
 )
 from united.kube.errors import AlreadyExists
+from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 from . import crds
 

@@ -1,5 +1,5 @@
 """What one UnitedDeployment may ask: the limits, their messages, and that nothing beyond
-them is merged (united.api.limits, enforced by united.api.validation)."""
+them is merged (united.api.limits, enforced by united.uniteddeployment.validation)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.api.test_validation import base, errors_of, subsets
-from united.api import admission
+from tests.unit.uniteddeployment.test_validation import base, errors_of, subsets
 from united.api.limits import (
     MAX_PATCH_BYTES,
     MAX_PLACEMENT_BYTES,
@@ -17,8 +16,9 @@ from united.api.limits import (
     MAX_TEMPLATE_BYTES,
     size,
 )
-from united.api.model import parse
-from united.api.validation import checks
+from united.uniteddeployment.admission import admission
+from united.uniteddeployment.model import parse
+from united.uniteddeployment.validation import checks
 
 Doc = dict[str, Any]
 

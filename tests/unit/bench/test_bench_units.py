@@ -13,8 +13,8 @@ from bench.profile import summarise
 from bench.report import render
 from bench.scenarios import allocation_bench, allocation_spec, percentile
 from bench.workload import allocation, floor_plan, plain_deployment, united_deployment
-from united.allocation import choose
 from united.runtime.informer import LAST_APPLIED_ANNOTATION, Store, compact, object_key
+from united.uniteddeployment.allocation import choose
 
 
 def obj(name: str, namespace: str = "ns", owner: str | None = None) -> dict[str, object]:

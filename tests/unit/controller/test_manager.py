@@ -7,10 +7,10 @@ from typing import Any, cast
 
 from tests.unit.runtime.test_leader import FakeLeases
 from united.controller.manager import Manager, Settings
-from united.controller.reconciler import Reconciler
 from united.kube import JSON, Fenced, KubeClient, Resource
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
+from united.uniteddeployment.reconciler import Reconciler
 
 
 class Passes:

@@ -1,0 +1,70 @@
+"""Place a pod template into a subset: node affinity, tolerations, then the subset patch.
+
+This is the part of a subset that acts on pods, kept apart from workloads so that the
+same code can serve UnitedDeployment children and, later, a WorkloadSpread admission
+webhook that patches pods of an existing workload.
+
+Order and rules follow the reference (sections 10.3 and 10.4): the subset's
+``nodeSelectorTerm.matchExpressions`` are ANDed into *every* required node-selector term
+(terms are ORed, so each must carry the constraint); ``matchFields`` are ignored; the
+subset's tolerations are appended; the patch is a strategic merge patch applied last, so
+it may override anything above.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from united.placement.patch import strategic_merge
+
+Json = dict[str, Any]
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def place(
+    pod_template: Mapping[str, Any],
+    *,
+    node_selector_term: Mapping[str, Any] | None,
+    tolerations: tuple[Json, ...] | None,
+    patch: Mapping[str, Any] | None,
+) -> Json:
+    """Return a new pod template placed into the subset; inputs are never mutated."""
+    out: Json = copy.deepcopy(dict(pod_template))
+    expressions = (node_selector_term or {}).get("matchExpressions") or []
+    # A null field is an absent one, as when Go decodes it into a nil pointer or slice.
+    spec: Json = out.get("spec") or {}
+    if expressions or tolerations is not None:
+        out["spec"] = spec
+    if expressions:
+        affinity = spec["affinity"] = spec.get("affinity") or {}
+        node = affinity["nodeAffinity"] = affinity.get("nodeAffinity") or {}
+        required = node[_REQUIRED] = node.get(_REQUIRED) or {}
+        terms = required["nodeSelectorTerms"] = required.get("nodeSelectorTerms") or []
+        if not terms:
+            terms.append({})
+        for term in terms:
+            term["matchExpressions"] = [*(term.get("matchExpressions") or []), *copy.deepcopy(expressions)]
+    if tolerations is not None:
+        spec["tolerations"] = [*(spec.get("tolerations") or []), *copy.deepcopy(list(tolerations))]
+    if patch:
+        out = strategic_merge(out, patch)
+    return out
+
+
+def patch_text(patch: Mapping[str, Any] | None) -> str:
+    """The patch as the API server stores and serves it (Go's ``encoding/json`` of a generic map):
+    compact, keys sorted, ``<>&`` and U+2028/U+2029 escaped, other non-ASCII kept. That is the
+    text OpenKruise copies into the annotation, so children it created keep their value."""
+    if patch is None:
+        return ""
+    text = json.dumps(patch, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for raw, escaped in _GO_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text
+
+
+_GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))

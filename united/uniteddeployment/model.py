@@ -1,0 +1,464 @@
+"""The UnitedDeployment model: typed, immutable, parsed from a raw manifest.
+
+Parsing is where wrong types are caught: the structural CRD schema catches them on a
+cluster, but ``united validate`` must catch them offline with the same ``field: message``
+errors, and the controller must never crash on a manifest that slipped past a schema
+(``/scale`` and older CRDs bypass it). Pod templates and subset patches stay raw dicts:
+they are opaque to us and must round-trip unchanged into the children.
+
+The same model reads ``apps.united.io/v1alpha1`` and OpenKruise's ``apps.kruise.io``
+``v1alpha1``/``v1beta1`` manifests: their specs are identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from united.api.field import FieldError, ManifestError, Path, invalid, not_supported, required
+from united.placement.intstr import INT32_MAX, IntOrStr
+
+GROUP = "apps.united.io"
+VERSION = "v1alpha1"
+KRUISE_GROUP = "apps.kruise.io"
+KIND = "UnitedDeployment"
+PLURAL = "uniteddeployments"
+API_VERSIONS = (f"{GROUP}/{VERSION}", f"{KRUISE_GROUP}/v1alpha1", f"{KRUISE_GROUP}/v1beta1")
+
+#: Template variants in the reference's precedence order (first set one wins).
+STATEFUL_SET = "statefulSetTemplate"
+ADVANCED_STATEFUL_SET = "advancedStatefulSetTemplate"
+CLONE_SET = "cloneSetTemplate"
+DEPLOYMENT = "deploymentTemplate"
+TEMPLATE_VARIANTS = (STATEFUL_SET, ADVANCED_STATEFUL_SET, CLONE_SET, DEPLOYMENT)
+
+ADAPTIVE = "Adaptive"
+FIXED = "Fixed"
+MANUAL = "Manual"
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Subset:
+    """One entry of ``spec.topology.subsets``: where pods go and how many."""
+
+    name: str
+    node_selector_term: Json | None = None
+    tolerations: tuple[Json, ...] | None = None
+    replicas: IntOrStr | None = None
+    min_replicas: IntOrStr | None = None
+    max_replicas: IntOrStr | None = None
+    patch: Json | None = None
+
+    @property
+    def elastic(self) -> bool:
+        return self.min_replicas is not None or self.max_replicas is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """One workload template variant, kept raw: ``{metadata, spec}`` of the child kind."""
+
+    variant: str
+    metadata: Json
+    spec: Json
+
+    @property
+    def pod_template(self) -> Json:
+        template = self.spec.get("template")
+        return template if isinstance(template, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Adaptive:
+    reschedule_critical_seconds: int | None = None
+    unschedulable_duration: int | None = None
+    reserve_unschedulable_pods: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleStrategy:
+    type: str = ""
+    adaptive: Adaptive | None = None
+
+    @property
+    def is_adaptive(self) -> bool:
+        return self.type == ADAPTIVE
+
+    @property
+    def reserves(self) -> bool:
+        """Reservation mode is only effective with ``type: Adaptive`` (reference 2.4)."""
+        return self.is_adaptive and self.adaptive is not None and self.adaptive.reserve_unschedulable_pods
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateStrategy:
+    type: str = ""
+    partitions: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A ``metav1.LabelSelector`` kept as given; matching lives in ``united.placement.selector``."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Json, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def to_dict(self) -> Json:
+        out: Json = {}
+        if self.match_labels:
+            out["matchLabels"] = dict(self.match_labels)
+        if self.match_expressions:
+            out["matchExpressions"] = [dict(e) for e in self.match_expressions]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    replicas: int | None = None
+    selector: Selector | None = None
+    templates: tuple[Template, ...] = ()
+    subsets: tuple[Subset, ...] = ()
+    schedule: ScheduleStrategy = ScheduleStrategy()
+    update: UpdateStrategy = UpdateStrategy()
+    revision_history_limit: int | None = None
+
+    @property
+    def template(self) -> Template | None:
+        """The variant the controller uses: the first set one in the reference's order."""
+        for variant in TEMPLATE_VARIANTS:
+            for t in self.templates:
+                if t.variant == variant:
+                    return t
+        return None
+
+    def subset(self, name: str) -> Subset | None:
+        return next((s for s in self.subsets if s.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class UnitedDeployment:
+    api_version: str
+    name: str
+    namespace: str
+    spec: Spec
+    uid: str = ""
+    generation: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    #: The object as read; status and unknown metadata are carried, never interpreted here.
+    raw: Json = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def group(self) -> str:
+        return self.api_version.split("/", 1)[0]
+
+
+class _Reader:
+    """Type-checks raw JSON while walking it, collecting every error instead of stopping."""
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def fail(self, error: FieldError) -> None:
+        self.errors.append(error)
+
+    def obj(self, value: Any, path: Path, known: frozenset[str] | None = None) -> Json | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            self.fail(invalid(path, value, "must be an object"))
+            return None
+        if known is not None:
+            for key in value:
+                if key not in known:
+                    self.fail(FieldError(str(path.child(key)), "Unknown field: the API server would drop it"))
+        return value
+
+    def array(self, value: Any, path: Path) -> list[Any] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self.fail(invalid(path, value, "must be an array"))
+            return None
+        return value
+
+    def int32(self, value: Any, path: Path) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return self.int32(int(value), path)
+            self.fail(invalid(path, value, "must be an integer"))
+            return None
+        if not -(2**31) <= value <= INT32_MAX:
+            self.fail(invalid(path, value, f"must be a 32-bit integer (at most {INT32_MAX})"))
+            return None
+        return value
+
+    def int_or_str(self, value: Any, path: Path) -> IntOrStr | None:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict | list):
+            self.fail(invalid(path, value, 'must be an integer or a percentage string such as "20%"'))
+            return None
+        return self.int32(value, path)
+
+    def string(self, value: Any, path: Path) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.fail(invalid(path, value, "must be a string"))
+            return None
+        return value
+
+    def boolean(self, value: Any, path: Path) -> bool | None:
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            self.fail(invalid(path, value, "must be a boolean"))
+            return None
+        return value
+
+    def str_map(self, value: Any, path: Path) -> dict[str, str]:
+        raw = self.obj(value, path)
+        out: dict[str, str] = {}
+        for k, v in (raw or {}).items():
+            if v is None:
+                self.fail(invalid(path.key(k), v, "must be a string"))
+                continue
+            s = self.string(v, path.key(k))
+            if s is not None:
+                out[k] = s
+        return out
+
+    def maps(self, value: Any, path: Path) -> tuple[Json, ...] | None:
+        items = self.array(value, path)
+        if items is None:
+            return None
+        out = []
+        for i, item in enumerate(items):
+            if item is None:
+                self.fail(invalid(path.index(i), item, "must be an object"))
+                continue
+            m = self.obj(item, path.index(i))
+            if m is not None:
+                out.append(m)
+        return tuple(out)
+
+    def requirements(self, value: Any, path: Path) -> tuple[Json, ...]:
+        """Label or node-selector requirements: ``{key, operator, values}`` objects."""
+        items = self.maps(value, path) or ()
+        for i, e in enumerate(items):
+            p = path.index(i)
+            self.string(e.get("key"), p.child("key"))
+            self.string(e.get("operator"), p.child("operator"))
+            for j, v in enumerate(self.array(e.get("values"), p.child("values")) or []):
+                if v is None:
+                    self.fail(invalid(p.child("values").index(j), v, "must be a string"))
+                self.string(v, p.child("values").index(j))
+        return items
+
+
+_SPEC_FIELDS = frozenset({"replicas", "selector", "template", "topology", "updateStrategy", "revisionHistoryLimit"})
+_SUBSET_FIELDS = frozenset(
+    {"name", "nodeSelectorTerm", "tolerations", "replicas", "minReplicas", "maxReplicas", "patch"}
+)
+
+
+def parse(obj: Any) -> UnitedDeployment:
+    """Turn a raw manifest into a model, or raise :class:`ManifestError` with every type error found."""
+    r = _Reader()
+    root = Path()
+    doc = r.obj(obj, root)
+    if doc is None:
+        raise ManifestError(r.errors or [invalid(root, obj, "a UnitedDeployment manifest must be an object")])
+    api_version = r.string(doc.get("apiVersion"), root.child("apiVersion"))
+    if doc.get("apiVersion") in (None, ""):
+        r.fail(required(root.child("apiVersion")))
+    elif api_version is not None and api_version not in API_VERSIONS:
+        r.fail(not_supported(root.child("apiVersion"), api_version, API_VERSIONS))
+    kind = r.string(doc.get("kind"), root.child("kind"))
+    if doc.get("kind") in (None, ""):
+        r.fail(required(root.child("kind")))
+    elif kind is not None and kind != KIND:
+        r.fail(not_supported(root.child("kind"), kind, [KIND]))
+    meta_path = root.child("metadata")
+    meta = r.obj(doc.get("metadata"), meta_path) or {}
+    name = r.string(meta.get("name"), meta_path.child("name")) or ""
+    namespace = r.string(meta.get("namespace"), meta_path.child("namespace")) or ""
+    uid = r.string(meta.get("uid"), meta_path.child("uid")) or ""
+    generation = meta.get("generation") if isinstance(meta.get("generation"), int) else 0
+    labels = r.str_map(meta.get("labels"), meta_path.child("labels"))
+    annotations = r.str_map(meta.get("annotations"), meta_path.child("annotations"))
+    spec_path = root.child("spec")
+    raw_spec = r.obj(doc.get("spec"), spec_path, _SPEC_FIELDS)
+    if raw_spec is None and "spec" not in doc:
+        r.fail(required(spec_path))
+    spec = _spec(r, raw_spec or {}, spec_path)
+    if r.errors:
+        raise ManifestError(r.errors)
+    return UnitedDeployment(
+        api_version=api_version or "",
+        name=name,
+        namespace=namespace,
+        uid=uid,
+        generation=generation or 0,
+        labels=labels,
+        annotations=annotations,
+        spec=spec,
+        raw=doc,
+    )
+
+
+def _spec(r: _Reader, raw: Json, path: Path) -> Spec:
+    return Spec(
+        replicas=r.int32(raw.get("replicas"), path.child("replicas")),
+        selector=_selector(r, raw.get("selector"), path.child("selector")),
+        templates=_templates(r, raw.get("template"), path.child("template")),
+        subsets=_subsets(r, raw.get("topology"), path.child("topology")),
+        schedule=_schedule(r, raw.get("topology"), path.child("topology")),
+        update=_update(r, raw.get("updateStrategy"), path.child("updateStrategy")),
+        revision_history_limit=r.int32(raw.get("revisionHistoryLimit"), path.child("revisionHistoryLimit")),
+    )
+
+
+def _selector(r: _Reader, value: Any, path: Path) -> Selector | None:
+    raw = r.obj(value, path, frozenset({"matchLabels", "matchExpressions"}))
+    if raw is None:
+        return None
+    expressions = r.requirements(raw.get("matchExpressions"), path.child("matchExpressions"))
+    return Selector(
+        match_labels=r.str_map(raw.get("matchLabels"), path.child("matchLabels")),
+        match_expressions=expressions,
+    )
+
+
+def _templates(r: _Reader, value: Any, path: Path) -> tuple[Template, ...]:
+    raw = r.obj(value, path, frozenset(TEMPLATE_VARIANTS))
+    out = []
+    for variant in TEMPLATE_VARIANTS:
+        p = path.child(variant)
+        t = r.obj((raw or {}).get(variant), p, frozenset({"metadata", "spec"}))
+        if t is None:
+            continue
+        metadata = r.obj(t.get("metadata"), p.child("metadata")) or {}
+        for key in ("labels", "annotations"):
+            r.str_map(metadata.get(key), p.child("metadata").child(key))
+        spec = r.obj(t.get("spec"), p.child("spec"))
+        if spec is None:
+            if "spec" not in t:
+                r.fail(required(p.child("spec")))
+            continue
+        template = r.obj(spec.get("template"), p.child("spec").child("template"))
+        if template is not None:
+            tmeta = r.obj(template.get("metadata"), p.child("spec").child("template").child("metadata"))
+            for key in ("labels", "annotations"):
+                r.str_map((tmeta or {}).get(key), p.child("spec").child("template").child("metadata").child(key))
+            r.obj(template.get("spec"), p.child("spec").child("template").child("spec"))
+        out.append(Template(variant=variant, metadata=metadata, spec=spec))
+    return tuple(out)
+
+
+def _subsets(r: _Reader, value: Any, path: Path) -> tuple[Subset, ...]:
+    topology = r.obj(value, path, frozenset({"subsets", "scheduleStrategy"})) or {}
+    subsets_path = path.child("subsets")
+    out = []
+    for i, item in enumerate(r.array(topology.get("subsets"), subsets_path) or []):
+        p = subsets_path.index(i)
+        raw = r.obj(item, p, _SUBSET_FIELDS)
+        if raw is None:
+            if item is None:
+                r.fail(invalid(p, None, "must be an object"))
+            continue
+        term = r.obj(
+            raw.get("nodeSelectorTerm"), p.child("nodeSelectorTerm"), frozenset({"matchExpressions", "matchFields"})
+        )
+        if term is not None:
+            for key in ("matchExpressions", "matchFields"):
+                r.requirements(term.get(key), p.child("nodeSelectorTerm").child(key))
+        tolerations = r.maps(raw.get("tolerations"), p.child("tolerations"))
+        for j, t in enumerate(tolerations or ()):
+            tp = p.child("tolerations").index(j)
+            for key in ("key", "operator", "value", "effect"):
+                r.string(t.get(key), tp.child(key))
+            seconds = t.get("tolerationSeconds")
+            if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+                r.fail(invalid(tp.child("tolerationSeconds"), seconds, "must be an integer"))
+        patch = raw.get("patch")
+        out.append(
+            Subset(
+                name=r.string(raw.get("name"), p.child("name")) or "",
+                node_selector_term=term,
+                tolerations=tolerations,
+                replicas=r.int_or_str(raw.get("replicas"), p.child("replicas")),
+                min_replicas=r.int_or_str(raw.get("minReplicas"), p.child("minReplicas")),
+                max_replicas=r.int_or_str(raw.get("maxReplicas"), p.child("maxReplicas")),
+                patch=r.obj(patch, p.child("patch")),
+            )
+        )
+    return tuple(out)
+
+
+def _schedule(r: _Reader, value: Any, path: Path) -> ScheduleStrategy:
+    topology = value if isinstance(value, dict) else {}
+    p = path.child("scheduleStrategy")
+    raw = r.obj(topology.get("scheduleStrategy"), p, frozenset({"type", "adaptive"}))
+    if raw is None:
+        return ScheduleStrategy()
+    ap = p.child("adaptive")
+    adaptive_raw = r.obj(
+        raw.get("adaptive"),
+        ap,
+        frozenset(
+            {
+                "rescheduleCriticalSeconds",
+                "unschedulableDuration",
+                "unschedulableLastSeconds",
+                "reserveUnschedulablePods",
+            }
+        ),
+    )
+    adaptive = None
+    if adaptive_raw is not None:
+        adaptive = Adaptive(
+            reschedule_critical_seconds=r.int32(
+                adaptive_raw.get("rescheduleCriticalSeconds"), ap.child("rescheduleCriticalSeconds")
+            ),
+            unschedulable_duration=_duration(r, adaptive_raw, ap),
+            reserve_unschedulable_pods=bool(
+                r.boolean(adaptive_raw.get("reserveUnschedulablePods"), ap.child("reserveUnschedulablePods"))
+            ),
+        )
+    return ScheduleStrategy(type=r.string(raw.get("type"), p.child("type")) or "", adaptive=adaptive)
+
+
+def _duration(r: _Reader, adaptive: Json, path: Path) -> int | None:
+    """``unschedulableDuration``, or OpenKruise v1.8's name for it when only that is set."""
+    legacy = r.int32(adaptive.get("unschedulableLastSeconds"), path.child("unschedulableLastSeconds"))
+    current = r.int32(adaptive.get("unschedulableDuration"), path.child("unschedulableDuration"))
+    return legacy if current is None else current
+
+
+def _update(r: _Reader, value: Any, path: Path) -> UpdateStrategy:
+    raw = r.obj(value, path, frozenset({"type", "manualUpdate"}))
+    if raw is None:
+        return UpdateStrategy()
+    mp = path.child("manualUpdate")
+    manual = r.obj(raw.get("manualUpdate"), mp, frozenset({"partitions"}))
+    partitions: dict[str, int] | None = None
+    if manual is not None:
+        pp = mp.child("partitions")
+        raw_partitions = r.obj(manual.get("partitions"), pp)
+        partitions = {}
+        for k, v in (raw_partitions or {}).items():
+            n = r.int32(v, pp.key(k))
+            if n is not None:
+                partitions[k] = n
+    return UpdateStrategy(type=r.string(raw.get("type"), path.child("type")) or "", partitions=partitions)

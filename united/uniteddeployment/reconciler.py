@@ -1,0 +1,928 @@
+"""Reconcile one UnitedDeployment: level-triggered, cache-read, diff-first.
+
+Every pass starts from the informer caches and the pure core and ends with the fewest writes
+that make the cluster match: revisions, children (create, patch, delete, adopt, release),
+then the status — which is written even when a child write failed, so users see why. A
+pass with nothing to change makes no write at all (``united.uniteddeployment.diff``; status compared first).
+
+Invalid input never reaches a child: the spec is admitted with the same rules as
+``united validate``; a refusal becomes a ``Stalled`` condition and a Warning Event, and the
+pass ends without touching children.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import jsonpatch
+import structlog
+
+from united.api.field import ManifestError
+from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
+from united.kube.client import PODS
+from united.kube.decode import Undecodable
+from united.kube.errors import AlreadyExists, namespace_terminating
+from united.placement.selector import parse as parse_selector
+from united.runtime.metrics import SubsetReplicas
+from united.uniteddeployment import adaptive, history, revision
+from united.uniteddeployment.admission import admission
+from united.uniteddeployment.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
+from united.uniteddeployment.children import Claim, claim, deleting, name_of, strays, uid_of
+from united.uniteddeployment.diff import child_patch, identified, immutable_changes, merge_patch
+from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.model import TEMPLATE_VARIANTS, Subset, UnitedDeployment
+from united.uniteddeployment.render import KINDS, Rendered, owner_reference, spec_digest
+from united.uniteddeployment.render.blueprints import Blueprints
+from united.uniteddeployment.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
+
+Json = dict[str, Any]
+log = structlog.get_logger(__name__)
+
+EXPECTATION_TTL = 300.0
+"""Seconds to trust our own write over a cache that has not shown it: client-go's 5 minutes.
+A watch normally catches up in milliseconds, but API Priority and Fairness can hold a LIST
+back for many seconds, and every pass in that time would otherwise create another child for
+the same subset (children have generated names). The TTL only bounds how long a child we
+created and someone else deleted before the cache saw it keeps its subset waiting."""
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
+
+
+class Store(Protocol):
+    def get(self, key: str) -> Json | None: ...
+    def by_owner(self, uid: str, namespace: str | None = None) -> list[Json]: ...
+    def orphans(self, namespace: str) -> list[Json]: ...
+    def list(self, namespace: str | None = None) -> list[Json]: ...
+
+
+class PodStore(Store, Protocol):
+    def labelled(self, namespace: str, value: str) -> list[Json]: ...
+
+
+class Recorder(Protocol):
+    def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None: ...
+
+
+class Gauges(Protocol):
+    def set_subsets(self, namespace: str, name: str, subsets: Mapping[str, SubsetReplicas]) -> None: ...
+    def forget_uniteddeployment(self, namespace: str, name: str) -> None: ...
+
+
+@dataclass
+class Caches:
+    """Read side of the controller: informer stores, keyed by what they hold."""
+
+    uniteddeployments: Store
+    revisions: Store
+    pods: PodStore
+    """Indexed by the subset-name label's value."""
+    children: dict[str, Store] = field(default_factory=dict)
+    """By template variant (``deploymentTemplate`` …); only kinds the cluster serves."""
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """By template variant: why a served kind cannot be used yet (``cannot list …: 403 …``)."""
+    undecodable: Mapping[str, Undecodable] = field(default_factory=dict)
+    """UnitedDeployments the informers skipped as unreadable (too deeply nested), by key."""
+
+
+@dataclass(frozen=True)
+class Result:
+    requeue_after: float | None = None
+
+
+class RetryableError(Exception):
+    """Some writes failed this pass; the status says so and the key is requeued with backoff."""
+
+
+class OwnerChangedError(Exception):
+    """The UnitedDeployment read afresh is being deleted or is another object: end the pass."""
+
+
+def resource_of(variant: str) -> Resource:
+    kind = KINDS[variant]
+    group, _, version = kind.api_version.rpartition("/")
+    return Resource(group, version, kind.plural, True, kind.kind)
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+DEADLINE_MARGIN = 0.05
+"""Seconds added to a requeue for an adaptive deadline: the timeouts are strict (``<``), so
+the pass must run just after the deadline, not at it."""
+
+
+class Reconciler:
+    """Owns no state but a record of the statuses it wrote (to compare against while the
+    cache lags behind its own writes)."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        caches: Caches,
+        recorder: Recorder,
+        ud_resource: Resource,
+        clock: Callable[[], str] = now_rfc3339,
+        seconds: Callable[[], float] = time.time,
+        gauges: Gauges | None = None,
+    ) -> None:
+        self.client = client
+        self.caches = caches
+        self.recorder = recorder
+        self.ud_resource = ud_resource
+        self.clock = clock
+        self.seconds = seconds
+        """Wall-clock epoch seconds for adaptive scheduling (pod timestamps are wall-clock)."""
+        self.gauges = gauges
+        self._written: dict[str, tuple[int, Json]] = {}
+        self._admitted: dict[str, tuple[tuple[Any, ...], UnitedDeployment | ManifestError]] = {}
+        """The last admission of each UD, by what it was computed from (see :meth:`_admit`)."""
+        self._children: dict[str, dict[tuple[str, str, str], tuple[int, Json | None, float]]] = {}
+        """Children this process wrote, by UD key and (group, plural, name): the resourceVersion
+        and object the API server answered (None once deleted), and when — read instead of a
+        cache that has not seen our own write yet, so a reconcile right after a write neither
+        repeats it nor creates a second child for the subset (client-go's expectations)."""
+        self.blueprints = Blueprints()
+        """What each UD's children are rendered from, kept while its spec and revision stay."""
+        self.likeness: dict[str, history.Likeness] = {}
+        """Which revisions of each UD hold its template, kept while the template stays."""
+
+    async def reconcile(self, key: str) -> Result:
+        obj = self.caches.uniteddeployments.get(key)
+        if obj is None:
+            skipped = self.caches.undecodable.get(key)
+            if skipped is not None:
+                await self._report_undecodable(key, skipped)
+                return Result()
+            self._written.pop(key, None)
+            self._children.pop(key, None)
+            self._admitted.pop(key, None)
+            self.blueprints.forget(key)
+            self.likeness.pop(key, None)
+            if self.gauges is not None:
+                namespace, _, name = key.partition("/")
+                self.gauges.forget_uniteddeployment(namespace, name)
+            return Result()
+        if deleting(obj):
+            return Result()
+        previous = self._previous_status(key, obj)
+        generation = int((obj.get("metadata") or {}).get("generation") or 0)
+        try:
+            ud = await self._admit(key, obj)
+        except ManifestError as e:
+            lines = [str(x) for x in e.errors]
+            message = "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")
+            problem = Problem("InvalidSpec", message)
+            self.recorder.event(obj, "Warning", "InvalidSpec", message)
+            await self._write_status(
+                key, obj, previous, stalled(previous, generation=generation, problem=problem, now=self.clock())
+            )
+            return Result()
+        pass_ = _Pass(self, ud, obj, previous, generation)
+        try:
+            return await pass_.run()
+        except OwnerChangedError as e:
+            log.info("not adopting", reason=str(e))
+            return Result()
+        except ApiError as e:
+            if not namespace_terminating(e):
+                raise
+            log.info("namespace is being deleted; nothing more to do", error=str(e))
+            return Result()
+
+    async def _report_undecodable(self, key: str, problem: Undecodable) -> None:
+        """A UnitedDeployment too deeply nested to read: a Warning Event and a ``Stalled``
+        condition (reason ``Undecodable``) on it, from its stub (metadata and, when readable,
+        status); its children are left alone, as for an invalid spec."""
+        stub = problem.object
+        if deleting(stub):
+            return
+        previous = self._previous_status(key, stub)
+        generation = int((stub.get("metadata") or {}).get("generation") or 0)
+        self.recorder.event(stub, "Warning", "Undecodable", problem.reason)
+        status = stalled(
+            previous, generation=generation, problem=Problem("Undecodable", problem.reason), now=self.clock()
+        )
+        await self._write_status(key, stub, previous, status)
+
+    async def _admit(self, key: str, obj: Json) -> UnitedDeployment:
+        """``admit(obj)``, letting the loop run between its steps (one per subset: each merges
+        a patch). The outcome is kept per (uid, generation) and the metadata admit reads, as
+        the spec changes only with the generation: a pass after a pod event validates nothing."""
+        meta = obj.get("metadata") or {}
+        generation = meta.get("generation")
+        basis = (
+            obj.get("apiVersion"),
+            *(meta.get(k) for k in ("uid", "name", "namespace", "labels", "annotations")),
+            generation,
+        )
+        known = self._admitted.get(key)
+        if known is None or known[0] != basis or not generation:
+            steps = admission(obj)
+            outcome: UnitedDeployment | ManifestError
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    outcome = done.value
+                    break
+                except ManifestError as e:
+                    outcome = e
+                    break
+                await asyncio.sleep(0)
+            known = self._admitted[key] = (basis, outcome)
+        if isinstance(known[1], ManifestError):
+            raise known[1]
+        return known[1]
+
+    def remember(self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int) -> None:
+        self._children.setdefault(key, {})[(resource.group, resource.plural, name)] = (rv, obj, time.monotonic())
+
+    def fresh(self, key: str, resource: Resource, cached: list[Json]) -> list[Json]:
+        """The cached children of UD ``key``, with our own recent writes in place of what the
+        cache lacks."""
+        mine = self._children.get(key)
+        if not mine:
+            return cached
+        by_name = {name_of(o): o for o in cached}
+        now = time.monotonic()
+        for entry, (rv, obj, at) in list(mine.items()):
+            group, plural, name = entry
+            if (group, plural) != (resource.group, resource.plural):
+                continue
+            have = by_name.get(name)
+            if (
+                now - at > EXPECTATION_TTL
+                or (obj is None and have is None)
+                # a deleted child's last version stays cached until the watch says it is gone
+                or (have is not None and (_rv(have) > rv if obj is None else _rv(have) >= rv > 0))
+            ):
+                del mine[entry]
+            elif obj is None:
+                by_name.pop(name, None)
+            else:
+                by_name[name] = obj
+        if not mine:
+            del self._children[key]
+        return list(by_name.values())
+
+    def _previous_status(self, key: str, obj: Mapping[str, Any]) -> Json:
+        cached = dict(obj.get("status") or {})
+        written = self._written.get(key)
+        if written is None:
+            return cached
+        rv = _rv(obj)
+        return written[1] if rv < written[0] else cached
+
+    def _status_version(self, key: str, obj: Mapping[str, Any]) -> str:
+        """The resourceVersion the status about to be written was computed from: the cached
+        object's, or our last status write's while the cache lags behind it (that write was
+        itself conditional on the cached version, so nothing but our status changed between)."""
+        written = self._written.get(key)
+        rv = _rv(obj)
+        if written is not None and rv < written[0]:
+            return str(written[0])
+        return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def _write_status(self, key: str, obj: Mapping[str, Any], previous: Json, status: Json) -> bool:
+        """Merge-patch the status, conditional on the resourceVersion it was computed from: a
+        newer status (another replica's, or one after a spec change) is never overwritten; the
+        409 requeues the key."""
+        if status == previous:
+            return False
+        meta = obj.get("metadata") or {}
+        patch: Json = {"status": merge_patch(previous, status)}
+        version = self._status_version(key, obj)
+        if version:
+            patch["metadata"] = {"resourceVersion": version}
+        log.info("status", changed=[op["path"] for op in jsonpatch.make_patch(previous, status)][:20])
+        answer = await self.client.patch(
+            self.ud_resource,
+            str(meta.get("name")),
+            patch,
+            patch_type=PatchType.MERGE,
+            namespace=str(meta.get("namespace")),
+            subresource="status",
+        )
+        self._written[key] = (_rv(answer), status)
+        return True
+
+
+def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
+    """Delete preconditions naming the object read: deletes go by name, and the name may belong
+    to another object by the time the request arrives."""
+    uid = uid_of(obj)
+    return {"uid": uid} if uid else None
+
+
+def _digest(child: Mapping[str, Any] | None, keys: Keys) -> Any:
+    return ((child or {}).get("metadata") or {}).get("annotations", {}).get(keys.spec_hash)
+
+
+def _rv(obj: Mapping[str, Any]) -> int:
+    """resourceVersions are opaque; comparing them as integers is the documented shortcut
+    (etcd revisions) that OpenKruise's expectations use too."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class _Pass:
+    """One reconcile of one valid UnitedDeployment."""
+
+    def __init__(self, r: Reconciler, ud: UnitedDeployment, obj: Json, previous: Json, generation: int) -> None:
+        self.r = r
+        self.ud = ud
+        self.obj = obj
+        self.previous = previous
+        self.generation = generation
+        self.keys = Keys(ud.group)
+        self.key = _key(obj)
+        self.namespace = ud.namespace
+        self.errors: list[str] = []
+        self.immutable: list[str] = []
+        self.rechecked = False
+        """Children that cannot take the template without being recreated, and why."""
+        self.done: dict[str, list[str]] = {}
+        """Messages of this pass's successful writes by Event reason: one Event per reason
+        per pass (a new UD with 3 subsets gets one ``SuccessfulCreate``, not three)."""
+        self.writes = 0
+        self.requeue_after: float | None = None
+
+    def event(self, type_: str, reason: str, message: str) -> None:
+        self.r.recorder.event(self.obj, type_, reason, message)
+
+    async def run(self) -> Result:
+        template = self.ud.spec.template
+        assert template is not None
+        variant = template.variant
+        store = self.r.caches.children.get(variant)
+        now = self.r.clock()
+        if store is None:
+            kind = KINDS[variant]
+            message = self.r.caches.unavailable.get(variant) or (
+                f"{kind.kind} ({kind.api_version}) is not served by this cluster; install its CRD (OpenKruise)"
+            )
+            self.event("Warning", "ChildKindUnavailable", message)
+            status = stalled(
+                self.previous, generation=self.generation, problem=Problem("ChildKindUnavailable", message), now=now
+            )
+            await self.r._write_status(self.key, self.obj, self.previous, status)
+            return Result()
+        owner = owner_reference(self.ud)
+        plan_ = await self.revisions(owner)
+        updated = plan_.updated
+        resource = resource_of(variant)
+        claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
+        await self.recover(resource, claimed)
+        if claimed.adopt:
+            await self.recheck()
+        pods = await self.pods_by_subset(claimed.by_subset)
+        state = {
+            name: SubsetState(
+                replicas=int((c.get("spec") or {}).get("replicas") or 0),
+                ready_replicas=int((c.get("status") or {}).get("readyReplicas") or 0),
+            )
+            for name, c in claimed.by_subset.items()
+        }
+        settings = adaptive.Settings.of(self.ud.spec)
+        seconds = self.r.seconds()
+        decisions = self.decide(settings, claimed.by_subset, pods, updated, seconds) if settings else {}
+        for name, d in decisions.items():
+            state[name] = dataclasses.replace(state[name], unschedulable=d.unschedulable, reserved_pods=d.held)
+        try:
+            plan = allocate(self.ud.spec, state)
+            if settings is not None and settings.reserve:
+                plan = self.regrow(settings, plan, state, decisions, seconds)
+        except AllocationError as e:
+            self.event("Warning", "AllocationFailed", str(e))
+            failed = Problem("AllocationFailed", str(e))
+            status = stalled(self.previous, generation=self.generation, problem=failed, now=now)
+            await self.r._write_status(self.key, self.obj, self.previous, status)
+            return Result()
+        for d in decisions.values():
+            if d.event is not None:
+                self.event(d.event.type, d.event.reason, d.event.message)
+        await self.label_pods(decisions)
+        overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
+        applied = await self.children(resource, claimed, plan, updated, overrides)
+        extra = await self.cleanup(resource, variant, claimed)
+        for reason, messages in self.done.items():
+            self.event("Normal", reason, "; ".join(messages))
+        views = self.observe(claimed.by_subset, pods, updated, decisions)
+        problem = None
+        if self.errors:
+            problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False)
+        elif self.immutable:
+            problem = Problem("ImmutableField", "; ".join(self.immutable))
+        selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
+        facts = Facts(
+            generation=self.generation,
+            previous=self.previous,
+            label_selector=hpa_selector(
+                selector, reserved_label=self.keys.reserved_pod if settings and settings.reserve else None
+            ),
+            now=now,
+            plan=plan,
+            children=views,
+            partition_applied=applied,
+            updated_revision=updated,
+            current_revision=self.previous.get("currentRevision") or None,
+            collision_count=plan_.collision_count,
+            problem=problem,
+            extra_children=extra,
+            schedulable={n: d.condition.to_dict() for n, d in decisions.items() if d.condition is not None},
+        )
+        status = compute(facts)
+        if self.r.gauges is not None:
+            self.r.gauges.set_subsets(
+                self.namespace,
+                self.ud.name,
+                {
+                    s["name"]: SubsetReplicas(desired=s["desired"], ready=s["readyReplicas"])
+                    for s in status["subsetStatuses"]
+                },
+            )
+        if not self.writes or self.errors or _schedulable(status) != _schedulable(self.previous):
+            # The Schedulable conditions are the memory of adaptive scheduling (when a subset
+            # was marked): they are written in the same pass as the child writes they cause,
+            # or the next pass would not know why a subset was capped.
+            await self.r._write_status(self.key, self.obj, self.previous, status)
+        if self.errors:
+            raise RetryableError("; ".join(self.errors))
+        delays = [2.0] if claimed.terminating else []
+        deadline = min((d.deadline for d in decisions.values() if d.deadline is not None), default=None)
+        if deadline is not None:
+            delays.append(max(0.0, deadline - seconds) + DEADLINE_MARGIN)
+        return Result(requeue_after=min(delays, default=None))
+
+    def candidates(self, store: Store) -> list[Json]:
+        """Children this UD may keep or adopt: its own and the namespace's orphans (from the
+        stores' indexes, so a pass costs what it owns, not what the namespace holds). Only its
+        own namespace: anything elsewhere that names our uid is forged."""
+        return [*store.by_owner(self.ud.uid, self.namespace), *store.orphans(self.namespace)]
+
+    async def recover(self, resource: Resource, claimed: Claim) -> None:
+        """Before creating a child for a subset the cache shows none for, look for ours that
+        lost its subset label (:func:`~united.uniteddeployment.children.strays`): one namespaced LIST, of our
+        selector's workloads without that label, in the passes that would create — so it holds
+        after a restart too, needs no cache of objects the informers cannot see, and no verb
+        the controller does not have. Such a child is kept, and its label written back."""
+        missing = {s.name for s in self.ud.spec.subsets} - claimed.by_subset.keys() - claimed.terminating.keys()
+        if not missing or self.ud.spec.selector is None or not self.previous.get("subsetStatuses"):
+            # A UD whose status never listed its subsets has no child to lose (those it just
+            # created stand in the expectations): a cold start makes no extra LIST.
+            return
+        ours = str(parse_selector(self.ud.spec.selector.to_dict()))
+        unlabelled = ",".join(filter(None, (ours, f"!{self.keys.subset_name}")))
+        listed = await self.r.client.list(resource, namespace=self.namespace, label_selector=unlabelled)
+        claimed.by_subset.update(strays(self.ud, listed.items, self.keys, missing))
+
+    async def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
+        """Each child's pods: those its selector matches in the pod cache (which holds only
+        pods carrying the subset-name label). A selector that pins that label (ours always
+        do) reads only the pods with that value, from the cache's index, so a pass costs its
+        own pods, not subsets x the namespace's; other selectors scan the namespace, one
+        child per step of the loop."""
+        pods = self.r.caches.pods
+        out = {}
+        for subset, child in by_subset.items():
+            raw = (child.get("spec") or {}).get("selector") or {}
+            sel = parse_selector(raw)
+            value = (raw.get("matchLabels") or {}).get(self.keys.subset_name)
+            candidates = pods.labelled(self.namespace, value) if isinstance(value, str) else pods.list(self.namespace)
+            out[subset] = [p for p in candidates if sel.matches((p.get("metadata") or {}).get("labels") or {})]
+            await asyncio.sleep(0)
+        return out
+
+    def decide(
+        self,
+        settings: adaptive.Settings,
+        by_subset: Mapping[str, Json],
+        pods: Mapping[str, list[Json]],
+        updated: str,
+        seconds: float,
+    ) -> dict[str, adaptive.Decision]:
+        """Adaptive decisions for every subset with a child, in topology order."""
+        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
+        updated_since = None
+        for c in self.previous.get("conditions") or ():
+            if isinstance(c, dict) and c.get("type") == UPDATED:
+                updated_since = adaptive.parse_time(c.get("lastTransitionTime"))
+        out = {}
+        for subset in self.ud.spec.subsets:
+            child = by_subset.get(subset.name)
+            if child is None:
+                continue
+            replicas = int((child.get("spec") or {}).get("replicas") or 0)
+            out[subset.name] = adaptive.decide(
+                settings,
+                pods.get(subset.name, []),
+                subset=subset.name,
+                previous=adaptive.schedulable_condition(previous.get(subset.name)),
+                now=seconds,
+                keys=self.keys,
+                updated_revision=updated,
+                updated_since=updated_since,
+                replicas=replicas,
+                partition=partition(self.ud.spec, subset.name, replicas),
+            )
+        return out
+
+    def regrow(
+        self,
+        settings: adaptive.Settings,
+        plan: Plan,
+        state: dict[str, SubsetState],
+        decisions: dict[str, adaptive.Decision],
+        seconds: float,
+    ) -> Plan:
+        """Reservation: a recovered subset that grows keeps its substitutes until its new pods
+        prove ready (reference 8.7.4); allocate again with its new pods counted as reserved."""
+        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
+        grown = False
+        for name, d in list(decisions.items()):
+            st = state[name]
+            again = adaptive.regrow(
+                settings,
+                d,
+                subset=name,
+                previous=adaptive.schedulable_condition(previous.get(name)),
+                replicas=st.replicas,
+                allocated=plan[name].replicas,
+                now=seconds,
+            )
+            if again is None:
+                continue
+            decisions[name] = again
+            state[name] = SubsetState(
+                replicas=plan[name].replicas,
+                ready_replicas=st.ready_replicas,
+                unschedulable=True,
+                reserved_pods=again.held,
+            )
+            grown = True
+        return allocate(self.ud.spec, state) if grown else plan
+
+    async def label_pods(self, decisions: Mapping[str, adaptive.Decision]) -> None:
+        """Reservation: set the reserved-pod label where it changed (a merge patch of one label;
+        the ClusterRole's ``patch`` on pods exists for this alone)."""
+        for d in decisions.values():
+            for change in d.labels:
+                body = {"metadata": {"labels": {self.keys.reserved_pod: change.value}}}
+                await self.write(
+                    "label",
+                    f"pod {change.pod}",
+                    self.r.client.patch(PODS, change.pod, body, patch_type=PatchType.MERGE, namespace=self.namespace),
+                    success=None,
+                    missing_ok=True,
+                )
+
+    def max_unavailable(
+        self,
+        settings: adaptive.Settings | None,
+        by_subset: Mapping[str, Json],
+        plan: Plan,
+        decisions: Mapping[str, adaptive.Decision],
+    ) -> dict[str, int]:
+        """Reservation: how many pods a rollout of each unschedulable subset may take down, so
+        its reserved (pending) pods can be replaced by the new revision (reference 8.7.5)."""
+        if settings is None or not settings.reserve:
+            return {}
+        out = {}
+        for name, d in decisions.items():
+            if not d.unschedulable:
+                continue
+            ready = int((by_subset[name].get("status") or {}).get("readyReplicas") or 0)
+            out[name] = adaptive.max_unavailable(plan[name].replicas, ready, d.update_timeout_pods)
+        return out
+
+    async def revisions(self, owner: Json) -> history.HistoryPlan:
+        """Adopt, create, bump and trim this UD's revisions (``history.plan`` decides). Our own
+        writes stand in for a lagging cache as for children; a name taken by a revision the
+        cache has not shown yet ends the pass, so the next one compares its data."""
+        cache = self.r.caches.revisions
+        owned = self.r.fresh(self.key, CONTROLLER_REVISIONS, cache.by_owner(self.ud.uid, self.namespace))
+        mine = {name_of(r) for r in owned}
+        orphans = [r for r in cache.orphans(self.namespace) if name_of(r) not in mine]
+
+        def taken(name: str) -> bool:
+            return name not in mine and cache.get(f"{self.namespace}/{name}") is not None
+
+        current = self.previous.get("currentRevision") or None
+        count = int(self.previous.get("collisionCount") or 0)
+        likeness = await self.likeness(owned)
+        hp = history.plan(
+            self.ud,
+            owned,
+            owner_reference=owner,
+            current=current,
+            collision_count=count,
+            others=orphans,
+            taken=taken,
+            likeness=likeness,
+        )
+        by_name = {name_of(r): r for r in [*owned, *hp.adopt]}
+        if hp.adopt:
+            await self.recheck()
+        for orphan in hp.adopt:
+            refs = [*((orphan.get("metadata") or {}).get("ownerReferences") or ()), owner]
+            body = identified({"metadata": {"ownerReferences": refs}}, orphan, exact=True)
+            name = name_of(orphan)
+            answer = await self.r.client.patch(
+                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
+            )
+            self.mark(name, answer)
+        if hp.create is not None:
+            try:
+                created = await self.r.client.create(
+                    CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace
+                )
+            except AlreadyExists as e:
+                raise RetryableError(
+                    f"ControllerRevision {hp.updated} exists but is not cached yet; requeued to compare its data"
+                ) from e
+            self.mark(hp.updated, created)
+        if hp.bump is not None:
+            name, number = hp.bump
+            body = identified({"revision": number}, by_name[name])
+            answer = await self.r.client.patch(
+                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
+            )
+            self.mark(name, answer)
+        for name in hp.delete:
+            with contextlib.suppress(NotFound):
+                await self.r.client.delete(
+                    CONTROLLER_REVISIONS, name, namespace=self.namespace, preconditions=_same(by_name[name])
+                )
+                self.writes += 1
+            self.r.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
+        return hp
+
+    async def likeness(self, owned: list[Json]) -> history.Likeness:
+        """The template's :class:`~united.uniteddeployment.history.Likeness`, kept while the template stays, with
+        every owned revision compared: one new revision per step of the loop."""
+        template = self.ud.spec.template
+        assert template is not None
+        kept = self.r.likeness.get(self.key)
+        if kept is None or (kept.template is not template and kept.template != template):
+            kept = self.r.likeness[self.key] = history.Likeness(template)
+        kept.keep(owned)
+        for r in owned:
+            if not kept.known(r):
+                kept(r)
+                await asyncio.sleep(0)
+        return kept
+
+    def mark(self, name: str, answer: Json) -> None:
+        """A revision write went through: count it and remember it for the next pass."""
+        self.writes += 1
+        self.r.remember(self.key, CONTROLLER_REVISIONS, name, answer, rv=_rv(answer))
+
+    async def recheck(self) -> None:
+        """client-go's RecheckDeletionTimestamp: before adopting anything, read the
+        UnitedDeployment afresh (the cache may lag) and give up the pass if it is being
+        deleted or has been replaced by another of the same name."""
+        if self.rechecked:
+            return
+        try:
+            live = await self.r.client.get(self.r.ud_resource, self.ud.name, namespace=self.namespace)
+        except NotFound:
+            live = {}
+        if uid_of(live) != self.ud.uid or deleting(live):
+            raise OwnerChangedError(f"{self.key} is being deleted or was replaced; nothing adopted")
+        self.rechecked = True
+
+    async def children(
+        self, resource: Resource, claimed: Any, plan: Plan, updated: str, overrides: Mapping[str, int]
+    ) -> dict[str, bool]:
+        applied: dict[str, bool] = {}
+        kind = KINDS[resource_variant(resource)]
+        for subset in self.ud.spec.subsets:
+            await asyncio.sleep(0)  # one subset's render and diff per step of the loop
+            a = plan[subset.name]
+            live = claimed.by_subset.get(subset.name)
+            rendered, overridden = self.render(subset, a, updated, overrides.get(subset.name, 0), live)
+            applied[subset.name] = rendered.partition_applied
+            if live is None:
+                if subset.name in claimed.terminating:
+                    continue
+                created = await self.write(
+                    "create",
+                    subset.name,
+                    self.r.client.create(resource, rendered.object, namespace=self.namespace),
+                    success=(
+                        "SuccessfulCreate",
+                        f"Created {kind.kind} for subset {subset.name} with {a.replicas} replicas",
+                    ),
+                )
+                if created:
+                    self.r.remember(self.key, resource, name_of(created), created, rv=_rv(created))
+                continue
+            fields = immutable_changes(live, rendered.object, kind=kind)
+            if fields:
+                self.immutable.append(
+                    f"subset {subset.name}: {kind.kind} {name_of(live)} cannot change {', '.join(fields)} (immutable);"
+                    " delete it to have it recreated from the template (its pods are replaced), or revert the change"
+                )
+            patch = child_patch(
+                live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
+            )
+            if patch is None:
+                continue
+            before = int((live.get("spec") or {}).get("replicas") or 0)
+            what = []
+            if before != a.replicas:
+                what.append(f"scaled from {before} to {a.replicas}")
+            if (patch.get("spec") or {}).keys() - {"replicas"}:
+                if ((live.get("metadata") or {}).get("labels") or {}).get(self.keys.revision) != updated:
+                    what.append(f"updated to revision {updated}")
+                elif overridden:
+                    what.append(f"maxUnavailable {overrides[subset.name]} while its pods are reserved")
+                else:
+                    what.append("spec updated")
+            adopting = "ownerReferences" in (patch.get("metadata") or {})
+            if adopting:
+                what.append("adopted")
+            message = f"{kind.kind} {name_of(live)} of subset {subset.name}: " + (", ".join(what) or "labels updated")
+            patched = await self.write(
+                "update",
+                subset.name,
+                self.r.client.patch(
+                    resource,
+                    name_of(live),
+                    identified(patch, live, exact=adopting),
+                    patch_type=PatchType.MERGE,
+                    namespace=self.namespace,
+                ),
+                success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
+            )
+            if patched:
+                self.r.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
+        return applied
+
+    def render(
+        self, subset: Subset, a: Allocation, updated: str, override: int, live: Json | None
+    ) -> tuple[Rendered, bool]:
+        """The child of ``subset`` with its reservation override (and whether it has one). From
+        the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
+        then reads nothing of the pod template, which that child lacks; in full otherwise."""
+        complete = live is None
+        while True:
+            rendered = self.r.blueprints.render(
+                self.key,
+                self.ud,
+                subset=subset,
+                replicas=a.replicas,
+                partition=a.partition,
+                revision=updated,
+                keys=self.keys,
+                complete=complete,
+            )
+            overridden = self.override(rendered.object, override)
+            if rendered.complete or _digest(live, self.keys) == _digest(rendered.object, self.keys):
+                return rendered, overridden
+            complete = True
+
+    def override(self, child: Json, value: int) -> bool:
+        """Write a reservation ``maxUnavailable`` into a rendered child and fold it into the
+        child's spec digest, so the diff sees it come and go like any other rendered change
+        (when it goes, the template's own strategy is written back)."""
+        template = self.ud.spec.template
+        assert template is not None
+        if not adaptive.override_max_unavailable(template.variant, child["spec"], value):
+            return False
+        annotations = child["metadata"]["annotations"]
+        annotations[self.keys.spec_hash] = spec_digest(rendered=annotations[self.keys.spec_hash], maxUnavailable=value)
+        return True
+
+    async def cleanup(self, resource: Resource, variant: str, claimed: Any) -> int:
+        """Delete children of removed subsets, duplicates and children of other kinds; release
+        children that stopped matching. Returns how many children remain to go."""
+        topology = {s.name for s in self.ud.spec.subsets}
+        doomed = [(c, resource) for name, c in claimed.by_subset.items() if name not in topology]
+        doomed += [(c, resource) for c in claimed.duplicates]
+        for other, store in self.r.caches.children.items():
+            if other != variant:
+                res = resource_of(other)
+                doomed += [(c, res) for c in store.by_owner(self.ud.uid, self.namespace)]
+        remaining = 0
+        for child, res in doomed:
+            if deleting(child):
+                remaining += 1
+                continue
+            remaining += 1
+            gone = await self.write(
+                "delete",
+                name_of(child),
+                self.r.client.delete(
+                    res,
+                    name_of(child),
+                    namespace=self.namespace,
+                    propagation_policy="Background",
+                    preconditions=_same(child),
+                ),
+                success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}"),
+                missing_ok=True,
+            )
+            if gone is not None:
+                self.r.remember(self.key, res, name_of(child), None, rv=_rv(child))
+        for child in claimed.release:
+            refs = [
+                r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid
+            ]
+            await self.write(
+                "release",
+                name_of(child),
+                self.r.client.patch(
+                    resource,
+                    name_of(child),
+                    identified({"metadata": {"ownerReferences": refs or None}}, child, exact=True),
+                    patch_type=PatchType.MERGE,
+                    namespace=self.namespace,
+                ),
+                success=("Released", f"Released {name_of(child)}: it no longer matches the selector"),
+                missing_ok=True,
+            )
+        return remaining
+
+    async def write(
+        self, verb: str, target: str, call: Any, *, success: tuple[str, str] | None, missing_ok: bool = False
+    ) -> Json | None:
+        """Await one write; failures are collected (the status reports them, the key is
+        requeued), never raised — but a namespace being deleted ends the pass. Returns the API
+        server's answer, or None on failure."""
+        try:
+            answer = await call
+        except NotFound:
+            if not missing_ok:
+                self.errors.append(f"{verb} {target}: not found")
+            return None
+        except Conflict as e:
+            self.errors.append(f"{verb} {target}: conflict ({e})")
+            return None
+        except ApiError as e:
+            if namespace_terminating(e):
+                raise
+            self.errors.append(f"{verb} {target}: {e}")
+            self.event("Warning", f"Failed{verb.capitalize()}", f"{verb} {target}: {e}")
+            return None
+        self.writes += 1
+        if success is not None:
+            reason, message = success
+            self.done.setdefault(reason, []).append(message)
+        return answer if isinstance(answer, dict) else {}
+
+    def observe(
+        self,
+        by_subset: Mapping[str, Json],
+        pods: Mapping[str, list[Json]],
+        updated: str,
+        decisions: Mapping[str, adaptive.Decision],
+    ) -> dict[str, ChildView]:
+        views = {}
+        for subset, child in by_subset.items():
+            view = observe(child, pods.get(subset, []), revision_label=self.keys.revision, updated=updated)
+            d = decisions.get(subset)
+            views[subset] = dataclasses.replace(view, reserved=d.reserved) if d is not None else view
+        return views
+
+
+def _schedulable(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``Schedulable`` conditions of a status, by subset."""
+    return {
+        str(s.get("name")): s.get("conditions")
+        for s in status.get("subsetStatuses") or ()
+        if isinstance(s, dict) and s.get("conditions")
+    }
+
+
+def resource_variant(resource: Resource) -> str:
+    for variant in TEMPLATE_VARIANTS:
+        if resource_of(variant) == resource:
+            return variant
+    raise KeyError(resource)
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
+    """Keys of the UnitedDeployments that control ``obj`` (at most one)."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == "UnitedDeployment":
+            yield f"{meta.get('namespace')}/{ref.get('name')}"
+
+
+__all__ = ["Caches", "Reconciler", "Result", "RetryableError"]
