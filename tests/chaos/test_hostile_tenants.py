@@ -30,7 +30,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from tests.unit.uniteddeployment.test_worst_case import manifest
 
 from tests.chaos.figures import record
 from tests.chaos.invariants import KEYS, scale, storm_doc, wait_converged
@@ -40,6 +39,7 @@ from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, UD, children, condition, get_ud, subset_of, wait_ready
 from tests.e2e.controller.test_ownership import deployment, forged_owner
 from tests.e2e.controller.test_undecodable import DEEP, deep_ud, reported
+from tests.unit.uniteddeployment.test_worst_case import manifest
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, MAX_TEMPLATE_BYTES, size
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation

@@ -43,3 +43,36 @@ def resolve(total: int, value: IntOrStr) -> int:
 
 def is_percent(value: IntOrStr | None) -> bool:
     return isinstance(value, str)
+
+
+_ATOI = re.compile(r"^[+-]?[0-9]+$")
+
+
+def scaled(value: IntOrStr, total: int) -> int:
+    """Strict ``intstr.GetScaledValueFromIntOrPercent(value, total, roundUp=true)``: an integer
+    as is, or ``"N%"`` of ``total`` rounded *up*. What WorkloadSpread's webhook and controller
+    compute ``maxReplicas`` with; raises ``ValueError`` for any other string."""
+    if isinstance(value, int):
+        return value
+    if not value.endswith("%") or not _ATOI.match(value[:-1]):
+        raise ValueError(f"invalid value for IntOrString: invalid type: string is not a percentage: {value!r}")
+    return -((-int(value[:-1]) * total) // 100)
+
+
+def legacy_scaled(value: IntOrStr, total: int) -> int:
+    """Lenient ``intstr.GetValueFromIntOrPercent(value, total, roundUp=true)``: every ``%`` is
+    dropped and any string is a percentage (``"50"`` is 50 %). What WorkloadSpread's validation
+    and deletion cost use; raises ``ValueError`` when what remains is not an integer."""
+    if isinstance(value, int):
+        return value
+    digits = value.replace("%", "")
+    if not _ATOI.match(digits):
+        raise ValueError(f"invalid value for IntOrString: invalid value {value!r}")
+    return -((-int(digits) * total) // 100)
+
+
+def int_value(value: IntOrStr) -> int:
+    """``IntOrString.IntValue()``: an integer as is, a string parsed as one, else 0."""
+    if isinstance(value, int):
+        return value
+    return int(value) if _ATOI.match(value) else 0

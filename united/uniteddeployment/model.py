@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.api.field import FieldError, ManifestError, Path, invalid, not_supported, required
-from united.placement.intstr import INT32_MAX, IntOrStr
+from united.api.field import ManifestError, Path, invalid, not_supported, required
+from united.api.reader import Reader
+from united.placement.intstr import IntOrStr
 
 GROUP = "apps.united.io"
 VERSION = "v1alpha1"
@@ -160,112 +161,6 @@ class UnitedDeployment:
         return self.api_version.split("/", 1)[0]
 
 
-class _Reader:
-    """Type-checks raw JSON while walking it, collecting every error instead of stopping."""
-
-    def __init__(self) -> None:
-        self.errors: list[FieldError] = []
-
-    def fail(self, error: FieldError) -> None:
-        self.errors.append(error)
-
-    def obj(self, value: Any, path: Path, known: frozenset[str] | None = None) -> Json | None:
-        if value is None:
-            return None
-        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            self.fail(invalid(path, value, "must be an object"))
-            return None
-        if known is not None:
-            for key in value:
-                if key not in known:
-                    self.fail(FieldError(str(path.child(key)), "Unknown field: the API server would drop it"))
-        return value
-
-    def array(self, value: Any, path: Path) -> list[Any] | None:
-        if value is None:
-            return None
-        if not isinstance(value, list):
-            self.fail(invalid(path, value, "must be an array"))
-            return None
-        return value
-
-    def int32(self, value: Any, path: Path) -> int | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return self.int32(int(value), path)
-            self.fail(invalid(path, value, "must be an integer"))
-            return None
-        if not -(2**31) <= value <= INT32_MAX:
-            self.fail(invalid(path, value, f"must be a 32-bit integer (at most {INT32_MAX})"))
-            return None
-        return value
-
-    def int_or_str(self, value: Any, path: Path) -> IntOrStr | None:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, dict | list):
-            self.fail(invalid(path, value, 'must be an integer or a percentage string such as "20%"'))
-            return None
-        return self.int32(value, path)
-
-    def string(self, value: Any, path: Path) -> str | None:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            self.fail(invalid(path, value, "must be a string"))
-            return None
-        return value
-
-    def boolean(self, value: Any, path: Path) -> bool | None:
-        if value is None:
-            return None
-        if not isinstance(value, bool):
-            self.fail(invalid(path, value, "must be a boolean"))
-            return None
-        return value
-
-    def str_map(self, value: Any, path: Path) -> dict[str, str]:
-        raw = self.obj(value, path)
-        out: dict[str, str] = {}
-        for k, v in (raw or {}).items():
-            if v is None:
-                self.fail(invalid(path.key(k), v, "must be a string"))
-                continue
-            s = self.string(v, path.key(k))
-            if s is not None:
-                out[k] = s
-        return out
-
-    def maps(self, value: Any, path: Path) -> tuple[Json, ...] | None:
-        items = self.array(value, path)
-        if items is None:
-            return None
-        out = []
-        for i, item in enumerate(items):
-            if item is None:
-                self.fail(invalid(path.index(i), item, "must be an object"))
-                continue
-            m = self.obj(item, path.index(i))
-            if m is not None:
-                out.append(m)
-        return tuple(out)
-
-    def requirements(self, value: Any, path: Path) -> tuple[Json, ...]:
-        """Label or node-selector requirements: ``{key, operator, values}`` objects."""
-        items = self.maps(value, path) or ()
-        for i, e in enumerate(items):
-            p = path.index(i)
-            self.string(e.get("key"), p.child("key"))
-            self.string(e.get("operator"), p.child("operator"))
-            for j, v in enumerate(self.array(e.get("values"), p.child("values")) or []):
-                if v is None:
-                    self.fail(invalid(p.child("values").index(j), v, "must be a string"))
-                self.string(v, p.child("values").index(j))
-        return items
-
-
 _SPEC_FIELDS = frozenset({"replicas", "selector", "template", "topology", "updateStrategy", "revisionHistoryLimit"})
 _SUBSET_FIELDS = frozenset(
     {"name", "nodeSelectorTerm", "tolerations", "replicas", "minReplicas", "maxReplicas", "patch"}
@@ -274,7 +169,7 @@ _SUBSET_FIELDS = frozenset(
 
 def parse(obj: Any) -> UnitedDeployment:
     """Turn a raw manifest into a model, or raise :class:`ManifestError` with every type error found."""
-    r = _Reader()
+    r = Reader()
     root = Path()
     doc = r.obj(obj, root)
     if doc is None:
@@ -317,7 +212,7 @@ def parse(obj: Any) -> UnitedDeployment:
     )
 
 
-def _spec(r: _Reader, raw: Json, path: Path) -> Spec:
+def _spec(r: Reader, raw: Json, path: Path) -> Spec:
     return Spec(
         replicas=r.int32(raw.get("replicas"), path.child("replicas")),
         selector=_selector(r, raw.get("selector"), path.child("selector")),
@@ -329,7 +224,7 @@ def _spec(r: _Reader, raw: Json, path: Path) -> Spec:
     )
 
 
-def _selector(r: _Reader, value: Any, path: Path) -> Selector | None:
+def _selector(r: Reader, value: Any, path: Path) -> Selector | None:
     raw = r.obj(value, path, frozenset({"matchLabels", "matchExpressions"}))
     if raw is None:
         return None
@@ -340,7 +235,7 @@ def _selector(r: _Reader, value: Any, path: Path) -> Selector | None:
     )
 
 
-def _templates(r: _Reader, value: Any, path: Path) -> tuple[Template, ...]:
+def _templates(r: Reader, value: Any, path: Path) -> tuple[Template, ...]:
     raw = r.obj(value, path, frozenset(TEMPLATE_VARIANTS))
     out = []
     for variant in TEMPLATE_VARIANTS:
@@ -366,7 +261,7 @@ def _templates(r: _Reader, value: Any, path: Path) -> tuple[Template, ...]:
     return tuple(out)
 
 
-def _subsets(r: _Reader, value: Any, path: Path) -> tuple[Subset, ...]:
+def _subsets(r: Reader, value: Any, path: Path) -> tuple[Subset, ...]:
     topology = r.obj(value, path, frozenset({"subsets", "scheduleStrategy"})) or {}
     subsets_path = path.child("subsets")
     out = []
@@ -406,7 +301,7 @@ def _subsets(r: _Reader, value: Any, path: Path) -> tuple[Subset, ...]:
     return tuple(out)
 
 
-def _schedule(r: _Reader, value: Any, path: Path) -> ScheduleStrategy:
+def _schedule(r: Reader, value: Any, path: Path) -> ScheduleStrategy:
     topology = value if isinstance(value, dict) else {}
     p = path.child("scheduleStrategy")
     raw = r.obj(topology.get("scheduleStrategy"), p, frozenset({"type", "adaptive"}))
@@ -439,14 +334,14 @@ def _schedule(r: _Reader, value: Any, path: Path) -> ScheduleStrategy:
     return ScheduleStrategy(type=r.string(raw.get("type"), p.child("type")) or "", adaptive=adaptive)
 
 
-def _duration(r: _Reader, adaptive: Json, path: Path) -> int | None:
+def _duration(r: Reader, adaptive: Json, path: Path) -> int | None:
     """``unschedulableDuration``, or OpenKruise v1.8's name for it when only that is set."""
     legacy = r.int32(adaptive.get("unschedulableLastSeconds"), path.child("unschedulableLastSeconds"))
     current = r.int32(adaptive.get("unschedulableDuration"), path.child("unschedulableDuration"))
     return legacy if current is None else current
 
 
-def _update(r: _Reader, value: Any, path: Path) -> UpdateStrategy:
+def _update(r: Reader, value: Any, path: Path) -> UpdateStrategy:
     raw = r.obj(value, path, frozenset({"type", "manualUpdate"}))
     if raw is None:
         return UpdateStrategy()

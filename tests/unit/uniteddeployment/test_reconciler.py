@@ -204,8 +204,8 @@ async def test_no_second_child_while_a_create_is_unobserved_by_a_cache_lagging_m
 ) -> None:
     """API Priority and Fairness can hold the child cache back far longer than 15 s: every pass
     meanwhile must still see the children it created (issue 15, item 8)."""
-    from united.uniteddeployment import reconciler as module
     from united.kube import Resource
+    from united.uniteddeployment import reconciler as module
     from united.uniteddeployment.reconciler import Caches, Reconciler
 
     c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))

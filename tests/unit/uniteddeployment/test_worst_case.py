@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from tests.unit.uniteddeployment.test_history import Compared
 
 from tests.unit.runtime.test_leader import FakeLeases, elector
 from tests.unit.runtime.virtual_time import run_cpu_timed
 from tests.unit.uniteddeployment.test_adaptive import KEYS, FakeClient, FakeRecorder, store_of
+from tests.unit.uniteddeployment.test_history import Compared
 from united.api.limits import (
     MAX_PATCH_BYTES,
     MAX_PLACEMENT_BYTES,
