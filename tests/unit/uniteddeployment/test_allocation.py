@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from united.placement.intstr import INT32_MAX
 from united.uniteddeployment import defaults
 from united.uniteddeployment.allocation import (
     ADAPTIVE,
@@ -19,7 +20,7 @@ from united.uniteddeployment.allocation import (
     allocate,
     partition,
 )
-from united.uniteddeployment.model import INT32_MAX, Adaptive, ScheduleStrategy, Spec, Subset, UpdateStrategy
+from united.uniteddeployment.model import Adaptive, ScheduleStrategy, Spec, Subset, UpdateStrategy
 
 
 def spec(replicas: int | None, *subsets: Subset, adaptive: bool = False, reserve: bool = False) -> Spec:
