@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from united.api.field import FieldError, ManifestError
+from united.api.field import FieldError, ManifestError, Path
 from united.manifest import load_documents, read_text, state_entries
 from united.output import print_json, print_table
 from united.placement.patch import PatchError
@@ -127,7 +127,7 @@ def _state(path: str, ws: model.WorkloadSpread) -> dict[str, Load]:
     docs = load_documents(read_text(path), name="<stdin>" if path == "-" else path)
     entries = state_entries(docs[0] if docs else {}, {"pods": int, "unschedulable": bool})
     unknown = [
-        FieldError(f"state.subsets.{n}", "Not found: no such subset in spec.subsets")
+        FieldError(str(Path("state").child("subsets").key(n)), "Not found: no such subset in spec.subsets")
         for n in entries
         if ws.spec.subset(n) is None
     ]
