@@ -28,7 +28,7 @@ SPREAD: dict[str, Any] = {
             {
                 "name": "a",
                 "requiredNodeSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
-                "maxReplicas": 2,
+                "maxReplicas": "20%",
             },
             {"name": "b", "maxReplicas": "50%", "patch": {"metadata": {"labels": {"pool": "b"}}}},
             {"name": "c"},
@@ -88,7 +88,7 @@ def test_plan_table_and_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     lines = out.splitlines()
     assert lines[0] == "WorkloadSpread spread: 2 new pod(s), 0 unplaced"
     assert lines[1].split() == ["SUBSET", "REPLICAS", "MAX", "REASON", "MESSAGE"]
-    assert lines[2].split()[:4] == ["a", "0", "2", "Full"]
+    assert lines[2].split()[:4] == ["a", "0", "1", "Full"]  # 20 % of 2 existing + 2 new, rounded up
     assert lines[3].split()[:4] == ["b", "0", "2", "Unschedulable"]
     assert lines[4].split()[:4] == ["c", "2", "-", "Placed"]
 
@@ -135,7 +135,7 @@ def test_bad_spread_is_a_field_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and errors(err) and errors(err)[0].startswith("spec.subsets[0].maxReplicas: ")
     no_target = {**SPREAD, "spec": {"subsets": [{"name": "a"}]}}
     code, _, err = run(capsys, "admit", write(tmp_path, "ws.yaml", no_target), write(tmp_path, "p.yaml", POD))
-    assert code == 2 and errors(err) == ["spec.targetRef: Required value"]
+    assert code == 2 and errors(err) == ["spec.targetRef: Required value: no targetRef defined in WorkloadSpread"]
 
 
 def test_admit_create_books_and_injects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -151,8 +151,8 @@ def test_admit_create_books_and_injects(tmp_path: Path, capsys: pytest.CaptureFi
     terms = doc["pod"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "zone"
     versioned = doc["status"]["versionedSubsetStatuses"]["abc"]
-    assert versioned[0]["missingReplicas"] == 1 and list(versioned[0]["creatingPods"]) == [ann["uid"]]
-    assert versioned[1]["missingReplicas"] == 2  # 50 % of 4
+    assert versioned[0]["missingReplicas"] == 0 and list(versioned[0]["creatingPods"]) == [ann["uid"]]
+    assert versioned[1]["missingReplicas"] == 2  # 50 % of 4; a: 20 % of 4 is 1 once rounded up
 
 
 def test_admit_uses_the_status_in_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -201,16 +201,15 @@ def test_admit_leaves_pods_without_a_controller_alone(tmp_path: Path, capsys: py
 
 
 def test_admit_refuses_a_pod_the_patch_cannot_apply_to(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bad = {
-        **SPREAD,
-        "spec": {
-            **SPREAD["spec"],
-            "subsets": [{"name": "a", "maxReplicas": 1, "patch": {"spec": {"containers": {"x": 1}}}}],
-        },
-    }
-    code, out, _ = run(capsys, "admit", write(tmp_path, "ws.yaml", bad), write(tmp_path, "p.yaml", POD))
+    """A valid patch may still not apply to a given pod (here a container without a name,
+    which the API server would refuse anyway): the webhook denies the pod."""
+    patch = {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}
+    ws = {**SPREAD, "spec": {**SPREAD["spec"], "subsets": [{"name": "a", "maxReplicas": 1, "patch": patch}]}}
+    nameless = {**POD, "spec": {"containers": [{"image": "nginx"}]}}
+    code, out, err = run(capsys, "admit", write(tmp_path, "ws.yaml", ws), write(tmp_path, "p.yaml", nameless))
     doc = json.loads(out)
-    assert code == 0 and doc["allowed"] is False and doc["subset"] == "a"
+    assert code == 0 and doc["allowed"] is False and doc["subset"] == "a" and doc["pod"] == nameless
+    assert "every element needs the merge key 'name'" in err
 
 
 def test_admit_pod_must_be_a_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -232,4 +231,4 @@ def test_plan_reads_stdin_once(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert json.loads(proc.stdout)["subsets"][0]["replicas"] == 2
+    assert [s["replicas"] for s in json.loads(proc.stdout)["subsets"]] == [1, 2, 0]
