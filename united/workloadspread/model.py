@@ -48,6 +48,11 @@ FAKE_SUBSET = "kruise.io/workloadspread-fake-subset-name"
 Json = dict[str, Any]
 
 
+def group_of(api_version: str) -> str:
+    """The group of an ``apiVersion`` (``""`` for the core group's ``v1``)."""
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
 @dataclass(frozen=True, slots=True)
 class TargetRef:
     """``spec.targetRef``: the workload whose pods are spread; only the *group* of
@@ -59,7 +64,7 @@ class TargetRef:
 
     @property
     def group(self) -> str:
-        return self.api_version.rsplit("/", 1)[0] if "/" in self.api_version else ""
+        return group_of(self.api_version)
 
 
 @dataclass(frozen=True, slots=True)
