@@ -114,7 +114,8 @@ class Bundle:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    encoding, private = serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8
+    return key.private_bytes(encoding, private, serialization.NoEncryption())
 
 
 def _public(key: object) -> bytes:
@@ -198,9 +199,7 @@ def _new_cert(
         .add_extension(x509.SubjectAlternativeName(_subject_names(hosts)), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return cert, key
