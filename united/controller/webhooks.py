@@ -75,6 +75,8 @@ class Options:
     secret: str = "united-webhook-certs"
     service: str = "united-webhook"
     service_port: int = 443
+    conversion_crd: str = COMPAT_CRD
+    """The CRD whose conversion webhook is served at ``/convert`` (when it is installed)."""
     match_labels: Mapping[str, str] | None = None
     """Narrows the namespaces the managed configurations select (tests; opt-in clusters)."""
     policy: Policy = field(default_factory=Policy)
@@ -118,6 +120,8 @@ class Webhooks:
         self.bundle: Bundle | None = None
         self.ready = asyncio.Event()
         """Set once a certificate is loaded (the server may start)."""
+        self.published = asyncio.Event()
+        """Set once a pass has written the trust everywhere (the API server may call)."""
         self._warned: set[str] = set()
 
     # -- the Secret ------------------------------------------------------------------------
@@ -216,7 +220,7 @@ class Webhooks:
 
     async def _conversion(self, ca_bundle: str) -> int:
         try:
-            crd = await self.client.get(CRDS, COMPAT_CRD)
+            crd = await self.client.get(CRDS, self.options.conversion_crd)
         except NotFound:
             return 0
         conversion = crd.get("spec", {}).get("conversion") or {}
@@ -233,7 +237,7 @@ class Webhooks:
         versions = (conversion.get("webhook") or {}).get("conversionReviewVersions") or ["v1", "v1beta1"]
         patch = {"spec": {"conversion": {"strategy": "Webhook", "webhook": {
             "clientConfig": wanted, "conversionReviewVersions": versions}}}}  # fmt: skip
-        await self.client.patch(CRDS, COMPAT_CRD, patch, patch_type=PatchType.MERGE)
+        await self.client.patch(CRDS, self.options.conversion_crd, patch, patch_type=PatchType.MERGE)
         return 1
 
     async def _exclude(self, namespace: str) -> int:
@@ -282,6 +286,7 @@ class Webhooks:
         self.bundle = bundle
         self.ready.set()
         await self.publish(bundle)
+        self.published.set()
         now = certificates.utcnow()
         due = certificates.next_check(bundle, now=now, policy=self.options.policy) - now
         return min(max(due, timedelta(seconds=RETRY_MIN)).total_seconds(), self.options.resync)
