@@ -334,11 +334,16 @@ class WebhookService:
 class WebhookSettings(Protocol):
     """The fields of ``united run``'s Settings this module reads."""
 
-    controller_namespace: str
-    webhook_host: str
-    webhook_port: int | None
-    webhook_url: str | None
-    webhook_failure_policy: FailurePolicy
+    @property
+    def controller_namespace(self) -> str: ...
+    @property
+    def webhook_host(self) -> str: ...
+    @property
+    def webhook_port(self) -> int | None: ...
+    @property
+    def webhook_url(self) -> str | None: ...
+    @property
+    def webhook_failure_policy(self) -> FailurePolicy: ...
 
 
 async def serve_webhooks(
