@@ -298,8 +298,12 @@ class Webhooks:
             try:
                 wait = await self.sync()
                 delay = RETRY_MIN
-            except (ApiError, RuntimeError) as exc:
+            except ApiError as exc:
                 _log.warning("webhook certificates not synced; retrying", error=str(exc), retry_in=delay)
+                wait, delay = delay, min(delay * 2, RETRY_MAX)
+            except Exception:
+                # Never let rotation die silently while the server keeps serving an ageing certificate.
+                _log.exception("webhook certificates not synced; retrying", retry_in=delay)
                 wait, delay = delay, min(delay * 2, RETRY_MAX)
             await asyncio.sleep(wait)
 
@@ -311,6 +315,11 @@ class WebhookService:
         self.webhooks = webhooks
         self.server = server
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The certificate loop (for a liveness check: it should run until :meth:`stop`)."""
+        return self._task
 
     async def start(self) -> int:
         """Start the loop, wait for the first certificate, then serve; returns the bound port."""
