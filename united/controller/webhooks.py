@@ -14,8 +14,9 @@ What one pass (:meth:`Webhooks.sync`) does, from any replica:
    conversion webhook of the compat CRD ``workloadspreads.apps.kruise.io`` when it is
    installed. With ``--webhook-url`` the two configurations are created or updated whole,
    pointing at the URL (local development, the e2e suite); without it only their
-   ``caBundle`` is patched (the shipped configurations, through the Service). Nothing is
-   written when it already holds.
+   ``caBundle`` and ``failurePolicy`` (``--webhook-failure-policy`` is the source of truth)
+   are patched (the shipped configurations, through the Service). Nothing is written when
+   it already holds.
 4. **Exclusions on 1.20**: the controller's namespace and kube-system get the opt-out label
    (``webhookconfig.EXCLUDE_LABEL``); on 1.21+ their name label already excludes them.
 
@@ -202,17 +203,22 @@ class Webhooks:
         await self.client.patch(resource, NAME, patch, patch_type=PatchType.MERGE)
         return 1
 
-    async def _ca_only(self, resource: Resource, ca_bundle: str) -> int:
+    async def _shipped(self, resource: Resource, ca_bundle: str) -> int:
         try:
             current = await self.client.get(resource, NAME)
         except NotFound:
             self._warn_once(f"{resource.plural}/{NAME}", "webhook configuration not installed; nothing to trust us")
             return 0
         ops: list[JSON] = []
+        policy = self.options.failure_policy
         for index, webhook in enumerate(current.get("webhooks") or []):
+            changes: list[JSON] = []
             if (webhook.get("clientConfig") or {}).get("caBundle") != ca_bundle:
-                ops.append({"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.get("name")})
-                ops.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": ca_bundle})
+                changes.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": ca_bundle})
+            if webhook.get("failurePolicy") != policy:
+                changes.append({"op": "add", "path": f"/webhooks/{index}/failurePolicy", "value": policy})
+            if changes:
+                ops += [{"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.get("name")}, *changes]
         if not ops:
             return 0
         await self.client.patch(resource, NAME, ops, patch_type=PatchType.JSON)
@@ -266,8 +272,8 @@ class Webhooks:
             writes += await self._managed(MUTATING, mutating)
             writes += await self._managed(VALIDATING, validating)
         else:
-            writes += await self._ca_only(MUTATING, ca_bundle)
-            writes += await self._ca_only(VALIDATING, ca_bundle)
+            writes += await self._shipped(MUTATING, ca_bundle)
+            writes += await self._shipped(VALIDATING, ca_bundle)
         return writes + await self._conversion(ca_bundle)
 
     def _warn_once(self, what: str, message: str) -> None:

@@ -289,13 +289,14 @@ async def test_shipped_configurations_get_only_their_ca_bundle(setup: Setup) -> 
             webhook["clientConfig"] = {"service": {"namespace": setup.controller_ns, "name": "united-webhook",
                                                    "path": "/x", "port": 443}}  # fmt: skip
         await setup.kube.create(resource, body)
-    shipped = Webhooks(setup.kube, setup.options(url=None), TLS())
+    shipped = Webhooks(setup.kube, setup.options(url=None, failure_policy="Fail"), TLS())
     await shipped.sync()
     assert shipped.bundle is not None
     ca_bundle = base64.b64encode(shipped.bundle.ca_bundle).decode()
     for resource in (MUTATING, VALIDATING):
         [webhook] = (await setup.kube.get(resource, NAME))["webhooks"]
         assert webhook["clientConfig"]["caBundle"] == ca_bundle
+        assert webhook["failurePolicy"] == "Fail"
         assert webhook["clientConfig"]["service"]["name"] == "united-webhook"
         assert "url" not in webhook["clientConfig"]
     assert await shipped.publish(shipped.bundle) == 0
