@@ -47,7 +47,7 @@ from united.runtime.certificates import Bundle, Policy
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import TLS, Handler, WebhookServer
 from united.workloadspread import webhookconfig
-from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, NAME, VALIDATE_PATH, FailurePolicy
+from united.workloadspread.webhookconfig import CONVERT_PATH, NAME, FailurePolicy
 
 JSON = dict[str, Any]
 
@@ -74,7 +74,7 @@ class Options:
     """``https://host:port``: manage the configurations, pointing at it. None: patch the shipped ones."""
     failure_policy: FailurePolicy = "Ignore"
     secret: str = "united-webhook-certs"
-    service: str = "united-webhook"
+    service: str = webhookconfig.SERVICE
     service_port: int = 443
     conversion_crd: str = COMPAT_CRD
     """The CRD whose conversion webhook is served at ``/convert`` (when it is installed)."""
@@ -176,17 +176,10 @@ class Webhooks:
     def configurations(self, ca_bundle: str) -> tuple[JSON, JSON]:
         """The mutating and validating configurations this process would write with ``--webhook-url``."""
         opts = self.options
-        selector = webhookconfig.namespace_selector(opts.namespace, match_labels=opts.match_labels)
-
-        def client(path: str) -> JSON:
-            return webhookconfig.client_config(url=opts.url, service=None, path=path, ca_bundle=ca_bundle)
-
-        return (
-            webhookconfig.mutating(client=client(MUTATE_PATH), selector=selector, failure_policy=opts.failure_policy),
-            webhookconfig.validating(
-                client=client(VALIDATE_PATH), selector=selector, failure_policy=opts.failure_policy
-            ),
-        )
+        return webhookconfig.configurations(
+            namespace=opts.namespace, url=opts.url, service=opts.service, port=opts.service_port,
+            ca_bundle=ca_bundle, failure_policy=opts.failure_policy, match_labels=opts.match_labels,
+        )  # fmt: skip
 
     async def _managed(self, resource: Resource, wanted: JSON) -> int:
         try:

@@ -38,6 +38,8 @@ NAME = "united-workloadspread"
 """The name of both configurations (the RBAC grants use it as ``resourceNames``)."""
 MUTATE_PATH = "/mutate-pods"
 VALIDATE_PATH = "/validate-pods"
+SERVICE = "united-webhook"
+"""The Service in the controller's namespace that reaches every replica's webhook port."""
 CONVERT_PATH = "/convert"
 EXCLUDE_LABEL = "workloadspread.united.io/webhook"
 """A namespace labelled ``<this>=disabled`` is never sent to the pod webhooks."""
@@ -151,6 +153,30 @@ def validating(*, client: JSON, selector: JSON, failure_policy: FailurePolicy = 
     }
 
 
+def configurations(
+    *,
+    namespace: str,
+    url: str | None = None,
+    service: str = SERVICE,
+    port: int = 443,
+    ca_bundle: str = "",
+    failure_policy: FailurePolicy = "Ignore",
+    match_labels: Mapping[str, str] | None = None,
+) -> tuple[JSON, JSON]:
+    """Both configurations of a controller running in ``namespace``: calling ``url`` when given
+    (``--webhook-url``), else the Service ``service:port`` there (what ``manifests/`` ships, with
+    an empty ``caBundle`` the controller fills in)."""
+    selector = namespace_selector(namespace, match_labels=match_labels)
+
+    def client(path: str) -> JSON:
+        return client_config(url=url, service=(namespace, service, port), path=path, ca_bundle=ca_bundle)
+
+    return (
+        mutating(client=client(MUTATE_PATH), selector=selector, failure_policy=failure_policy),
+        validating(client=client(VALIDATE_PATH), selector=selector, failure_policy=failure_policy),
+    )
+
+
 __all__ = [
     "CONVERT_PATH",
     "EXCLUDED",
@@ -158,11 +184,13 @@ __all__ = [
     "FAILURE_POLICIES",
     "MUTATE_PATH",
     "NAME",
+    "SERVICE",
     "SYSTEM_NAMESPACE",
     "TIMEOUT_SECONDS",
     "VALIDATE_PATH",
     "FailurePolicy",
     "client_config",
+    "configurations",
     "mutating",
     "namespace_selector",
     "url_problem",

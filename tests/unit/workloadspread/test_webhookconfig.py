@@ -7,6 +7,7 @@ import pytest
 from united.workloadspread.webhookconfig import (
     EXCLUDE_LABEL,
     client_config,
+    configurations,
     mutating,
     namespace_selector,
     url_problem,
@@ -84,3 +85,18 @@ def test_kube_system_and_the_controller_namespace_are_excluded_by_name_and_by_la
 )
 def test_url_problems(url: str, problem: str | None) -> None:
     assert url_problem(url) == problem
+
+
+def test_shipped_configurations_call_the_service_and_managed_ones_the_url() -> None:
+    shipped = configurations(namespace="united-system")
+    assert [c["kind"] for c in shipped] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    assert [c["webhooks"][0]["clientConfig"] for c in shipped] == [
+        {"service": {"namespace": "united-system", "name": "united-webhook", "path": path, "port": 443}}
+        for path in ("/mutate-pods", "/validate-pods")
+    ]
+    managed = configurations(namespace="ops", url="https://127.0.0.1:9443", ca_bundle="Q0E=", failure_policy="Fail")
+    assert [c["webhooks"][0]["clientConfig"] for c in managed] == [
+        {"url": f"https://127.0.0.1:9443{path}", "caBundle": "Q0E="} for path in ("/mutate-pods", "/validate-pods")
+    ]
+    assert {c["webhooks"][0]["failurePolicy"] for c in managed} == {"Fail"}
+    assert managed[0]["webhooks"][0]["namespaceSelector"] == namespace_selector("ops")
