@@ -323,12 +323,12 @@ class WebhookService:
     async def start(self) -> int:
         """Start the loop, wait for the first certificate, then serve; returns the bound port."""
         self._task = asyncio.create_task(self.webhooks.run(), name="webhook-certificates")
-        ready = asyncio.create_task(self.webhooks.ready.wait())
-        await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
-        if not ready.done():
-            ready.cancel()
-            await self._task  # it only ends by raising
-        return await self.server.start()
+        try:
+            await self.webhooks.ready.wait()
+            return await self.server.start()
+        except BaseException:
+            await self.stop()  # cancelled while waiting (shutdown at start-up), or the port is taken
+            raise
 
     async def stop(self) -> None:
         """Stop serving and the loop (idempotent)."""
