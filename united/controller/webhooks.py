@@ -45,7 +45,7 @@ from united.kube.errors import AlreadyExists, Conflict, NotFound
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, Policy
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import TLS, Handler, WebhookServer
+from united.runtime.webserver import DEFAULT_REQUEST_TIMEOUT, TLS, Handler, WebhookServer
 from united.workloadspread import webhookconfig
 from united.workloadspread.webhookconfig import CONVERT_PATH, NAME, FailurePolicy
 
@@ -361,6 +361,7 @@ async def serve_webhooks(
     *,
     metrics: Metrics | None = None,
     options: Options | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> WebhookService:
     """Serve ``routes`` on ``settings.webhook_host:webhook_port`` with certificates kept as the module
     docstring says, once the first certificate is loaded; ``options`` overrides what ``settings`` would
@@ -371,7 +372,7 @@ async def serve_webhooks(
     opts = options or Options(namespace=settings.controller_namespace, url=settings.webhook_url, failure_policy=policy)
     tls = TLS()
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
-                           metrics=metrics)  # fmt: skip
+                           metrics=metrics, request_timeout=request_timeout)  # fmt: skip
     service = WebhookService(Webhooks(client, opts, tls), server)
     await service.start()
     return service
