@@ -182,14 +182,16 @@ class Webhooks:
         )  # fmt: skip
 
     async def _managed(self, resource: Resource, wanted: JSON) -> int:
-        try:
-            current = await self.client.get(resource, NAME)
-        except NotFound:
+        current = None
+        while current is None:
             try:
-                await self.client.create(resource, wanted)
-            except AlreadyExists:
-                return 0  # another replica; the next pass compares
-            return 1
+                current = await self.client.get(resource, NAME)
+            except NotFound:
+                try:
+                    await self.client.create(resource, wanted)
+                except AlreadyExists:
+                    continue  # another replica created it first: compare with theirs
+                return 1
         if _covers(current.get("webhooks"), wanted["webhooks"]):
             return 0
         patch = {"metadata": {"labels": wanted["metadata"]["labels"]}, "webhooks": wanted["webhooks"]}
