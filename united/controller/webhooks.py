@@ -183,15 +183,18 @@ class Webhooks:
 
     async def _managed(self, resource: Resource, wanted: JSON) -> int:
         current = None
-        while current is None:
+        for _ in range(3):
             try:
                 current = await self.client.get(resource, NAME)
+                break
             except NotFound:
                 try:
                     await self.client.create(resource, wanted)
                 except AlreadyExists:
                     continue  # another replica created it first: compare with theirs
                 return 1
+        if current is None:
+            raise RuntimeError(f"{resource.plural}/{NAME} keeps appearing and disappearing")
         if _covers(current.get("webhooks"), wanted["webhooks"]):
             return 0
         patch = {"metadata": {"labels": wanted["metadata"]["labels"]}, "webhooks": wanted["webhooks"]}
