@@ -48,6 +48,14 @@ def test_preferred_terms(terms: list[Any], expected: list[str]) -> None:
         ({"matchExpressions": "x"}, ['p.matchExpressions: Invalid value: "x": must be an array']),
         ({"matchExpressions": [None]}, ["p.matchExpressions[0]: Invalid value: null: must be an object"]),
         (
+            {"matchExpressions": [{"key": 1.5, "operator": "In", "values": "a"}], "matchFields": [{"values": [2]}]},
+            [
+                "p.matchExpressions[0].key: Invalid value: 1.5: must be a string",
+                'p.matchExpressions[0].values: Invalid value: "a": must be an array',
+                "p.matchFields[0].values[0]: Invalid value: 2: must be a string",
+            ],
+        ),
+        (
             {"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["x"]}]},
             [
                 "p.matchExpressions[0].values: Required value: "
