@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from typing import Any
 
 from tests.unit.workloadspread.factories import pod, spread
@@ -261,7 +262,11 @@ def test_a_problem_is_reported_in_conditions() -> None:
 def test_stalled_keeps_counts_and_says_why() -> None:
     raw = {"subsetStatuses": [{"name": "a", "replicas": 4, "missingReplicas": 0}], "unplacedReplicas": 1}
     ws = spread(2, status=raw)
-    s = stalled(ws, [FieldError("spec.subsets[0].maxReplicas", 'Invalid value: "x": bad')], now=at(0))
+    s = stalled(
+        ws,
+        [FieldError("spec.subsets[0].maxReplicas", 'Invalid value: "x": bad')],
+        now=datetime.fromtimestamp(at(0), UTC),
+    )
     assert s.subset_statuses == ws.status.subset_statuses and s.extra["unplacedReplicas"] == 1
     kinds = {c["type"]: (c["status"], c["reason"], c["message"]) for c in s.extra["conditions"]}
     message = 'spec.subsets[0].maxReplicas: Invalid value: "x": bad'

@@ -155,3 +155,32 @@ def test_adaptive_deletes_failed_pods() -> None:
 def test_no_target_ref_is_left_alone() -> None:
     ws = dataclasses.replace(spread(2), spec=dataclasses.replace(spread(2).spec, target_ref=None))
     assert_no_op(run(ws, [pod("a0", "a")]), ws)
+
+
+def test_adaptive_marked_subset_then_no_op_pass() -> None:
+    """Conditions in the aggregate and every versioned list survive a round trip unchanged."""
+    ws = spread(
+        2,
+        None,
+        extra_spec={"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}}},
+    )
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "lastTransitionTime": "2026-03-01T09:59:00Z",
+    }
+    pods = [
+        pod("stuck", "a", phase="Pending", node=None, ready=None, conditions=[cond]),
+        pod("b0", "b", version="v2", owner="uid-rs-v2"),
+    ]
+    first = run(ws, pods, replicasets=[replicaset("v1"), replicaset("v2")])
+    ws, pods = apply(ws, pods, first)
+    assert ws.status.versioned["v2"][0].conditions[0]["status"] == "False"
+    recount = run(ws, pods, now=NOW + timedelta(seconds=30), replicasets=[replicaset("v1"), replicaset("v2")])
+    assert recount.status.subset_statuses[0].replicas == 0  # the stuck pod was deleted
+    ws, pods = apply(ws, pods, recount)
+    later = run(ws, pods, now=NOW + timedelta(seconds=60), replicasets=[replicaset("v1"), replicaset("v2")])
+    assert_no_op(later, ws)
+    assert ws.status.subset_statuses[0].conditions[0]["status"] == "False"
+    assert later.requeue_after == 240
