@@ -61,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
 
     for name, help_text, outputs in (
-        ("plan", "show how replicas would be allocated over subsets, and why", ("table", "json")),
+        (
+            "plan",
+            "show how replicas (a WorkloadSpread: --replicas new pods) would be spread over subsets, and why",
+            ("table", "json"),
+        ),
         ("render", "print the child workloads exactly as the controller would create them", ("yaml", "json")),
     ):
         c = sub.add_parser(name, help=help_text)

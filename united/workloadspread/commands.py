@@ -17,11 +17,12 @@ from typing import Any
 
 import yaml
 
-from united.api.field import FieldError, ManifestError
+from united.api.field import FieldError, ManifestError, Path
 from united.manifest import load_documents, read_text, state_entries
 from united.output import print_json, print_table
 from united.placement.patch import PatchError
 from united.workloadspread import model
+from united.workloadspread.admission import admit
 from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
 from united.workloadspread.matching import controller_ref, is_active, selects
@@ -43,19 +44,8 @@ def is_workloadspread(docs: Sequence[Any]) -> bool:
     return any(isinstance(d, dict) and d.get("kind") == model.KIND for d in docs)
 
 
-def admit_spread(obj: Any) -> model.WorkloadSpread:
-    """Parse and check a WorkloadSpread (the hook to switch to the admission module's
-    defaults and validation)."""
-    ws = model.parse(obj)
-    if ws.spec.target_ref is None:
-        raise ManifestError([FieldError("spec.targetRef", "Required value")])
-    if not ws.spec.subsets:
-        raise ManifestError([FieldError("spec.subsets", "Required value")])
-    return ws
-
-
 def plan_command(args: argparse.Namespace, docs: Sequence[Any]) -> int:
-    ws = admit_spread(_spread(docs, args.file))
+    ws = admit(_spread(docs, args.file))
     if args.replicas is None:
         raise ManifestError([FieldError("--replicas", "Required value: the number of new pods to place")])
     if args.replicas < 0:
@@ -76,7 +66,7 @@ def plan_command(args: argparse.Namespace, docs: Sequence[Any]) -> int:
 
 
 def admit_command(args: argparse.Namespace) -> int:
-    ws = admit_spread(_spread(documents(args.file), args.file))
+    ws = admit(_spread(documents(args.file), args.file))
     pod_docs = documents(args.pod)
     pod = pod_docs[0] if pod_docs else None
     if not isinstance(pod, dict) or pod.get("kind", "Pod") != "Pod":
@@ -127,7 +117,7 @@ def _state(path: str, ws: model.WorkloadSpread) -> dict[str, Load]:
     docs = load_documents(read_text(path), name="<stdin>" if path == "-" else path)
     entries = state_entries(docs[0] if docs else {}, {"pods": int, "unschedulable": bool})
     unknown = [
-        FieldError(f"state.subsets.{n}", "Not found: no such subset in spec.subsets")
+        FieldError(str(Path("state").child("subsets").key(n)), "Not found: no such subset in spec.subsets")
         for n in entries
         if ws.spec.subset(n) is None
     ]

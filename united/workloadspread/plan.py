@@ -129,8 +129,8 @@ def _explain(name: str, *, limit: int | None, minimum: int, load: Load, new: int
         reason, message = "Placed", f"{new} new pod(s), {count} in all; {room}"
     else:
         reason = "NotReached"
-        message = "no new pods to place" if not replicas else f"other subsets took all {replicas} new pod(s) first"
-        message += f" (minimums, then spec order); {load.pods} existing"
+        taken = f"other subsets took all {replicas} new pod(s) first (minimums, then spec order)"
+        message = f"{taken if replicas else 'no new pods to place'}; {load.pods} existing"
     if minimum:
         message += f"; minReplicas {minimum} " + ("met" if count >= minimum else f"not met ({count})")
     return SubsetPlan(name=name, replicas=new, max_replicas=limit, reason=reason, message=message)
