@@ -18,7 +18,8 @@ from typing import Any
 from united.api.field import FieldError, ManifestError, Path, invalid, required
 from united.output import print_json
 from united.uniteddeployment.adaptive import parse_time
-from united.workloadspread.commands import admit_spread, documents
+from united.workloadspread.admission import admit
+from united.workloadspread.commands import documents
 from united.workloadspread.cost import KINDS, costs
 from united.workloadspread.matching import is_active, selects
 from united.workloadspread.model import KIND, WorkloadSpread
@@ -40,7 +41,7 @@ def add_parser(sub: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     ws_docs = documents(args.file)
     found = [d for d in ws_docs if isinstance(d, dict) and d.get("kind") == KIND]
-    ws = admit_spread(found[0] if found else (ws_docs[0] if len(ws_docs) == 1 else None))
+    ws = admit(found[0] if found else (ws_docs[0] if len(ws_docs) == 1 else None))
     if args.replicas is not None and args.replicas < 0:
         raise ManifestError([invalid(Path("--replicas"), args.replicas, "must be greater than or equal to 0")])
     pods, workload, replicasets = _objects(ws, documents(args.pods), args.pods)

@@ -116,7 +116,7 @@ def test_bad_input_exits_2_with_field_errors(
 def test_bad_spread_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = spread(1).raw | {"spec": {"subsets": [{"name": "a"}]}}
     code, _, err = run(capsys, write(tmp_path, "ws.yaml", bad), write(tmp_path, "pods.yaml", pod("a0", "a")))
-    assert code == 2 and err == "spec.targetRef: Required value\n"
+    assert code == 2 and err == "spec.targetRef: Required value: no targetRef defined in WorkloadSpread\n"
 
 
 def test_bad_replicas_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
