@@ -184,3 +184,23 @@ def test_adaptive_marked_subset_then_no_op_pass() -> None:
     assert_no_op(later, ws)
     assert ws.status.subset_statuses[0].conditions[0]["status"] == "False"
     assert later.requeue_after == 240
+
+
+def test_cloneset_surge_pods_are_their_own_version() -> None:
+    """kruise#834: a CloneSet's surge pod (new revision) is not over its subset's limit; old pods are reversed."""
+    ws = spread(3, None, kind="CloneSet", api_version="apps.kruise.io/v1alpha1")
+    cloneset = {
+        "metadata": {"name": "web", "uid": "uid-cs", "generation": 2},
+        "spec": {"replicas": 3},
+        "status": {"observedGeneration": 2, "updateRevision": "web-new"},
+    }
+
+    def member(name: str, revision: str) -> Json:
+        p = pod(name, "a", owner="uid-cs")
+        p["metadata"]["labels"] = {"controller-revision-hash": f"web-{revision}"}
+        return p
+
+    pods = [member("o1", "old"), member("o2", "old"), member("o3", "old"), member("n1", "new")]
+    result = sync(ws, pods=pods, workload=cloneset, replicasets=[], nodes={}, now=NOW)
+    assert result.costs == {"o1": "100", "o2": "100", "o3": "100", "n1": "200"}
+    assert sorted(result.status.versioned) == ["new", "old"]
