@@ -7,7 +7,7 @@ from typing import Any
 from tests.unit.workloadspread.factories import pod, spread
 from united.uniteddeployment.adaptive import format_time, parse_time
 from united.workloadspread.model import WorkloadSpread
-from united.workloadspread.reschedule import RECOVERY_WINDOW, assess, unschedulable_since, window
+from united.workloadspread.reschedule import RECOVERY_WINDOW, assess, delete_failed, unschedulable_since, window
 from united.workloadspread.status import compute
 
 T0 = "2026-03-01T10:00:00Z"
@@ -195,3 +195,11 @@ def test_conditions_removed_when_adaptive_is_off() -> None:
     }
     r = compute(spread(2, None, status=marked), {}, replicas=3, now=NOW)
     assert r.status.subset_statuses[0].conditions == ()
+
+
+def test_delete_failed_event_names_pod_and_subset() -> None:
+    assert delete_failed(adaptive(1, None), stuck("p")) == (
+        "Warning",
+        "DeletePodFailed",
+        "Failed to delete unschedulabe Pod default/p in Subset a of WorkloadSpread default/ws",
+    )

@@ -204,3 +204,10 @@ def test_cloneset_surge_pods_are_their_own_version() -> None:
     result = sync(ws, pods=pods, workload=cloneset, replicasets=[], nodes={}, now=NOW)
     assert result.costs == {"o1": "100", "o2": "100", "o3": "100", "n1": "200"}
     assert sorted(result.status.versioned) == ["new", "old"]
+
+
+def test_a_spread_being_deleted_is_left_alone() -> None:
+    raw = copy.deepcopy(spread(2, None).raw)
+    raw["metadata"]["deletionTimestamp"] = "2026-03-01T10:00:00Z"
+    ws = parse(raw)
+    assert_no_op(run(ws, [pod("a0", "a"), pod("x")]), ws)
