@@ -39,7 +39,6 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from united.api.field import FieldError
@@ -97,12 +96,12 @@ def compute(
     return Recount(status, counter.events, counter.requeue_after(), counter.failed)
 
 
-def stalled(ws: WorkloadSpread, errors: Sequence[FieldError], *, now: datetime, reason: str = "InvalidSpec") -> Status:
+def stalled(ws: WorkloadSpread, errors: Sequence[FieldError], *, now: float, reason: str = "InvalidSpec") -> Status:
     """The status of a spread the controller cannot act on (an invalid spec: the reconciler
-    passes the validation errors): counts as they were, conditions say why."""
+    passes the validation errors; ``now`` in epoch seconds): counts as they were, conditions say why."""
     message = "; ".join(str(e) for e in errors)
     extra = dict(ws.status.extra)
-    extra["conditions"] = conditions(ws, _Verdict(Problem(reason, message)), now=now.timestamp())
+    extra["conditions"] = conditions(ws, _Verdict(Problem(reason, message)), now=now)
     return dataclasses.replace(ws.status, observed_generation=ws.generation, extra=extra)
 
 

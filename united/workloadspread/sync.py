@@ -66,7 +66,7 @@ def sync(
     try:
         replicas = replicas_of(ws, workload)
     except ManifestError as e:
-        status = stalled(ws, e.errors, now=now, reason="InvalidReplicasPath")
+        status = stalled(ws, e.errors, now=at, reason="InvalidReplicasPath")
         if status == ws.status:
             return Sync(ws.status)
         message = "; ".join(str(x) for x in e.errors)

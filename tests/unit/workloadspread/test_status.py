@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
 from typing import Any
 
 from tests.unit.workloadspread.factories import pod, spread
@@ -265,7 +264,7 @@ def test_stalled_keeps_counts_and_says_why() -> None:
     s = stalled(
         ws,
         [FieldError("spec.subsets[0].maxReplicas", 'Invalid value: "x": bad')],
-        now=datetime.fromtimestamp(at(0), UTC),
+        now=at(0),
     )
     assert s.subset_statuses == ws.status.subset_statuses and s.extra["unplacedReplicas"] == 1
     kinds = {c["type"]: (c["status"], c["reason"], c["message"]) for c in s.extra["conditions"]}
