@@ -7,6 +7,9 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.unit.workloadspread.factories import deployment, pod, replicaset, spread
 from united.workloadspread.adoption import adopted_subset
 from united.workloadspread.model import DELETION_COST_ANNOTATION, WorkloadSpread, parse
@@ -211,3 +214,48 @@ def test_a_spread_being_deleted_is_left_alone() -> None:
     raw["metadata"]["deletionTimestamp"] = "2026-03-01T10:00:00Z"
     ws = parse(raw)
     assert_no_op(run(ws, [pod("a0", "a"), pod("x")]), ws)
+
+
+MAXIMA = st.one_of(st.none(), st.integers(0, 4), st.sampled_from(["20%", "50%", "100%"]))
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[WorkloadSpread, list[Json], int]:
+    maxima = draw(st.lists(MAXIMA, min_size=1, max_size=3))
+    if any(isinstance(m, str) for m in maxima):
+        maxima = [m if m is None or isinstance(m, str) else f"{m * 25}%" for m in maxima]
+    subsets: list[Json] = []
+    for i, m in enumerate(maxima):
+        entry: Json = {
+            "name": "abc"[i],
+            "requiredNodeSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["abc"[i]]}]},
+        }
+        if m is not None:
+            entry["maxReplicas"] = m
+        subsets.append(entry)
+    ws = spread(subsets=subsets)
+    pods = []
+    for i in range(draw(st.integers(0, 8))):
+        placed = draw(st.sampled_from([None, "a", "b", "c", "gone"]))
+        version = draw(st.sampled_from(["v1", "v2"]))
+        node = draw(st.sampled_from([None, "node-a", "node-b", "node-z"]))
+        phase = draw(st.sampled_from(["Running", "Pending", "Succeeded"]))
+        pods.append(pod(f"p{i}", placed, version=version, owner=f"uid-rs-{version}", node=node, phase=phase))
+    return ws, pods, draw(st.integers(0, 10))
+
+
+ZONED = {f"node-{z}": {"metadata": {"name": f"node-{z}", "labels": {"zone": z}}} for z in "abz"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(worlds())
+def test_property_the_pass_after_a_converging_pass_writes_nothing(
+    world: tuple[WorkloadSpread, list[Json], int],
+) -> None:
+    ws, pods, replicas = world
+    rss = [replicaset("v1"), replicaset("v2")]
+    workload = deployment(replicas, template_hash="v2")
+    first = sync(ws, pods=pods, workload=workload, replicasets=rss, nodes=ZONED, now=NOW)
+    ws, pods = apply(ws, pods, first)
+    second = sync(ws, pods=pods, workload=workload, replicasets=rss, nodes=ZONED, now=NOW + timedelta(seconds=10))
+    assert_no_op(second, ws)
