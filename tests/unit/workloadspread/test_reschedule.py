@@ -203,3 +203,39 @@ def test_delete_failed_event_names_pod_and_subset() -> None:
         "DeletePodFailed",
         "Failed to delete unschedulabe Pod default/p in Subset a of WorkloadSpread default/ws",
     )
+
+
+def test_pending_pod_not_seen_by_the_scheduler_is_not_unschedulable() -> None:
+    fresh = pod("fresh", "a", phase="Pending", node=None, ready=None)
+    assert unschedulable_since(fresh) is None
+
+
+def test_status_sends_the_recovery_event_once() -> None:
+    marked = {
+        "subsetStatuses": [
+            {
+                "name": "a",
+                "replicas": 0,
+                "missingReplicas": 2,
+                "conditions": [
+                    {
+                        "type": "Schedulable",
+                        "status": "False",
+                        "lastTransitionTime": T0,
+                        "reason": "PodUnschedulable",
+                        "message": "m",
+                    }
+                ],
+            }
+        ],
+        "versionedSubsetStatuses": {"v1": [{"name": "a", "replicas": 0, "missingReplicas": 2}]},
+    }
+    ws = spread(
+        2,
+        None,
+        status=marked,
+        extra_spec={"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 60}}},
+    )
+    r = compute(ws, {"v1": {"a": [pod("a0", "a")]}}, replicas=3, now=NOW + 301)
+    assert [e[1] for e in r.events] == ["RecoverSchedulable"]
+    assert r.status.subset_statuses[0].conditions[0]["status"] == "True"

@@ -284,3 +284,9 @@ def test_no_change_pass_returns_the_same_status() -> None:
     first = compute(ws, pods, replicas=3, now=at(1)).status
     reparsed = spread(3, None, status=first.to_dict())
     assert compute(reparsed, pods, replicas=3, now=at(2)).status == reparsed.status
+
+
+def test_unreadable_record_time_expires_at_once() -> None:
+    raw = {"subsetStatuses": [{"name": "a", "replicas": 0, "missingReplicas": 2, "creatingPods": {"p": "yesterday"}}]}
+    r = compute(spread(3, status=raw), {}, replicas=3, now=at(0))
+    assert "creatingPods" not in entry(r.status, "a") and r.events[0][1] == "CreatePodFailed"
