@@ -290,3 +290,27 @@ def test_unreadable_record_time_expires_at_once() -> None:
     raw = {"subsetStatuses": [{"name": "a", "replicas": 0, "missingReplicas": 2, "creatingPods": {"p": "yesterday"}}]}
     r = compute(spread(3, status=raw), {}, replicas=3, now=at(0))
     assert "creatingPods" not in entry(r.status, "a") and r.events[0][1] == "CreatePodFailed"
+
+
+def test_webhook_bookings_in_versioned_lists_count_as_pending() -> None:
+    """The webhook books only in versioned lists: the aggregate's reason and the conditions still see them."""
+    raw = {
+        "versionedSubsetStatuses": {
+            "v1": [
+                {
+                    "name": "a",
+                    "replicas": 1,
+                    "missingReplicas": 0,
+                    "creatingPods": {"web-x": T0},
+                    "deletingPods": {"a0": T0},
+                }
+            ],
+        }
+    }
+    r = compute(spread(2, None, status=raw), {"v1": {"a": [pod("a0", "a")]}}, replicas=3, now=at(1))
+    assert entry(r.status, "a")["reason"] == "Full"
+    assert (
+        entry(r.status, "a")["message"] == "1 replica(s), 1 being created, maxReplicas 2: new pods go to later subsets"
+    )
+    reconciling = r.status.extra["conditions"][1]
+    assert (reconciling["status"], reconciling["message"]) == ("True", "1 pod(s) being created, 1 being deleted")
