@@ -32,6 +32,7 @@ from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
 from united.workloadspread import commands as spread_commands
+from united.workloadspread import cost_command
 from united.workloadspread import model as workloadspread
 from united.workloadspread.admission import admit as admit_spread
 from united.workloadspread.validation import conflicts
@@ -88,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--replicas", type=int, metavar="N", help="the target's replicas (for percentages)")
     a.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     a.set_defaults(func=spread_commands.admit_command)
+    cost_command.add_parser(sub)
 
     r = sub.add_parser("run", help="run the controller against a cluster")
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")

@@ -247,3 +247,20 @@ def test_bad_manifest_is_rejected_on_the_expected_field(change: Any, expected: t
     doc = manifest(KRUISE_BETA)
     change(doc)
     assert api_server_problems(doc, schema(KRUISE_BETA)) == [expected]
+
+
+@pytest.mark.parametrize("api_version", VERSIONS)
+def test_the_status_the_controller_computes_survives_pruning(api_version: str) -> None:
+    """Not a hand-written status: the one ``sync`` computes, with unplaced pods, bookings and
+    kstatus conditions. A field the schema lacks would be pruned and rewritten on every pass."""
+    from tests.unit.workloadspread.factories import pod, spread
+    from tests.unit.workloadspread.test_sync import run
+
+    ws = spread(subsets=[{"name": "a", "maxReplicas": 1}, {"name": "b"}])
+    result = run(ws, [pod("a0", "a"), pod("b0", "b"), pod("unplaced", node=None, phase="Pending", ready=None)])
+    status = result.status.to_dict()
+    assert status["unplacedReplicas"] == 1
+    doc = manifest(api_version)
+    doc["status"] = status
+    assert api_server_problems(doc, schema(api_version)) == []
+    assert pruned_fields(doc, schema(api_version)) == []
