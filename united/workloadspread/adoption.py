@@ -7,8 +7,15 @@ with the subset's required term ANDed into each (the subset's term alone when th
 none). Among fitting subsets the highest score wins, ties to the earlier subset:
 ``100 * (weights of the subset's preferred terms the node matches) + 10 * (the subset's patch
 changes nothing on the pod but annotations) + (the subset has quota left)``. Quota, per pod
-version: the subset's ``maxReplicas`` (no maximum: unbounded) minus its annotated pods, and
-minus each pod adopted into it.
+version: the subset's ``maxReplicas`` (no maximum: unbounded) minus its annotated pods, minus
+the webhook's bookings still pending in that version's status, and minus each pod adopted
+into it.
+
+Difference from the reference: a subset without quota does not fit at all. The reference
+adopts into it anyway (quota only breaks ties), so pods admitted while the webhook was down
+could push a subset past its maximum; here they stay unplaced and are removed first on
+scale-in. The reconciler writes the status that counts them before it patches the pods, so a
+booking racing the adoption fails on the resourceVersion instead of over-filling.
 
 An adopted pod gets a merge patch with the annotation and, unless the spread carries
 ``workloadspread.kruise.io/ignore-patch-existing-pods-metadata: "true"``, the labels and
@@ -48,10 +55,19 @@ _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 def adopt(ws: WorkloadSpread, pods: Sequence[Json], *, nodes: Mapping[str, Json], replicas: int) -> dict[str, Json]:
     """Pod name -> merge patch, for each pod of the target adopted into a subset now."""
     quota: dict[str, dict[str, int]] = {}
+
+    def left_in(version: str) -> dict[str, int]:
+        if version not in quota:
+            quota[version] = _quota(ws, replicas)
+            for entry in ws.status.versioned.get(version, ()):
+                if entry.name in quota[version]:
+                    quota[version][entry.name] -= len(entry.creating_pods)
+        return quota[version]
+
     for pod in pods:
         placed = subset_of(ws, pod)
         if placed is not None:
-            quota.setdefault(pod_version(pod), _quota(ws, replicas))[placed] -= 1
+            left_in(pod_version(pod))[placed] -= 1
     out: dict[str, Json] = {}
     for pod in pods:
         if subset_of(ws, pod) is not None or not is_active(pod):
@@ -59,7 +75,7 @@ def adopt(ws: WorkloadSpread, pods: Sequence[Json], *, nodes: Mapping[str, Json]
         node = nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
         if node is None:
             continue
-        left = quota.setdefault(pod_version(pod), _quota(ws, replicas))
+        left = left_in(pod_version(pod))
         best: Subset | None = None
         best_score = -1
         for subset in ws.spec.subsets:
@@ -102,7 +118,9 @@ def _score(pod: Json, node: Json, subset: Subset, quota: int) -> int:
         for p in subset.preferred_node_selector or ()
         if term_matches(p.get("preference") or {}, node)
     )
-    return 100 * preferred + 10 * _patch_fits(pod, subset) + (1 if quota > 0 else 0)
+    if quota <= 0:
+        return -1
+    return 100 * preferred + 10 * _patch_fits(pod, subset) + 1
 
 
 def _patch_fits(pod: Json, subset: Subset) -> int:

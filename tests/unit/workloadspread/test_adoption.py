@@ -9,7 +9,7 @@ import pytest
 
 from tests.unit.workloadspread.factories import pod, spread
 from united.workloadspread.adoption import adopt, adopted_subset, term_matches, tolerates
-from united.workloadspread.model import MATCHED_ANNOTATION
+from united.workloadspread.model import MATCHED_ANNOTATION, parse
 
 Json = dict[str, Any]
 
@@ -107,9 +107,28 @@ def test_required_term_is_anded_into_the_pods_terms() -> None:
 def test_preferred_weights_outscore_patch_and_quota() -> None:
     prefer = [{"weight": 5, "preference": zone("a")}]
     ws = spread(
-        subsets=[{"name": "x", "maxReplicas": 5}, {"name": "y", "maxReplicas": 0, "preferredNodeSelector": prefer}]
+        subsets=[{"name": "x", "maxReplicas": 5}, {"name": "y", "maxReplicas": 1, "preferredNodeSelector": prefer}]
     )
     assert subsets_of(adopt(ws, [pod("p", node="na")], nodes=NODES, replicas=3)) == {"p": "y"}
+
+
+def test_a_subset_without_quota_never_adopts() -> None:
+    """The reference adopts into a full subset when it scores best; that over-fills it."""
+    prefer = [{"weight": 5, "preference": zone("a")}]
+    ws = spread(subsets=[{"name": "y", "maxReplicas": 1, "preferredNodeSelector": prefer}])
+    pods = [pod("placed", "y", node="na"), pod("p", node="na")]
+    assert adopt(ws, pods, nodes=NODES, replicas=3) == {}
+
+
+def test_pending_bookings_use_quota() -> None:
+    """Pods the webhook booked but the cache has not shown yet will arrive: adoption leaves them room."""
+    ws = spread(subsets=[{"name": "a", "maxReplicas": 2}, {"name": "b"}])
+    raw = dict(ws.raw)
+    booked = {"name": "a", "replicas": 0, "missingReplicas": 0, "creatingPods": {"x": "2026-01-01T00:00:00Z"}}
+    raw["status"] = {"versionedSubsetStatuses": {"v1": [booked, {"name": "b", "replicas": 0, "missingReplicas": -1}]}}
+    ws = parse(raw)
+    pods = [pod("placed", "a", node="na", version="v1"), pod("p", node="na", version="v1")]
+    assert subsets_of(adopt(ws, pods, nodes=NODES, replicas=3)) == {"p": "b"}
 
 
 def test_a_patch_the_pod_already_satisfies_scores() -> None:
