@@ -21,7 +21,7 @@ from united import __version__, data
 from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.log import add_logging_arguments, configure_logging
-from united.manifest import load, load_state
+from united.manifest import Source, load, load_state
 from united.placement.selector import text_errors
 from united.uniteddeployment import revision
 from united.uniteddeployment.admission import admit
@@ -30,6 +30,10 @@ from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
+from united.workloadspread import model as workloadspread
+from united.workloadspread.admission import admit as admit_spread
+from united.workloadspread.validation import conflicts
+from united.workloadspread.validation import validate_update as validate_spread_update
 
 EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
 
@@ -89,6 +93,25 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument(_lease_flag(name), type=float, default=default, metavar="SECONDS", help=meaning)
     r.add_argument("--http-port", type=int, default=8080, help="port for /healthz, /readyz and /metrics")
     r.add_argument(
+        "--controller-namespace",
+        default=os.environ.get("POD_NAMESPACE") or "united-system",
+        help="the controller's own namespace: its webhook Secret, excluded from the pod webhooks",
+    )
+    r.add_argument("--webhook-port", type=int, help="serve the WorkloadSpread webhooks over HTTPS on this port")
+    r.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds (default 0.0.0.0)")
+    r.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        help="create the webhook configurations pointing at URL (e.g. https://127.0.0.1:9443); "
+        "default: only patch the caBundle of the installed ones",
+    )
+    r.add_argument(
+        "--webhook-failure-policy",
+        choices=("Ignore", "Fail"),
+        default="Ignore",
+        help="Ignore (default): pods are created while no replica answers; Fail: they are refused",
+    )
+    r.add_argument(
         "--discovery-interval",
         type=float,
         default=30.0,
@@ -118,23 +141,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+def _source(file: str) -> Source:
     source = load(file)
     for note in source.notes:
         print(f"note: {note}", file=sys.stderr)
-    return admit(source.document, replicas=replicas)
+    return source
+
+
+def _load(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+    return admit(_source(file).document, replicas=replicas)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    ud = None
     errors: list[FieldError] = []
     try:
-        ud = _load(args.file)
+        source = _source(args.file)
+        is_spread = isinstance(source.document, dict) and source.document.get("kind") == workloadspread.KIND
+        errors = _validate_spread(source, args.old) if is_spread else _validate_united(source, args.old)
     except ManifestError as e:
         errors = e.errors
-    if ud is not None and args.old:
-        old = _load(args.old)
-        errors = validate_update(old, ud)
     if errors:
         return _fail(errors, json_out=args.output == "json")
     if args.output == "json":
@@ -142,6 +167,30 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         print("valid")
     return EXIT_OK
+
+
+def _validate_united(source: Source, old_file: str | None) -> list[FieldError]:
+    ud = admit(source.document)
+    return validate_update(_load(old_file), ud) if old_file else []
+
+
+def _validate_spread(source: Source, old_file: str | None) -> list[FieldError]:
+    """A WorkloadSpread: the create rules, the conflict rule against the other WorkloadSpreads
+    of the file (what the webhook lists in the namespace), and with ``old_file`` the update rules."""
+    ws = admit_spread(source.document)
+    others = []
+    for doc in source.others:
+        if isinstance(doc, dict) and doc.get("kind") == workloadspread.KIND:
+            try:
+                others.append(workloadspread.parse(doc))
+            except ManifestError:
+                continue
+    if others:
+        print(f"note: the other WorkloadSpread(s) ({len(others)}) were read to check for conflicts", file=sys.stderr)
+    errors = conflicts(ws, others)
+    if old_file:
+        errors = validate_spread_update(admit_spread(_source(old_file).document), ws) + errors
+    return errors
 
 
 def _allocate(args: argparse.Namespace) -> tuple[UnitedDeployment, Plan]:
@@ -232,6 +281,11 @@ def _run(args: argparse.Namespace) -> int:
         leader_election_retry_period=timings["retry_period"],
         http_port=args.http_port,
         discovery_interval=args.discovery_interval,
+        controller_namespace=args.controller_namespace,
+        webhook_port=args.webhook_port,
+        webhook_host=args.webhook_host,
+        webhook_url=args.webhook_url,
+        webhook_failure_policy=args.webhook_failure_policy,
     )
     try:
         return asyncio.run(run(settings))
@@ -251,6 +305,17 @@ def _run_flag_errors(args: argparse.Namespace) -> list[FieldError]:
         errors.append(invalid(Path("--discovery-interval"), args.discovery_interval, "must be a positive number"))
     for namespace in args.namespace:
         errors += dns_label_errors(namespace, Path("--namespace"))
+    errors += dns_label_errors(args.controller_namespace, Path("--controller-namespace"))
+    if args.webhook_port is not None and not 0 <= args.webhook_port <= 65535:
+        errors.append(invalid(Path("--webhook-port"), args.webhook_port, "must be between 0 and 65535"))
+    if args.webhook_url is not None:
+        from united.workloadspread.webhookconfig import url_problem
+
+        problem = url_problem(args.webhook_url)
+        if problem is not None:
+            errors.append(invalid(Path("--webhook-url"), args.webhook_url, problem))
+        elif args.webhook_port is None:
+            errors.append(FieldError("--webhook-url", "needs --webhook-port (the server the URL reaches)"))
     if args.leader_elect:
         errors += dns_label_errors(args.leader_election_namespace, Path("--leader-election-namespace"))
         errors += dns_subdomain_errors(args.leader_election_id, Path("--leader-election-id"))
