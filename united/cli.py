@@ -98,6 +98,25 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument(_lease_flag(name), type=float, default=default, metavar="SECONDS", help=meaning)
     r.add_argument("--http-port", type=int, default=8080, help="port for /healthz, /readyz and /metrics")
     r.add_argument(
+        "--controller-namespace",
+        default=os.environ.get("POD_NAMESPACE") or "united-system",
+        help="the controller's own namespace: its webhook Secret, excluded from the pod webhooks",
+    )
+    r.add_argument("--webhook-port", type=int, help="serve the WorkloadSpread webhooks over HTTPS on this port")
+    r.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds (default 0.0.0.0)")
+    r.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        help="create the webhook configurations pointing at URL (e.g. https://127.0.0.1:9443); "
+        "default: only patch the caBundle of the installed ones",
+    )
+    r.add_argument(
+        "--webhook-failure-policy",
+        choices=("Ignore", "Fail"),
+        default="Ignore",
+        help="Ignore (default): pods are created while no replica answers; Fail: they are refused",
+    )
+    r.add_argument(
         "--discovery-interval",
         type=float,
         default=30.0,
@@ -242,6 +261,11 @@ def _run(args: argparse.Namespace) -> int:
         leader_election_retry_period=timings["retry_period"],
         http_port=args.http_port,
         discovery_interval=args.discovery_interval,
+        controller_namespace=args.controller_namespace,
+        webhook_port=args.webhook_port,
+        webhook_host=args.webhook_host,
+        webhook_url=args.webhook_url,
+        webhook_failure_policy=args.webhook_failure_policy,
     )
     try:
         return asyncio.run(run(settings))
@@ -261,6 +285,17 @@ def _run_flag_errors(args: argparse.Namespace) -> list[FieldError]:
         errors.append(invalid(Path("--discovery-interval"), args.discovery_interval, "must be a positive number"))
     for namespace in args.namespace:
         errors += dns_label_errors(namespace, Path("--namespace"))
+    errors += dns_label_errors(args.controller_namespace, Path("--controller-namespace"))
+    if args.webhook_port is not None and not 0 <= args.webhook_port <= 65535:
+        errors.append(invalid(Path("--webhook-port"), args.webhook_port, "must be between 0 and 65535"))
+    if args.webhook_url is not None:
+        from united.workloadspread.webhookconfig import url_problem
+
+        problem = url_problem(args.webhook_url)
+        if problem is not None:
+            errors.append(invalid(Path("--webhook-url"), args.webhook_url, problem))
+        elif args.webhook_port is None:
+            errors.append(FieldError("--webhook-url", "needs --webhook-port (the server the URL reaches)"))
     if args.leader_elect:
         errors += dns_label_errors(args.leader_election_namespace, Path("--leader-election-namespace"))
         errors += dns_subdomain_errors(args.leader_election_id, Path("--leader-election-id"))

@@ -32,7 +32,7 @@ import uuid
 from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -101,6 +101,15 @@ class Settings:
     """Seconds a child kind's first LIST may take before its UnitedDeployments are reported
     ``ChildKindUnavailable`` (and every other kind is served); it is picked up when it syncs."""
     client_qps_timeout: float = 30.0
+    controller_namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE") or "united-system")
+    """The controller's own namespace: its webhook Secret, excluded from its pod webhooks."""
+    webhook_port: int | None = None
+    """Serve the WorkloadSpread webhooks on this port (None: no webhook server)."""
+    webhook_host: str = "0.0.0.0"
+    webhook_url: str | None = None
+    """``https://host:port``: create/update the webhook configurations pointing at it; None:
+    only patch the ``caBundle`` of the shipped ones (in-cluster, through the Service)."""
+    webhook_failure_policy: Literal["Ignore", "Fail"] = "Ignore"
 
     @property
     def ud_resource(self) -> Resource:
