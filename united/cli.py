@@ -19,7 +19,7 @@ from united import __version__, data
 from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.log import add_logging_arguments, configure_logging
-from united.manifest import load, load_state
+from united.manifest import Source, load, load_state
 from united.output import print_json as _print_json
 from united.output import print_table
 from united.placement.selector import text_errors
@@ -31,6 +31,10 @@ from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
 from united.workloadspread import commands as spread_commands
+from united.workloadspread import model as workloadspread
+from united.workloadspread.admission import admit as admit_spread
+from united.workloadspread.validation import conflicts
+from united.workloadspread.validation import validate_update as validate_spread_update
 
 EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
 
@@ -146,23 +150,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+def _source(file: str) -> Source:
     source = load(file)
     for note in source.notes:
         print(f"note: {note}", file=sys.stderr)
-    return admit(source.document, replicas=replicas)
+    return source
+
+
+def _load(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+    return admit(_source(file).document, replicas=replicas)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    ud = None
     errors: list[FieldError] = []
     try:
-        ud = _load(args.file)
+        source = _source(args.file)
+        is_spread = isinstance(source.document, dict) and source.document.get("kind") == workloadspread.KIND
+        errors = _validate_spread(source, args.old) if is_spread else _validate_united(source, args.old)
     except ManifestError as e:
         errors = e.errors
-    if ud is not None and args.old:
-        old = _load(args.old)
-        errors = validate_update(old, ud)
     if errors:
         return _fail(errors, json_out=args.output == "json")
     if args.output == "json":
@@ -170,6 +176,30 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         print("valid")
     return EXIT_OK
+
+
+def _validate_united(source: Source, old_file: str | None) -> list[FieldError]:
+    ud = admit(source.document)
+    return validate_update(_load(old_file), ud) if old_file else []
+
+
+def _validate_spread(source: Source, old_file: str | None) -> list[FieldError]:
+    """A WorkloadSpread: the create rules, the conflict rule against the other WorkloadSpreads
+    of the file (what the webhook lists in the namespace), and with ``old_file`` the update rules."""
+    ws = admit_spread(source.document)
+    others = []
+    for doc in source.others:
+        if isinstance(doc, dict) and doc.get("kind") == workloadspread.KIND:
+            try:
+                others.append(workloadspread.parse(doc))
+            except ManifestError:
+                continue
+    if others:
+        print(f"note: the other WorkloadSpread(s) ({len(others)}) were read to check for conflicts", file=sys.stderr)
+    errors = conflicts(ws, others)
+    if old_file:
+        errors = validate_spread_update(admit_spread(_source(old_file).document), ws) + errors
+    return errors
 
 
 def _allocate(args: argparse.Namespace) -> tuple[UnitedDeployment, Plan]:

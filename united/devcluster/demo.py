@@ -99,7 +99,7 @@ def run(*, sample: str | None = None) -> int:
 
 async def _serve(cluster: LocalCluster, doc: dict[str, Any], path: Traversable) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
-        await crds.install(client, [*crds.kruise_crds(), *data.documents(data.crd())])
+        await crds.install(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
         nodes = NodeSimulator(client)
         async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes(doc))

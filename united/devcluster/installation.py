@@ -69,9 +69,9 @@ async def apply(client: KubeClient, docs: Iterable[JSON]) -> None:
 
 
 async def install_controller(client: KubeClient, *, compat: bool = False, leader_election: bool = False) -> None:
-    """The CRD (and with ``compat`` the apps.kruise.io one), namespace, ServiceAccount and
+    """The CRDs (and with ``compat`` the apps.kruise.io ones), namespace, ServiceAccount and
     ClusterRole(Binding) of ``manifests/base`` (with ``leader_election`` its Lease Role)."""
-    files = [data.crd(GROUP), *([data.crd(KRUISE_GROUP)] if compat else []), *(BASE / f for f in IDENTITY)]
+    files = [*data.crds(GROUP), *(data.crds(KRUISE_GROUP) if compat else []), *(BASE / f for f in IDENTITY)]
     if leader_election:
         files.append(BASE / LEADER_ELECTION)
     await apply(client, documents(*files))
