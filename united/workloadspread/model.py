@@ -130,6 +130,9 @@ class SubsetStatus:
     creating_pods: Mapping[str, str] = field(default_factory=dict)
     deleting_pods: Mapping[str, str] = field(default_factory=dict)
     conditions: tuple[Json, ...] = ()
+    #: Ours: why the subset looks as it does (the controller's aggregate entries only).
+    reason: str = ""
+    message: str = ""
 
     def to_dict(self) -> Json:
         out: Json = {"name": self.name, "replicas": self.replicas, "missingReplicas": self.missing_replicas}
@@ -139,6 +142,10 @@ class SubsetStatus:
             out["deletingPods"] = dict(self.deleting_pods)
         if self.conditions:
             out["conditions"] = [dict(c) for c in self.conditions]
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
         return out
 
 
@@ -360,6 +367,8 @@ def _subset_statuses(r: Reader, value: Any, path: Path) -> tuple[SubsetStatus, .
                 creating_pods=r.str_map(item.get("creatingPods"), p.child("creatingPods")),
                 deleting_pods=r.str_map(item.get("deletingPods"), p.child("deletingPods")),
                 conditions=r.maps(item.get("conditions"), p.child("conditions")) or (),
+                reason=r.string(item.get("reason"), p.child("reason")) or "",
+                message=r.string(item.get("message"), p.child("message")) or "",
             )
         )
     return tuple(out)
