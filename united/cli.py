@@ -8,12 +8,10 @@ never a traceback); 1 an unexpected internal failure. The JSON shapes printed wi
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import yaml
 
@@ -22,6 +20,8 @@ from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import Source, load, load_state
+from united.output import print_json as _print_json
+from united.output import print_table
 from united.placement.selector import text_errors
 from united.uniteddeployment import revision
 from united.uniteddeployment.admission import admit
@@ -30,6 +30,7 @@ from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
+from united.workloadspread import commands as spread_commands
 from united.workloadspread import model as workloadspread
 from united.workloadspread.admission import admit as admit_spread
 from united.workloadspread.validation import conflicts
@@ -74,6 +75,14 @@ def _parser() -> argparse.ArgumentParser:
         if name == "render":
             c.add_argument("--revision", metavar="R", help="revision name for the children (default: computed)")
         c.set_defaults(func=_plan if name == "plan" else _render)
+
+    a = sub.add_parser("admit", help="show what the pod webhook would do to a pod of a WorkloadSpread's target")
+    a.add_argument("file", metavar="WS", help="WorkloadSpread manifest (may carry a status), or - for stdin")
+    a.add_argument("pod", metavar="POD", help="the pod, as created (CREATE) or as it is (DELETE, EVICT)")
+    a.add_argument("--operation", choices=spread_commands.OPERATIONS, default="CREATE")
+    a.add_argument("--replicas", type=int, metavar="N", help="the target's replicas (for percentages)")
+    a.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    a.set_defaults(func=spread_commands.admit_command)
 
     r = sub.add_parser("run", help="run the controller against a cluster")
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
@@ -206,6 +215,9 @@ def _allocate(args: argparse.Namespace) -> tuple[UnitedDeployment, Plan]:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    docs = spread_commands.documents(args.file)
+    if spread_commands.is_workloadspread(docs):
+        return spread_commands.plan_command(args, docs)
     ud, plan = _allocate(args)
     subsets = [
         {"name": a.name, "replicas": a.replicas, "partition": a.partition, "reason": a.reason, "message": a.message}
@@ -217,9 +229,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"UnitedDeployment {ud.name}: {plan.replicas} replicas, allocator {plan.allocator}")
     rows = [("SUBSET", "REPLICAS", "PARTITION", "REASON", "MESSAGE")]
     rows += [(a.name, str(a.replicas), str(a.partition), a.reason, a.message) for a in plan.subsets]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[4])
+    print_table(rows)
     return EXIT_OK
 
 
@@ -369,8 +379,3 @@ def _fail(errors: Sequence[FieldError], *, json_out: bool) -> int:
     for e in errors:
         print(e, file=sys.stderr)
     return EXIT_INVALID
-
-
-def _print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2)
-    sys.stdout.write("\n")

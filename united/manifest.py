@@ -95,6 +95,20 @@ _STATE_FIELDS = {"replicas": int, "readyReplicas": int, "unschedulable": bool, "
 
 
 def parse_state(doc: Any) -> dict[str, SubsetState]:
+    return {
+        name: SubsetState(
+            replicas=values.get("replicas", 0),
+            ready_replicas=values.get("readyReplicas", 0),
+            unschedulable=values.get("unschedulable", False),
+            reserved_pods=values.get("reservedPods", 0),
+        )
+        for name, values in state_entries(doc, _STATE_FIELDS).items()
+    }
+
+
+def state_entries(doc: Any, fields: Mapping[str, type]) -> dict[str, dict[str, Any]]:
+    """The checked fields of each subset of a STATE document ``{"subsets": {<name>: {...}}}``:
+    ``fields`` maps each allowed field to ``int`` (a count, at least 0) or ``bool``."""
     root = Path("state")
     if not isinstance(doc, Mapping) or set(doc) - {"subsets"}:
         raise ManifestError([invalid(root, doc, 'must be an object {"subsets": {<name>: {...}}}')])
@@ -102,7 +116,7 @@ def parse_state(doc: Any) -> dict[str, SubsetState]:
     if not isinstance(subsets, Mapping):
         raise ManifestError([invalid(root.child("subsets"), subsets, "must be an object keyed by subset name")])
     errors: list[FieldError] = []
-    out: dict[str, SubsetState] = {}
+    out: dict[str, dict[str, Any]] = {}
     for sname, entry in subsets.items():
         p = root.child("subsets").key(str(sname))
         entry = {} if entry is None else entry
@@ -111,23 +125,16 @@ def parse_state(doc: Any) -> dict[str, SubsetState]:
             continue
         values: dict[str, Any] = {}
         for key, value in entry.items():
-            kind = _STATE_FIELDS.get(key)
+            kind = fields.get(key)
             if kind is None:
-                errors.append(
-                    FieldError(str(p.child(key)), "Unknown field: supported fields: " + ", ".join(_STATE_FIELDS))
-                )
+                errors.append(FieldError(str(p.child(key)), "Unknown field: supported fields: " + ", ".join(fields)))
             elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 errors.append(invalid(p.child(key), value, f"must be {'a boolean' if kind is bool else 'an integer'}"))
             elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
                 errors.append(invalid(p.child(key), value, "must be greater than or equal to 0"))
             else:
                 values[key] = value
-        out[str(sname)] = SubsetState(
-            replicas=values.get("replicas", 0),
-            ready_replicas=values.get("readyReplicas", 0),
-            unschedulable=values.get("unschedulable", False),
-            reserved_pods=values.get("reservedPods", 0),
-        )
+        out[str(sname)] = values
     if errors:
         raise ManifestError(errors)
     return out
