@@ -1,0 +1,123 @@
+"""The burst invariant, watched: no subset of a WorkloadSpread ever holds more active pods
+than its ``maxReplicas``.
+
+:class:`Occupancy` is pure: fed every pod event in order, it keeps each pod's subset (the
+``matched-workloadspread`` annotation) and whether it is active (not terminating, not
+finished — the pods the reference counts), and after *every* event checks the per-subset
+counts against the maxima, so a moment of over-fill between two polls cannot go unseen.
+:func:`watching` feeds it from the API server: one LIST, then watches continuing from the
+list's ``resourceVersion`` (a ``Gone`` ends the run with an error instead of re-listing,
+which could skip the very event that over-filled)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from united.kube.client import PODS, KubeClient
+from united.workloadspread.injection import matched
+
+JSON = dict[str, Any]
+FINISHED = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A subset above its maximum right after event number ``event`` (1-based)."""
+
+    event: int
+    subset: str
+    count: int
+    maximum: int
+    pod: str
+
+
+def active(pod: JSON) -> bool:
+    """Counted against a maximum: neither terminating nor finished."""
+    return not pod.get("metadata", {}).get("deletionTimestamp") and (pod.get("status") or {}).get(
+        "phase"
+    ) not in FINISHED
+
+
+@dataclass
+class Occupancy:
+    """Active pods per subset of the WorkloadSpread ``spread``, checked against ``maxima``
+    (None: no maximum) after every event; pods matched to no subset of it are unplaced."""
+
+    spread: str
+    maxima: Mapping[str, int | None]
+    events: int = 0
+    peaks: dict[str, int] = field(default_factory=dict)
+    unplaced_peak: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    _pods: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
+
+    def observe(self, kind: str, pod: JSON) -> None:
+        """One watch event (``ADDED``, ``MODIFIED``, ``DELETED``; bookmarks are not events)."""
+        meta = pod.get("metadata") or {}
+        key = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+        self.events += 1
+        if kind == "DELETED":
+            self._pods.pop(key, None)
+            return
+        match = matched(pod)
+        subset = match.subset if match is not None and match.name == self.spread and match.subset else None
+        self._pods[key] = (subset, active(pod))
+        counts = self.counts()
+        for name, count in counts.items():
+            self.peaks[name] = max(self.peaks.get(name, 0), count)
+            maximum = self.maxima.get(name)
+            if maximum is not None and count > maximum:
+                self.violations.append(Violation(self.events, name, count, maximum, str(meta.get("name"))))
+        self.unplaced_peak = max(self.unplaced_peak, self.unplaced())
+
+    def counts(self) -> dict[str, int]:
+        """Active pods per subset now (subsets without a pod left out)."""
+        counts: dict[str, int] = {}
+        for subset, is_active in self._pods.values():
+            if subset is not None and is_active:
+                counts[subset] = counts.get(subset, 0) + 1
+        return counts
+
+    def unplaced(self) -> int:
+        """Active pods in no subset of the spread (admitted while no webhook answered)."""
+        return sum(1 for subset, is_active in self._pods.values() if subset is None and is_active)
+
+
+async def _feed(kube: KubeClient, occupancy: Occupancy, namespace: str, selector: str, listed: asyncio.Event) -> None:
+    listing = await kube.list(PODS, namespace=namespace, label_selector=selector)
+    for pod in listing.items:
+        occupancy.observe("ADDED", pod)
+    listed.set()
+    version = listing.resource_version
+    while True:
+        async with kube.watch(PODS, namespace=namespace, label_selector=selector, resource_version=version,
+                              timeout_seconds=60) as events:  # fmt: skip
+            async for event in events:
+                if event.type != "BOOKMARK":
+                    occupancy.observe(event.type, event.object)
+            version = events.resource_version
+
+
+@contextlib.asynccontextmanager
+async def watching(kube: KubeClient, occupancy: Occupancy, *, namespace: str, selector: str) -> AsyncIterator[None]:
+    """Feed ``occupancy`` the pods matching ``selector`` for the duration of the block (entered
+    once the LIST is in); a failed watch fails the block."""
+    listed = asyncio.Event()
+    task = asyncio.create_task(_feed(kube, occupancy, namespace, selector, listed), name="occupancy-watch")
+    waiter = asyncio.create_task(listed.wait())
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        waiter.cancel()
+        task.result()
+    try:
+        yield
+    finally:
+        if task.done():
+            task.result()  # the watch broke: the invariant was not watched throughout
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
