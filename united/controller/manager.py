@@ -33,10 +33,11 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
+from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.decode import Undecodable
 from united.kube.errors import ConfigError
-from united.runtime.controller import Controller, Factory
+from united.runtime.controller import Controller, Factory, Host
 from united.runtime.events import EventRecorder
 from united.runtime.failures import FailureLog
 from united.runtime.health import HealthServer
@@ -45,6 +46,8 @@ from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
 from united.uniteddeployment.controller import UnitedDeploymentController, served
 from united.uniteddeployment.model import GROUP, KRUISE_GROUP, PLURAL
+from united.workloadspread.reconciler import Caches, Reconciler, WorkloadSpreadController, ws_resource
+from united.workloadspread.webhook import PodWebhook
 
 log = structlog.get_logger(__name__)
 C = TypeVar("C", bound=Controller)
@@ -107,7 +110,14 @@ class Manager:
     """The shared lifecycle (see the module docstring) around one controller per kind:
     the UnitedDeployment one always, others as :meth:`add` registers them."""
 
-    def __init__(self, client: KubeClient, settings: Settings, *, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        settings: Settings,
+        *,
+        metrics: Metrics | None = None,
+        webhook_client: KubeClient | None = None,
+    ) -> None:
         self.client = client
         self.settings = settings
         self.metrics = metrics or Metrics()
@@ -135,6 +145,12 @@ class Manager:
                 child_sync_timeout=settings.child_sync_timeout,
             )
         )
+        self.spreads: WorkloadSpreadController | None = None
+        self.add_when_served(ws_resource(settings.api_group), self._spread_controller)
+        self.webhook = PodWebhook(webhook_client or client, self._spread_caches)
+        """Served by every replica (with ``--webhook-port``), leader or not: bookings are
+        optimistic status writes, safe from several processes; hence a client without the fence."""
+        self._webhooks: WebhookService | None = None
 
     def add(self, controller: C) -> C:
         self.controllers.append(controller)
@@ -144,6 +160,23 @@ class Manager:
         """Run the controller ``factory`` makes once the API server serves ``resource``
         (looked up at start and on the discovery timer, like child kinds)."""
         self._optional.append((resource, factory))
+
+    def _spread_controller(self, host: Host) -> Controller:
+        self.spreads = WorkloadSpreadController(host, api_group=self.settings.api_group)
+        return self.spreads
+
+    def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
+        """The WorkloadSpread caches once served and synced; before that pods go unplaced."""
+        spreads = self.spreads
+        if spreads is None or not all(i.has_synced.is_set() for i in self.informers):
+            return None
+        return spreads.caches, spreads.spreads
+
+    async def _serve_webhooks(self) -> None:
+        self._webhooks = await serve_webhooks(
+            self.webhook.client, self.settings, self.webhook.routes(), metrics=self.metrics
+        )
+        log.info("serving webhooks", port=self._webhooks.server.port)
 
     # -- what controllers get (runtime.controller.Host) --------------------------------------
 
@@ -157,7 +190,7 @@ class Manager:
         started: bool = True,
     ) -> list[Informer]:
         made = []
-        for ns in self.namespaces:
+        for ns in self.namespaces if resource.namespaced else [None]:
             key = (resource, ns, selector, index_label)
             informer = self._shared.get(key)
             if informer is None:
@@ -278,6 +311,8 @@ class Manager:
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
         await self._discover()
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))
+        if self.settings.webhook_port is not None:
+            self.health.watch_task("webhooks", self.spawn(self._serve_webhooks(), name="webhooks"))
         if self.settings.leader_elect:
             elector = LeaderElector(
                 self.client,
@@ -334,6 +369,8 @@ class Manager:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._webhooks is not None:
+            await self._webhooks.stop()
         await self.recorder.close(within=EVENTS_WITHIN)  # while the Lease is ours: the fence refuses them after
         await self._release()
         await self.health.stop()
@@ -342,12 +379,17 @@ class Manager:
 
 async def run(settings: Settings) -> int:
     client = await KubeClient.from_config(settings.kubeconfig)
+    webhook_client = await KubeClient.from_config(settings.kubeconfig) if settings.webhook_port is not None else None
     try:
-        manager = Manager(client, settings)
+        manager = Manager(client, settings, webhook_client=webhook_client)
         client.observer = manager.metrics.api.observe
+        if webhook_client is not None:
+            webhook_client.observer = manager.metrics.api.observe
         return await manager.run()
     finally:
         await client.close()
+        if webhook_client is not None:
+            await webhook_client.close()
 
 
 __all__ = ["KRUISE_GROUP", "Manager", "Settings", "run"]
