@@ -19,9 +19,9 @@ from typing import Any
 
 from united.kube.client import PODS, KubeClient
 from united.workloadspread.injection import matched
+from united.workloadspread.matching import is_active
 
 JSON = dict[str, Any]
-FINISHED = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -33,27 +33,24 @@ class Violation:
     count: int
     maximum: int
     pod: str
-
-
-def active(pod: JSON) -> bool:
-    """Counted against a maximum: neither terminating nor finished."""
-    return not pod.get("metadata", {}).get("deletionTimestamp") and (pod.get("status") or {}).get(
-        "phase"
-    ) not in FINISHED
+    version: str = ""
 
 
 @dataclass
 class Occupancy:
     """Active pods per subset of the WorkloadSpread ``spread``, checked against ``maxima``
-    (None: no maximum) after every event; pods matched to no subset of it are unplaced."""
+    (None: no maximum) after every event; pods matched to no subset of it are unplaced.
+    With ``by`` (a pod label, e.g. ``pod-template-hash``) the maxima hold per value of it:
+    a rolling update's new pods have slots of their own, as the versioned status books them."""
 
     spread: str
     maxima: Mapping[str, int | None]
+    by: str | None = None
     events: int = 0
     peaks: dict[str, int] = field(default_factory=dict)
     unplaced_peak: int = 0
     violations: list[Violation] = field(default_factory=list)
-    _pods: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
+    _pods: dict[str, tuple[str, str | None, bool]] = field(default_factory=dict)
 
     def observe(self, kind: str, pod: JSON) -> None:
         """One watch event (``ADDED``, ``MODIFIED``, ``DELETED``; bookmarks are not events)."""
@@ -65,26 +62,27 @@ class Occupancy:
             return
         match = matched(pod)
         subset = match.subset if match is not None and match.name == self.spread and match.subset else None
-        self._pods[key] = (subset, active(pod))
-        counts = self.counts()
+        version = str((meta.get("labels") or {}).get(self.by, "")) if self.by else ""
+        self._pods[key] = (version, subset, is_active(pod))
+        counts = self.counts(version if self.by else None)
         for name, count in counts.items():
             self.peaks[name] = max(self.peaks.get(name, 0), count)
             maximum = self.maxima.get(name)
             if maximum is not None and count > maximum:
-                self.violations.append(Violation(self.events, name, count, maximum, str(meta.get("name"))))
+                self.violations.append(Violation(self.events, name, count, maximum, str(meta.get("name")), version))
         self.unplaced_peak = max(self.unplaced_peak, self.unplaced())
 
-    def counts(self) -> dict[str, int]:
-        """Active pods per subset now (subsets without a pod left out)."""
+    def counts(self, version: str | None = None) -> dict[str, int]:
+        """Active pods per subset now, of every version or of one (subsets without a pod left out)."""
         counts: dict[str, int] = {}
-        for subset, is_active in self._pods.values():
-            if subset is not None and is_active:
+        for pod_version, subset, live in self._pods.values():
+            if subset is not None and live and version in (None, pod_version):
                 counts[subset] = counts.get(subset, 0) + 1
         return counts
 
     def unplaced(self) -> int:
         """Active pods in no subset of the spread (admitted while no webhook answered)."""
-        return sum(1 for subset, is_active in self._pods.values() if subset is None and is_active)
+        return sum(1 for _, subset, live in self._pods.values() if subset is None and live)
 
 
 async def _feed(kube: KubeClient, occupancy: Occupancy, namespace: str, selector: str, listed: asyncio.Event) -> None:

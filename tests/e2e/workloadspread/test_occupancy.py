@@ -94,3 +94,23 @@ def test_a_subset_without_maximum_never_violates() -> None:
     occupancy = replay([("ADDED", pod(f"p{i}", "rest")) for i in range(50)])
     assert occupancy.counts() == {"rest": 50}
     assert occupancy.violations == []
+
+
+def test_by_version_each_template_version_has_its_own_maxima() -> None:
+    def versioned(name: str, subset: str, version: str) -> JSON:
+        obj = pod(name, subset)
+        obj["metadata"]["labels"] = {"pod-template-hash": version}
+        return obj
+
+    occupancy = Occupancy("ws", MAXIMA, by="pod-template-hash")
+    for kind, obj in [
+        ("ADDED", versioned("o1", "a", "old")),
+        ("ADDED", versioned("o2", "a", "old")),
+        ("ADDED", versioned("n1", "a", "new")),
+        ("ADDED", versioned("n2", "a", "new")),
+        ("ADDED", versioned("n3", "a", "new")),
+    ]:
+        occupancy.observe(kind, obj)
+    assert occupancy.counts() == {"a": 5}
+    assert occupancy.counts("new") == {"a": 3}
+    assert occupancy.violations == [Violation(event=5, subset="a", count=3, maximum=2, pod="n3", version="new")]
