@@ -64,11 +64,11 @@ def deployment(replicas: int) -> JSON:
     }  # fmt: skip
 
 
-@pytest.fixture
-def webhook_controller(cluster: LocalCluster, simulation: Any) -> Iterator[Controller]:
-    """``united run`` serving the pod webhook (admin credentials: these tests are about
-    admission, the least-privilege suite is about RBAC); its configurations are removed
-    afterwards so later tests' pods do not call a stopped server."""
+@contextlib.contextmanager
+def webhook_flags(cluster: LocalCluster) -> Iterator[tuple[str, ...]]:
+    """The ``united run`` flags that serve the pod webhook at ``https://127.0.0.1:PORT`` from a
+    fresh controller namespace; on exit the webhook configurations and that namespace are
+    removed, so later tests' pods do not call a stopped server."""
     port = free_port()
     # Short: the serving certificate's common name is "united-webhook.<namespace>.svc" (64 at most).
     controller_ns = f"ws-e2e-{secrets.token_hex(3)}"
@@ -88,15 +88,24 @@ def webhook_controller(cluster: LocalCluster, simulation: Any) -> Iterator[Contr
                 await kube.delete(NAMESPACES, controller_ns)
 
     asyncio.run(prepare())
-    running = Controller(cluster.admin_kubeconfig, name="ws-e2e", leader_elect=False, extra=(
-        "--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--webhook-url", f"https://127.0.0.1:{port}",
-        "--controller-namespace", controller_ns))  # fmt: skip
-    running.start()
     try:
-        yield running
+        yield ("--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--webhook-url",
+               f"https://127.0.0.1:{port}", "--controller-namespace", controller_ns)  # fmt: skip
     finally:
-        running.stop()
         asyncio.run(cleanup())
+
+
+@pytest.fixture
+def webhook_controller(cluster: LocalCluster, simulation: Any) -> Iterator[Controller]:
+    """``united run`` serving the pod webhook (admin credentials: these tests are about
+    admission, the least-privilege suite is about RBAC)."""
+    with webhook_flags(cluster) as flags:
+        running = Controller(cluster.admin_kubeconfig, name="ws-e2e", leader_elect=False, extra=flags)
+        running.start()
+        try:
+            yield running
+        finally:
+            running.stop()
 
 
 class Target:
