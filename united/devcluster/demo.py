@@ -80,14 +80,8 @@ def run(*, sample: str | None = None) -> int:
     cluster = LocalCluster(binaries)
     try:
         cluster.start()
-    except ClusterError as exc:
-        _say(str(exc))
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    try:
         return asyncio.run(_serve(cluster, doc, path))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM before the controller handles it
         return 130
     except ClusterError as exc:
         _say(str(exc))
