@@ -66,7 +66,8 @@ def test_controller_is_the_crd_then_the_base_kustomization() -> None:
     docs = data.controller(GROUP)
     assert [d["kind"] for d in docs] == [
         "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-        "Role", "RoleBinding", "Deployment", "Service",
+        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+        "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
     ]
     assert docs[0]["spec"]["group"] == GROUP
     assert all(d["metadata"]["namespace"] == "united-system" for d in docs if d["kind"] in ("Role", "Deployment"))
