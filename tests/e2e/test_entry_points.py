@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 
 from tests.e2e.console import interrupt, read_until, run_until, value
 from united.devcluster.build import Layout
@@ -21,6 +22,7 @@ from united.devcluster.wait import eventually
 from united.kube.client import NODES, PODS, KubeClient, Resource
 
 pytestmark = pytest.mark.e2e
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 UDS = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 
 
@@ -165,3 +167,23 @@ async def test_a_second_ctrl_c_does_not_cut_the_tear_down_short() -> None:
     assert proc.returncode in (0, 130), output  # 0 if the stop was quicker than the second signal
     assert not _left_behind(files), output
     assert Layout.default().bin_dir.is_dir(), "the cached binaries stay"
+
+
+async def test_a_sample_the_api_server_refuses_ends_the_demo_with_its_reason(tmp_path: Path) -> None:
+    """A WorkloadSpread sample whose target the API server refuses (its selector does not
+    match its template): one line naming the object and why, exit 1, nothing left behind."""
+    docs = list(yaml.safe_load_all((SAMPLES / "workloadspread" / "zones-max.yaml").read_text()))
+    docs[0]["spec"]["selector"]["matchLabels"] = {"app": "not-web"}
+    sample = tmp_path / "refused.yaml"
+    sample.write_text(yaml.safe_dump_all(docs))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "united", "demo", "--sample", str(sample),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    files = await _cluster_files(proc)
+    output = await asyncio.wait_for(_exit(proc), timeout=180)
+    assert proc.returncode == 1, output
+    (line,) = [x for x in output.splitlines() if x.startswith("cannot create ")]
+    assert f"from {sample}: " in line, line
+    assert "Traceback" not in output
+    assert not _left_behind(files), output

@@ -32,7 +32,7 @@ from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
 from united.kube.client import JSON, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient, Resource
-from united.kube.errors import AlreadyExists, NotFound
+from united.kube.errors import AlreadyExists, ApiError, NotFound
 from united.log import configure_logging
 from united.workloadspread.model import GROUP
 
@@ -140,8 +140,15 @@ async def _serve(
                 doc = {**doc, "apiVersion": f"{GROUP}/v1alpha1"}
             resource = SHOWN[doc["kind"]]
             for kind, obj in ((resource, doc), *workloads):  # the spread before its target's pods
-                with contextlib.suppress(AlreadyExists):
+                try:
                     await client.create(kind, obj, namespace=NAMESPACE)
+                except AlreadyExists:
+                    pass
+                except ApiError as exc:  # e.g. the API server refused the sample
+                    _say(f"cannot create {kind.kind} {obj['metadata'].get('name')} from {path}: {exc}")
+                    manager.request_stop()
+                    await controller
+                    return 1
             _print_usage(cluster, path, resource)
             shown = ""
             while not controller.done():
