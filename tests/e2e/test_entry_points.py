@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from tests.e2e.console import interrupt, read_until, run_until, value
-from united.devcluster.build import Layout
+from united.devcluster.build import Layout, provision
+from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
 from united.devcluster.nodes import SIMULATED_LABEL, is_pod_ready
 from united.devcluster.wait import eventually
@@ -187,3 +188,22 @@ async def test_a_sample_the_api_server_refuses_ends_the_demo_with_its_reason(tmp
     assert f"from {sample}: " in line, line
     assert "Traceback" not in output
     assert not _left_behind(files), output
+
+
+async def test_what_a_killed_process_left_is_removed_by_the_next_cluster() -> None:
+    """SIGKILL cannot be handled: its components die with it (PR_SET_PDEATHSIG), and the next
+    LocalCluster created on the machine removes the directories it left."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "united.devcluster", "start",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    files = await _cluster_files(proc)
+    proc.kill()
+    await _exit(proc)
+    assert _left_behind(files), "SIGKILL left nothing behind? then this test tests nothing"
+    next_one = LocalCluster(provision(layout=Layout.default()))
+    try:
+        assert not _left_behind(files)
+    finally:
+        next_one.stop()
+    assert not next_one.workdir.exists()

@@ -10,7 +10,8 @@ ended with an exception) keeps its logs and names their directory.
 The cluster directory ``/tmp/united-kube-*`` holds an admin kubeconfig, bearer tokens and
 private keys, and etcd's data (``/dev/shm/united-etcd-*``) every Secret: a stop removes both,
 also when it is interrupted, and while a cluster runs SIGTERM interrupts the process as Ctrl-C
-does, so the same tear-down runs for both signals. After a failure only ``logs/`` is kept.
+does, so the same tear-down runs for both signals. After a failure only ``logs/`` is kept. What
+a killed process (SIGKILL) left behind is removed by the next cluster created on the machine.
 """
 
 from __future__ import annotations
@@ -276,10 +277,13 @@ class LocalCluster:
         self.startup_timeout = startup_timeout
         self._log_root = log_root
         _interrupt_on_sigterm()
+        sweep_abandoned(Path(log_root or tempfile.gettempdir()))
         self.workdir = Path(tempfile.mkdtemp(prefix="united-kube-", dir=log_root))
         self.log_dir = self.workdir / "logs"
         self.log_dir.mkdir()
         self._etcd_dir = Path(tempfile.mkdtemp(prefix="united-etcd-", dir=_fast_tmp()))
+        owner = {"pid": os.getpid(), "started": _started(os.getpid()), "etcd": str(self._etcd_dir)}
+        (self.workdir / OWNER_FILE).write_text(json.dumps(owner))
         self.ports = Ports.pick()
         self.server = f"https://{HOST}:{self.ports.apiserver}"
         self._processes: list[_Process] = []
@@ -529,6 +533,40 @@ class LocalCluster:
         if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):
             self.keep_logs = True
         self.stop()
+
+
+OWNER_FILE = "owner.json"
+"""In a cluster directory: the process that made it (pid and start time) and etcd's directory."""
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks after boot), or None if there is none: with
+    the pid, an identity that a recycled pid does not share."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def sweep_abandoned(root: Path) -> list[Path]:
+    """Remove the cluster directories under ``root`` (and their etcd data) whose process is
+    gone without tearing down — SIGKILL, the OOM killer, a power cut of a CI job — so their
+    tokens and keys do not outlive them; returns what was removed. A live owner's directory,
+    and one without an owner file (a failed start's kept logs), are left alone."""
+    removed = []
+    for workdir in sorted(root.glob("united-kube-*")):
+        try:
+            owner = json.loads((workdir / OWNER_FILE).read_text())
+            pid, started, etcd = int(owner["pid"]), str(owner["started"]), Path(owner["etcd"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _started(pid) == started or workdir.stat().st_uid != os.getuid():
+            continue
+        if etcd.name.startswith("united-etcd-") and etcd.stat().st_uid == os.getuid():
+            shutil.rmtree(etcd, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+        removed.append(workdir)
+    return removed
 
 
 def _remove(path: Path) -> None:
