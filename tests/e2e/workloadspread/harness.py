@@ -4,11 +4,10 @@ with one subset per simulated zone, watched by an :class:`~.occupancy.Occupancy`
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
@@ -64,42 +63,37 @@ def deployment(replicas: int) -> JSON:
     }  # fmt: skip
 
 
-@contextlib.contextmanager
-def webhook_flags(cluster: LocalCluster) -> Iterator[tuple[str, ...]]:
-    """The ``united run`` flags that serve the pod webhook at ``https://127.0.0.1:PORT`` from a
-    fresh controller namespace; on exit the webhook configurations and that namespace are
-    removed, so later tests' pods do not call a stopped server."""
+@contextlib.asynccontextmanager
+async def webhook_flags(cluster: LocalCluster, *, namespace: str | None = None) -> AsyncIterator[tuple[str, ...]]:
+    """The ``united run`` flags that serve the pod webhook at ``https://127.0.0.1:PORT`` with
+    the controller's Secret in ``namespace`` (None: a fresh one, deleted on exit; the shipped
+    Role grants the ServiceAccount its Secret in ``united-system`` only). On exit the webhook
+    configurations are removed, so later tests' pods do not call a stopped server."""
     port = free_port()
     # Short: the serving certificate's common name is "united-webhook.<namespace>.svc" (64 at most).
-    controller_ns = f"ws-e2e-{secrets.token_hex(3)}"
-
-    async def prepare() -> None:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as kube:
-            await install_controller(kube)
+    controller_ns = namespace or f"ws-e2e-{secrets.token_hex(3)}"
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as kube:
+        await install_controller(kube, dev_webhooks=True)
+        if namespace is None:
             await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": controller_ns}})  # fmt: skip
-
-    async def cleanup() -> None:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as kube:
+        try:
+            yield ("--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--webhook-url",
+                   f"https://127.0.0.1:{port}", "--controller-namespace", controller_ns)  # fmt: skip
+        finally:
             for resource in (MUTATING, VALIDATING):
                 with contextlib.suppress(NotFound):
                     await kube.delete(resource, NAME)
-            with contextlib.suppress(NotFound):
-                await kube.delete(NAMESPACES, controller_ns)
-
-    asyncio.run(prepare())
-    try:
-        yield ("--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--webhook-url",
-               f"https://127.0.0.1:{port}", "--controller-namespace", controller_ns)  # fmt: skip
-    finally:
-        asyncio.run(cleanup())
+            if namespace is None:
+                with contextlib.suppress(NotFound):
+                    await kube.delete(NAMESPACES, controller_ns)
 
 
 @pytest.fixture
-def webhook_controller(cluster: LocalCluster, simulation: Any) -> Iterator[Controller]:
+async def webhook_controller(cluster: LocalCluster, simulation: Any) -> AsyncIterator[Controller]:
     """``united run`` serving the pod webhook (admin credentials: these tests are about
     admission, the least-privilege suite is about RBAC)."""
-    with webhook_flags(cluster) as flags:
+    async with webhook_flags(cluster) as flags:
         running = Controller(cluster.admin_kubeconfig, name="ws-e2e", leader_elect=False, extra=flags)
         running.start()
         try:
@@ -151,8 +145,12 @@ class Target:
 
     def report(self, test: str, seconds: float, **extra: Any) -> JSON:
         """Print the run's figures and append them to ``ws-figures.jsonl`` in the e2e log directory."""
+        violating = {v.pod for v in self.occupancy.violations}
         figures = {"test": test, "counts": self.occupancy.counts(), "peaks": self.occupancy.peaks,
-                   "unplaced": self.occupancy.unplaced(), "events": self.occupancy.events,
+                   "unplaced": self.occupancy.unplaced(), "unplaced_peak": self.occupancy.unplaced_peak,
+                   "adopted": len(self.occupancy.adopted), "events": self.occupancy.events,
+                   "violations": len(self.occupancy.violations), "violating_pods": len(violating),
+                   "violating_pods_adopted": len(violating & self.occupancy.adopted),
                    "seconds": round(seconds, 1), **extra}  # fmt: skip
         print(f"\nWorkloadSpread figures: {json.dumps(figures)}")
         LOG_DIR.mkdir(parents=True, exist_ok=True)

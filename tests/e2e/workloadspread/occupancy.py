@@ -50,6 +50,8 @@ class Occupancy:
     peaks: dict[str, int] = field(default_factory=dict)
     unplaced_peak: int = 0
     violations: list[Violation] = field(default_factory=list)
+    adopted: set[str] = field(default_factory=set)
+    """Pods first seen in no subset and later in one (the controller adopted them)."""
     _pods: dict[str, tuple[str, str | None, bool]] = field(default_factory=dict)
 
     def observe(self, kind: str, pod: JSON) -> None:
@@ -63,6 +65,9 @@ class Occupancy:
         match = matched(pod)
         subset = match.subset if match is not None and match.name == self.spread and match.subset else None
         version = str((meta.get("labels") or {}).get(self.by, "")) if self.by else ""
+        before = self._pods.get(key)
+        if before is not None and before[1] is None and subset is not None:
+            self.adopted.add(str(meta.get("name")))
         self._pods[key] = (version, subset, is_active(pod))
         counts = self.counts(version if self.by else None)
         for name, count in counts.items():

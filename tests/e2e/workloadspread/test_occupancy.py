@@ -74,6 +74,7 @@ def test_a_modified_pod_is_recounted_where_it_is_now() -> None:
     assert occupancy.counts() == {"b": 1}
     assert occupancy.unplaced() == 0
     assert occupancy.unplaced_peak == 1
+    assert occupancy.adopted == {"p1"}
 
 
 def test_pods_of_no_subset_of_this_spread_are_unplaced_and_never_count_against_a_maximum() -> None:
