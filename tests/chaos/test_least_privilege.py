@@ -79,6 +79,10 @@ def _granted(rules: Iterable[JSON]) -> set[Permission]:
 
 CLUSTER_RULES = _rules("ClusterRole", BASE / "clusterrole.yaml")
 LEASE_RULES = _rules("Role", BASE / "leader-election.yaml")
+WS_RBAC = BASE / "workloadspread-rbac.yaml"
+WS_RULES = [*_rules("ClusterRole", WS_RBAC), *_rules("Role", WS_RBAC)]
+"""The WorkloadSpread rules: the controller starts that kind's informers too, so they are
+granted to every run; whether each is needed is the WorkloadSpread test's question."""
 WS_CLUSTER_RULES = _rules("ClusterRole", BASE / "workloadspread-rbac.yaml")
 WS_SECRET_RULES = _rules("Role", BASE / "workloadspread-rbac.yaml")
 KRUISE_RULES = _rules("ClusterRole", ROOT / "manifests" / "kruise" / "clusterrole.yaml")
@@ -338,7 +342,7 @@ async def test_every_granted_permission_is_needed_and_nothing_more_is_asked(
     assert not refused, f"the API server refused: {refused}"
     used = _used(entries)
     granted = _granted(CLUSTER_RULES) | _granted(LEASE_RULES)
-    assert used <= granted, f"used but not granted: {used - granted}"
+    assert used <= granted | _granted(WS_RULES), f"used but not granted: {used - granted - _granted(WS_RULES)}"
     unused = granted - used
     record(
         "least privilege",
@@ -356,8 +360,6 @@ async def test_every_granted_permission_is_needed_and_nothing_more_is_asked(
     )
 
 
-WS_RBAC = BASE / "workloadspread-rbac.yaml"
-WS_RULES = [*_rules("ClusterRole", WS_RBAC), *_rules("Role", WS_RBAC)]
 WS_UNUSED_AND_KNOWN: frozenset[Permission] = frozenset(
     {
         # Renewal of the serving certificate (at a third of its year left) or of the CA.
