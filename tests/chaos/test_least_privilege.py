@@ -79,12 +79,11 @@ def _granted(rules: Iterable[JSON]) -> set[Permission]:
 
 CLUSTER_RULES = _rules("ClusterRole", BASE / "clusterrole.yaml")
 LEASE_RULES = _rules("Role", BASE / "leader-election.yaml")
-WS_RBAC = BASE / "workloadspread-rbac.yaml"
-WS_RULES = [*_rules("ClusterRole", WS_RBAC), *_rules("Role", WS_RBAC)]
-"""The WorkloadSpread rules: the controller starts that kind's informers too, so they are
-granted to every run; whether each is needed is the WorkloadSpread test's question."""
 WS_CLUSTER_RULES = _rules("ClusterRole", BASE / "workloadspread-rbac.yaml")
 WS_SECRET_RULES = _rules("Role", BASE / "workloadspread-rbac.yaml")
+WS_RULES = [*WS_CLUSTER_RULES, *WS_SECRET_RULES]
+"""The controller starts the WorkloadSpread informers in every run, so a UnitedDeployment run
+may use these too; whether each is needed is the WorkloadSpread run's question."""
 KRUISE_RULES = _rules("ClusterRole", ROOT / "manifests" / "kruise" / "clusterrole.yaml")
 
 
