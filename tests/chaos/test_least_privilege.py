@@ -29,6 +29,7 @@ from tests.chaos.invariants import KEYS, scale, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for
 from tests.e2e.controller.conftest import SYSTEM
 from tests.e2e.controller.helpers import DEPLOYMENTS, EVENTS, PODS, UD, children, condition, get_ud, patch_ud, ud, zone
+from united import data, kustomization
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import LogEntry
 from united.devcluster.simulation import Simulation
@@ -73,12 +74,15 @@ def _granted(rules: Iterable[JSON]) -> set[Permission]:
 
 CLUSTER_RULES = _rules("ClusterRole", BASE / "clusterrole.yaml")
 LEASE_RULES = _rules("Role", BASE / "leader-election.yaml")
+WS_CLUSTER_RULES = _rules("ClusterRole", BASE / "workloadspread-rbac.yaml")
+WS_SECRET_RULES = _rules("Role", BASE / "workloadspread-rbac.yaml")
+KRUISE_RULES = _rules("ClusterRole", ROOT / "manifests" / "kruise" / "clusterrole.yaml")
 
 
 @pytest.mark.chaos
 def test_the_shipped_roles_have_no_wildcards() -> None:
     assert CLUSTER_RULES and LEASE_RULES
-    for rule in (*CLUSTER_RULES, *LEASE_RULES):
+    for rule in (*CLUSTER_RULES, *LEASE_RULES, *WS_CLUSTER_RULES, *WS_SECRET_RULES, *KRUISE_RULES):
         assert not rule.get("nonResourceURLs"), rule
         for field in ("apiGroups", "resources", "verbs", "resourceNames"):
             assert all("*" not in value for value in rule.get(field) or []), rule
@@ -95,6 +99,66 @@ def test_the_shipped_roles_have_no_wildcards() -> None:
             "verbs": ["get", "update"],
         }
     ]
+
+
+@pytest.mark.chaos
+def test_the_workloadspread_roles_write_only_what_they_name() -> None:
+    """Cluster-wide, WorkloadSpread writes only its own kind, pods, and objects it names
+    (its two webhook configurations, the compat CRD, the two namespaces it labels out of its
+    webhooks); Secrets only in its own namespace, by name but for create (whose name RBAC
+    cannot know); creating webhook configurations is in no shipped role (manifests/dev only)."""
+    writes = {"create", "update", "patch", "delete", "deletecollection"}
+    unnamed_writes = {
+        (group, resource, verb)
+        for rule in WS_CLUSTER_RULES
+        if not rule.get("resourceNames")
+        for group, resource, verb in _granted([rule])
+        if verb in writes
+    }
+    assert unnamed_writes == {
+        ("apps.united.io", "workloadspreads", "update"),
+        ("apps.united.io", "workloadspreads", "patch"),
+        ("apps.united.io", "workloadspreads/status", "update"),
+        ("apps.united.io", "workloadspreads/status", "patch"),
+        ("", "pods", "patch"),
+        ("", "pods", "delete"),
+    }
+    named = sorted(
+        (rule["apiGroups"], rule["resources"], rule["resourceNames"], rule["verbs"])
+        for rule in WS_CLUSTER_RULES
+        if rule.get("resourceNames")
+    )
+    assert named == [
+        ([""], ["namespaces"], ["kube-system", "united-system"], ["get", "patch"]),
+        (
+            ["admissionregistration.k8s.io"],
+            ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+            ["united-workloadspread"],
+            ["get", "update", "patch"],
+        ),
+        (["apiextensions.k8s.io"], ["customresourcedefinitions"], ["workloadspreads.apps.kruise.io"], ["get", "patch"]),
+    ]
+    assert not {"secrets", "configmaps"} & {r for _, r, _ in _granted(WS_CLUSTER_RULES)}
+    assert WS_SECRET_RULES == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["united-webhook-certs"],
+            "verbs": ["get", "update"],
+        },
+    ]
+    kruise = {(g, r, v) for g, r, v in _granted(KRUISE_RULES) if r.startswith("workloadspreads")}
+    ours = {("apps.kruise.io", r, v) for g, r, v in _granted(WS_CLUSTER_RULES) if g == "apps.united.io"}
+    assert kruise == ours, "the kruise overlay grants the same on apps.kruise.io"
+    configurations = {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}
+    assert not any(
+        "create" in rule["verbs"] and configurations & set(rule["resources"])
+        for overlay in ("base", "kruise")
+        for doc in kustomization.build(data.MANIFESTS, overlay)
+        if doc["kind"] in ("ClusterRole", "Role")
+        for rule in doc["rules"]
+    )
 
 
 @pytest.mark.chaos

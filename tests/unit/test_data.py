@@ -76,7 +76,8 @@ def test_controller_is_the_crds_then_the_base_kustomization() -> None:
     assert [d["kind"] for d in docs] == [
         "CustomResourceDefinition", "CustomResourceDefinition",
         "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-        "Role", "RoleBinding", "Deployment", "Service",
+        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+        "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
     ]
     assert [(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in docs[:2]] == [
         (GROUP, "UnitedDeployment"), (GROUP, "WorkloadSpread"),
