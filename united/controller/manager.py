@@ -131,6 +131,9 @@ class Manager:
         self._election: asyncio.Task[None] | None = None
         self._leading = False
         self._running = False
+        self._deferred: list[Informer] | None = None
+        """While a controller of a kind served late is made: its new informers, kept out of
+        readiness until they sync."""
         """Informers made from now on start at once (the first ones start in :meth:`_serve`)."""
         self.failures = FailureLog()
         """One place for the list/watch failures of every informer: one line per step
@@ -205,7 +208,9 @@ class Manager:
                 )
                 if self._running or not started:
                     self.spawn(informer.run(), name=f"informer-{resource.plural}")
-                if started:
+                if self._deferred is not None:
+                    self._deferred.append(informer)
+                elif started:
                     self.informers.append(informer)
             informer.add_handler(handler)
             made.append(informer)
@@ -229,19 +234,33 @@ class Manager:
     # -- kinds come and go with their CRDs ------------------------------------------------------
 
     async def _discover(self) -> None:
-        """Start the controllers whose kind is now served, then let each look for what it needs."""
+        """Start the controllers whose kind is now served, then let each look for what it needs.
+
+        A new controller's informers run at once but count in readiness, and its workers
+        start, only once they have all synced: a kind that cannot be listed (RBAC not yet
+        granted) must not hold up the others."""
         for entry in list(self._optional):
             resource, factory = entry
             if not await served(self.client, resource):
                 continue
             self._optional.remove(entry)
-            controller = self.add(factory(self))
+            self._deferred = []
+            try:
+                controller = factory(self)
+            finally:
+                informers, self._deferred = self._deferred, None
             log.info("kind served; starting its controller", kind=resource.kind, api=resource.api_version)
-            await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
-            if self._leading:
-                controller.start_workers(self.settings.workers)
+            self.spawn(self._activate(controller, informers), name=f"activate-{controller.name}")
         for controller in list(self.controllers):
             await controller.discover()
+
+    async def _activate(self, controller: Controller, informers: list[Informer]) -> None:
+        await asyncio.gather(*(i.has_synced.wait() for i in informers))
+        self.track(informers)
+        self.add(controller)
+        log.info("controller started", controller=controller.name)
+        if self._leading:
+            controller.start_workers(self.settings.workers)
 
     async def _discovery_loop(self) -> None:
         while True:
