@@ -1,6 +1,6 @@
-"""What the WorkloadSpread e2e tests share: ``united run`` serving the pod webhook over
-HTTPS at ``https://127.0.0.1:PORT`` (``--webhook-url`` mode), and a Deployment under a spread
-with one subset per simulated zone, watched by an :class:`~.occupancy.Occupancy`."""
+"""What the WorkloadSpread e2e and chaos tests share: a Deployment under a spread with one
+subset per simulated zone, watched by an :class:`~.occupancy.Occupancy`, and (for the chaos
+suite's own controllers) the flags that make ``united run`` serve the pod webhook."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import secrets
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import pytest
-
-from tests.e2e.controller.conftest import LOG_DIR, Controller, free_port
+from tests.e2e.controller.conftest import LOG_DIR, free_port
 from tests.e2e.workloadspread.occupancy import Occupancy
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
@@ -89,19 +87,6 @@ async def webhook_flags(cluster: LocalCluster, *, namespace: str | None = None) 
                     await kube.delete(NAMESPACES, controller_ns)
 
 
-@pytest.fixture
-async def webhook_controller(cluster: LocalCluster, simulation: Any) -> AsyncIterator[Controller]:
-    """``united run`` serving the pod webhook (admin credentials: these tests are about
-    admission, the least-privilege suite is about RBAC)."""
-    async with webhook_flags(cluster) as flags:
-        running = Controller(cluster.admin_kubeconfig, name="ws-e2e", leader_elect=False, extra=flags)
-        running.start()
-        try:
-            yield running
-        finally:
-            running.stop()
-
-
 class Target:
     """The ``web`` Deployment under the spread, in one test's namespace."""
 
@@ -145,12 +130,14 @@ class Target:
 
     def report(self, test: str, seconds: float, **extra: Any) -> JSON:
         """Print the run's figures and append them to ``ws-figures.jsonl`` in the e2e log directory."""
-        violating = {v.pod for v in self.occupancy.violations}
+        first = self.occupancy.violations[0] if self.occupancy.violations else None
         figures = {"test": test, "counts": self.occupancy.counts(), "peaks": self.occupancy.peaks,
                    "unplaced": self.occupancy.unplaced(), "unplaced_peak": self.occupancy.unplaced_peak,
                    "adopted": len(self.occupancy.adopted), "events": self.occupancy.events,
-                   "violations": len(self.occupancy.violations), "violating_pods": len(violating),
-                   "violating_pods_adopted": len(violating & self.occupancy.adopted),
+                   "violations": len(self.occupancy.violations),
+                   "first_violation": None if first is None else {
+                       "subset": first.subset, "count": first.count, "maximum": first.maximum,
+                       "pod": first.pod, "adopted": first.pod in self.occupancy.adopted},
                    "seconds": round(seconds, 1), **extra}  # fmt: skip
         print(f"\nWorkloadSpread figures: {json.dumps(figures)}")
         LOG_DIR.mkdir(parents=True, exist_ok=True)

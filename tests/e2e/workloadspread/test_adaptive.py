@@ -13,9 +13,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
-from tests.e2e.workloadspread.harness import SPREAD, SPREADS, Target, webhook_controller  # noqa: F401
+from tests.e2e.workloadspread.conftest import Spreading
+from tests.e2e.workloadspread.harness import SPREAD, SPREADS, Target
 from tests.e2e.workloadspread.occupancy import watching
+from tests.e2e.workloadspread.test_spread import webhook_ready
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
@@ -48,9 +49,10 @@ async def backdate(kube: KubeClient, namespace: str, subset: str, seconds: float
 
 
 async def test_a_cordoned_zones_pods_move_on_and_the_subset_recovers_after_the_window(
-    kube: KubeClient, namespace: str, sim: Simulation, webhook_controller: Controller,  # noqa: F811
+    kube: KubeClient, namespace: str, sim: Simulation, spreading: Spreading,
 ) -> None:  # fmt: skip
     target = Target(kube, namespace, MAXIMA)
+    await webhook_ready(kube, spreading)
     await sim.cordon_zone("zone-a")
     await target.create(strategy=STRATEGY)
     async with watching(kube, target.occupancy, namespace=namespace, selector=target.selector):

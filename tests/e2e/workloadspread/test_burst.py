@@ -19,9 +19,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
-from tests.e2e.workloadspread.harness import Target, webhook_controller  # noqa: F401  (the fixture)
+from tests.e2e.workloadspread.conftest import Spreading
+from tests.e2e.workloadspread.harness import Target
 from tests.e2e.workloadspread.occupancy import watching
+from tests.e2e.workloadspread.test_spread import webhook_ready
 from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
 
@@ -32,8 +33,9 @@ BURST = 60
 
 
 @pytest.fixture
-async def target(kube: KubeClient, namespace: str, webhook_controller: Controller) -> AsyncIterator[Target]:  # noqa: F811
+async def target(kube: KubeClient, namespace: str, spreading: Spreading) -> AsyncIterator[Target]:
     target = Target(kube, namespace, MAXIMA)
+    await webhook_ready(kube, spreading)
     await target.create()
     yield target
 
@@ -57,7 +59,7 @@ async def test_a_burst_of_60_never_overfills_a_subset(target: Target) -> None:
 
 async def test_a_burst_with_the_controller_killed_midway_never_overfills(
     target: Target,
-    webhook_controller: Controller,  # noqa: F811
+    spreading: Spreading,
 ) -> None:
     async with watching(target.kube, target.occupancy, namespace=target.namespace, selector=target.selector):
         started = time.monotonic()
@@ -67,13 +69,13 @@ async def test_a_burst_with_the_controller_killed_midway_never_overfills(
             assert sum(target.occupancy.counts().values()) >= 8
 
         await eventually(under_way, within=120, interval=0.05, what="the burst under way")
-        webhook_controller.stop(signal.SIGKILL)
+        spreading.stop(signal.SIGKILL)
         killed_after = target.total()
         await eventually(lambda: all_created(target), within=180, what="the pods created while we are down")
         seconds = time.monotonic() - started
         unplaced = target.occupancy.unplaced()
         restarted = time.monotonic()
-        webhook_controller.start()
+        spreading.start()
         await eventually(target.status_agrees, within=90, what="the status recovers after the restart")
         recovered = time.monotonic() - restarted
     target.report("burst-kill", seconds, killed_after=killed_after, unplaced_while_down=unplaced,

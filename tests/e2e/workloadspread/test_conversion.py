@@ -2,14 +2,12 @@
 
 The compat CRD ``workloadspreads.apps.kruise.io`` stores ``v1beta1`` and serves ``v1alpha1``
 too; the two spell two subset fields differently, so every read and write in the other
-version goes through ``conversion.review`` served at ``/convert`` by the webhook server, with
-the CRD's ``clientConfig`` (URL and ``caBundle``) written by the certificate loop
-(``--webhook-url`` mode). Without the webhook each read below fails: the API server cannot
-convert."""
+version goes through ``united run``'s ``/convert`` (``conversion.review``), with the CRD's
+``clientConfig`` (URL and ``caBundle``) written by its certificate loop (``--webhook-url``
+mode). Without the webhook each read below fails: the API server cannot convert."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import copy
@@ -18,14 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.runtime.test_webhooks_e2e import Setup, setup  # noqa: F401  (the fixture)
-from united import data
-from united.controller.webhooks import COMPAT_CRD, WebhookService, serve_webhooks
-from united.devcluster import crds
+from tests.e2e.workloadspread.conftest import Spreading
+from united.controller.webhooks import COMPAT_CRD
+from united.devcluster.installation import SYSTEM
 from united.devcluster.wait import eventually
-from united.kube.client import CRDS, PatchType, Resource
+from united.kube.client import CRDS, SECRETS, KubeClient, Resource
 from united.kube.errors import AlreadyExists, ApiError, NotFound
-from united.workloadspread import conversion
+from united.runtime.certificates import Bundle
 from united.workloadspread.model import KIND, KRUISE_ALPHA, KRUISE_BETA
 from united.workloadspread.webhookconfig import CONVERT_PATH
 
@@ -36,10 +33,6 @@ ALPHA = Resource("apps.kruise.io", "v1alpha1", "workloadspreads", True, KIND)
 BETA = Resource("apps.kruise.io", "v1beta1", "workloadspreads", True, KIND)
 ZONE = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-a"]}]}
 PREFERRED = [{"weight": 10, "preference": ZONE}]
-
-
-async def convert(review: JSON) -> JSON:
-    return conversion.review(review)
 
 
 def manifest(api_version: str, name: str) -> JSON:
@@ -62,12 +55,11 @@ def manifest(api_version: str, name: str) -> JSON:
 
 
 class Compat:
-    """The compat CRD served through our webhook in one test's namespace."""
+    """WorkloadSpreads of the compat group in one test's namespace."""
 
-    def __init__(self, served: Setup, service: WebhookService) -> None:
-        self.kube = served.kube
-        self.namespace = served.pod_ns
-        self.service = service
+    def __init__(self, kube: KubeClient, namespace: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
 
     async def create(self, obj: JSON) -> JSON:
         resource = ALPHA if obj["apiVersion"] == KRUISE_ALPHA else BETA
@@ -78,34 +70,12 @@ class Compat:
 
 
 @pytest.fixture
-async def compat(setup: Setup) -> AsyncIterator[Compat]:  # noqa: F811
-    """The shipped compat CRD (installed if missing, put back as it was afterwards), its
-    conversion webhook pointed at a server serving ``conversion.review``."""
-    try:
-        before: JSON | None = await setup.kube.get(CRDS, COMPAT_CRD)
-    except NotFound:
-        before = None
-    [crd] = data.documents(data.crd("apps.kruise.io", "workloadspreads"))
-    if before is None:
-        await crds.install(setup.kube, [crd])
-    service = await serve_webhooks(setup.kube, setup.settings(), {CONVERT_PATH: convert},
-                                   options=setup.options(conversion_crd=COMPAT_CRD))  # fmt: skip
-    try:
-        await asyncio.wait_for(service.webhooks.published.wait(), 30)
-        yield Compat(setup, service)
-        # Storage version objects need no conversion to delete; the namespace's deletion
-        # later would otherwise list v1alpha1 with nobody left to convert.
-        for item in (await setup.kube.list(BETA, namespace=setup.pod_ns)).items:
-            with contextlib.suppress(NotFound):
-                await setup.kube.delete(BETA, item["metadata"]["name"], namespace=setup.pod_ns)
-    finally:
-        await service.stop()
-        if before is None:
-            with contextlib.suppress(NotFound):
-                await setup.kube.delete(CRDS, COMPAT_CRD)
-        else:
-            op = {"op": "replace", "path": "/spec/conversion", "value": before["spec"]["conversion"]}
-            await setup.kube.patch(CRDS, COMPAT_CRD, [op], patch_type=PatchType.JSON)
+async def compat(kube: KubeClient, namespace: str, spreading: Spreading) -> AsyncIterator[Compat]:
+    """The compat CRD (installed with the controller) converted by ``spreading``'s ``/convert``."""
+    yield Compat(kube, namespace)
+    for item in (await kube.list(BETA, namespace=namespace)).items:
+        with contextlib.suppress(NotFound):
+            await kube.delete(BETA, item["metadata"]["name"], namespace=namespace)
 
 
 async def first_conversion(compat: Compat, obj: JSON, other: Resource) -> JSON:
@@ -123,14 +93,18 @@ async def first_conversion(compat: Compat, obj: JSON, other: Resource) -> JSON:
     return converted
 
 
-async def test_crd_conversion_points_at_the_served_url_with_our_ca(compat: Compat, setup: Setup) -> None:  # noqa: F811
-    crd = await setup.kube.get(CRDS, COMPAT_CRD)
-    webhook = crd["spec"]["conversion"]["webhook"]
-    assert crd["spec"]["conversion"]["strategy"] == "Webhook"
-    assert webhook["clientConfig"]["url"] == f"https://127.0.0.1:{setup.port}{CONVERT_PATH}"
-    assert "service" not in webhook["clientConfig"]
-    bundle = await setup.secret_bundle()
-    assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == bundle.ca_bundle
+async def test_crd_conversion_points_at_the_served_url_with_our_ca(kube: KubeClient, spreading: Spreading) -> None:
+    async def patched() -> None:
+        crd = await kube.get(CRDS, COMPAT_CRD)
+        webhook = crd["spec"]["conversion"]["webhook"]
+        assert crd["spec"]["conversion"]["strategy"] == "Webhook"
+        assert webhook["clientConfig"].get("url") == f"https://127.0.0.1:{spreading.webhook_port}{CONVERT_PATH}"
+        assert "service" not in webhook["clientConfig"]
+        secret = await kube.get(SECRETS, "united-webhook-certs", namespace=SYSTEM)
+        bundle = Bundle.from_secret_data(secret["data"])
+        assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == bundle.ca_bundle
+
+    await eventually(patched, within=60, what="the compat CRD's conversion webhook points at the controller")
 
 
 async def test_v1alpha1_manifest_reads_back_as_v1beta1_and_unchanged_as_v1alpha1(compat: Compat) -> None:

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
-from tests.e2e.workloadspread.harness import APP, Target, webhook_controller  # noqa: F401  (the fixture)
+from tests.e2e.workloadspread.conftest import Spreading
+from tests.e2e.workloadspread.harness import APP, Target
 from tests.e2e.workloadspread.occupancy import watching
+from tests.e2e.workloadspread.test_spread import webhook_ready
 from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, KubeClient
 
@@ -22,8 +23,9 @@ REPLICAS = 10
 
 
 async def test_a_rolling_update_keeps_the_split(kube: KubeClient, namespace: str,
-                                                webhook_controller: Controller) -> None:  # noqa: F811  # fmt: skip
+                                                spreading: Spreading) -> None:  # fmt: skip
     target = Target(kube, namespace, MAXIMA, by_version=True)
+    await webhook_ready(kube, spreading)
     await target.create()
 
     async def rolled_out(generation: int) -> None:
