@@ -144,3 +144,39 @@ class Target:
         with (LOG_DIR / "ws-figures.jsonl").open("a") as out:
             out.write(json.dumps(figures) + "\n")
         return figures
+
+
+class Latency:
+    """The webhook's latency histogram for one path, read from ``/metrics`` text, so that two
+    readings give the requests in between (``controller_runtime_webhook_latency_seconds``)."""
+
+    NAME = "controller_runtime_webhook_latency_seconds"
+
+    def __init__(self, metrics: str, path: str) -> None:
+        self.buckets: dict[float, float] = {}
+        self.sum = self.count = 0.0
+        label = f'webhook="{path}"'
+        for line in metrics.splitlines():
+            if not line.startswith(self.NAME) or label not in line:
+                continue
+            head, _, value = line.rpartition(" ")
+            if head.startswith(self.NAME + "_bucket"):
+                bound = head.split('le="', 1)[1].split('"', 1)[0]
+                self.buckets[float(bound)] = float(value)
+            elif head.startswith(self.NAME + "_sum"):
+                self.sum = float(value)
+            elif head.startswith(self.NAME + "_count"):
+                self.count = float(value)
+
+    def since(self, earlier: Latency) -> JSON:
+        """Requests since ``earlier``: their count, mean, and the bucket bounds holding p50 and p99."""
+        count = self.count - earlier.count
+        if count <= 0:
+            return {"requests": 0}
+        cumulative = sorted((bound, n - earlier.buckets.get(bound, 0.0)) for bound, n in self.buckets.items())
+
+        def bound(q: float) -> float:
+            return next(b for b, n in cumulative if n >= q * count)
+
+        return {"requests": int(count), "mean_ms": round(1000 * (self.sum - earlier.sum) / count, 1),
+                "p50_le_ms": 1000 * bound(0.5), "p99_le_ms": 1000 * bound(0.99)}  # fmt: skip

@@ -20,11 +20,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.e2e.workloadspread.conftest import Spreading
-from tests.e2e.workloadspread.harness import Target
+from tests.e2e.workloadspread.harness import Latency, Target, deployment
 from tests.e2e.workloadspread.occupancy import watching
 from tests.e2e.workloadspread.test_spread import webhook_ready
 from united.devcluster.wait import eventually
-from united.kube.client import KubeClient
+from united.kube.client import DEPLOYMENTS, PODS, KubeClient
+from united.workloadspread.webhookconfig import MUTATE_PATH
 
 pytestmark = pytest.mark.e2e
 
@@ -44,14 +45,30 @@ async def all_created(target: Target) -> None:
     assert target.total() == BURST, f"{target.total()} of {BURST} pods so far"
 
 
-async def test_a_burst_of_60_never_overfills_a_subset(target: Target) -> None:
+async def test_a_burst_of_60_never_overfills_a_subset(target: Target, spreading: Spreading) -> None:
     async with watching(target.kube, target.occupancy, namespace=target.namespace, selector=target.selector):
         started = time.monotonic()
+        before = Latency(spreading.metrics(), MUTATE_PATH)
         await target.patch({"replicas": BURST})
         await eventually(lambda: all_created(target), within=180, what="the Deployment creates its pods")
         seconds = time.monotonic() - started
+        targeted = Latency(spreading.metrics(), MUTATE_PATH).since(before)
         await eventually(target.status_agrees, within=60, what="the status counts the pods")
-    target.report("burst", seconds)
+    # The same burst of a Deployment no spread targets: answered from the caches alone.
+    other = deployment(BURST)
+    other["metadata"]["name"] = other["spec"]["template"]["metadata"]["labels"]["app"] = "untargeted"
+    other["spec"]["selector"]["matchLabels"]["app"] = "untargeted"
+    before = Latency(spreading.metrics(), MUTATE_PATH)
+    await target.kube.create(DEPLOYMENTS, other, namespace=target.namespace)
+
+    async def untargeted_created() -> None:
+        pods = await target.kube.list(PODS, namespace=target.namespace, label_selector="app=untargeted")
+        assert len(pods.items) == BURST
+
+    await eventually(untargeted_created, within=180, what="the untargeted Deployment's pods")
+    untargeted = Latency(spreading.metrics(), MUTATE_PATH).since(before)
+    target.report("burst", seconds, admission_targeted=targeted, admission_untargeted=untargeted)
+    assert targeted["requests"] >= BURST
     assert target.occupancy.violations == []
     assert target.occupancy.counts() == {"zone-a": 10, "zone-b": 20, "zone-c": 30}
     assert target.occupancy.unplaced() == 0
