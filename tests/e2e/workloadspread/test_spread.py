@@ -83,7 +83,7 @@ def active(pods: list[JSON]) -> list[JSON]:
 
 
 async def pods_of(kube: KubeClient, namespace: str, app: str) -> list[JSON]:
-    return active((await kube.list(PODS, namespace=namespace, label_selector=f"app={app}"))["items"])
+    return active((await kube.list(PODS, namespace=namespace, label_selector=f"app={app}")).items)
 
 
 async def webhook_ready(kube: KubeClient, spreading: Spreading) -> None:
@@ -114,7 +114,7 @@ async def test_pods_land_in_subset_order_in_their_zones_with_status_and_costs(
     await kube.create(WS, spread("web", "web", [2, 3, None]), namespace=namespace)
     await observed(kube, namespace, "web")
     await kube.create(DEPLOYMENTS, deployment("web", 8), namespace=namespace)
-    zones = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE) for n in (await kube.list(NODES))["items"]}
+    zones = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE) for n in (await kube.list(NODES)).items}
 
     async def placed() -> list[JSON]:
         pods = await pods_of(kube, namespace, "web")
