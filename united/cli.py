@@ -167,8 +167,11 @@ def _validate(args: argparse.Namespace) -> int:
     errors: list[FieldError] = []
     try:
         source = _source(args.file)
-        is_spread = isinstance(source.document, dict) and source.document.get("kind") == workloadspread.KIND
-        errors = _validate_spread(source, args.old) if is_spread else _validate_united(source, args.old)
+        old = _source(args.old) if args.old else None
+        kind = _kind(source.document)
+        if old is not None and _kind(old.document) != kind:
+            raise ManifestError([invalid(Path("--old"), _kind(old.document), f"must be a {kind}, as FILE is")])
+        errors = _validate_spread(source, old) if kind == workloadspread.KIND else _validate_united(source, old)
     except ManifestError as e:
         errors = e.errors
     if errors:
@@ -180,18 +183,22 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _validate_united(source: Source, old_file: str | None) -> list[FieldError]:
+def _kind(doc: Any) -> Any:
+    return doc.get("kind") if isinstance(doc, dict) else None
+
+
+def _validate_united(source: Source, old: Source | None) -> list[FieldError]:
     ud = admit(source.document)
-    return validate_update(_load(old_file), ud) if old_file else []
+    return validate_update(admit(old.document), ud) if old is not None else []
 
 
-def _validate_spread(source: Source, old_file: str | None) -> list[FieldError]:
+def _validate_spread(source: Source, old: Source | None) -> list[FieldError]:
     """A WorkloadSpread: the create rules, the conflict rule against the other WorkloadSpreads
-    of the file (what the webhook lists in the namespace), and with ``old_file`` the update rules."""
+    of the file (what the webhook lists in the namespace), and with ``old`` the update rules."""
     ws = admit_spread(source.document)
     others = []
     for doc in source.others:
-        if isinstance(doc, dict) and doc.get("kind") == workloadspread.KIND:
+        if _kind(doc) == workloadspread.KIND:
             try:
                 others.append(workloadspread.parse(doc))
             except ManifestError:
@@ -199,8 +206,8 @@ def _validate_spread(source: Source, old_file: str | None) -> list[FieldError]:
     if others:
         print(f"note: the other WorkloadSpread(s) ({len(others)}) were read to check for conflicts", file=sys.stderr)
     errors = conflicts(ws, others)
-    if old_file:
-        errors = validate_spread_update(admit_spread(_source(old_file).document), ws) + errors
+    if old is not None:
+        errors = validate_spread_update(admit_spread(old.document), ws) + errors
     return errors
 
 
