@@ -12,6 +12,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import yaml
 
@@ -31,6 +32,7 @@ from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
 from united.workloadspread import commands as spread_commands
+from united.workloadspread import cost_command
 from united.workloadspread import model as workloadspread
 from united.workloadspread.admission import admit as admit_spread
 from united.workloadspread.validation import conflicts
@@ -64,7 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
 
     for name, help_text, outputs in (
-        ("plan", "show how replicas would be allocated over subsets, and why", ("table", "json")),
+        (
+            "plan",
+            "show how replicas (a WorkloadSpread: --replicas new pods) would be spread over subsets, and why",
+            ("table", "json"),
+        ),
         ("render", "print the child workloads exactly as the controller would create them", ("yaml", "json")),
     ):
         c = sub.add_parser(name, help=help_text)
@@ -83,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--replicas", type=int, metavar="N", help="the target's replicas (for percentages)")
     a.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     a.set_defaults(func=spread_commands.admit_command)
+    cost_command.add_parser(sub)
 
     r = sub.add_parser("run", help="run the controller against a cluster")
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
