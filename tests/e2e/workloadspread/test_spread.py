@@ -179,7 +179,8 @@ async def test_pods_admitted_while_the_webhook_is_down_are_unplaced_and_cheapest
     kube: KubeClient, namespace: str, spreading: Spreading
 ) -> None:
     await webhook_ready(kube, spreading)
-    await kube.create(WS, spread("down", "down", [2, None]), namespace=namespace)
+    # Both subsets full once the first 3 pods run: the later ones fit none, so none is adopted.
+    await kube.create(WS, spread("down", "down", [2, 1]), namespace=namespace)
     await observed(kube, namespace, "down")
     await kube.create(DEPLOYMENTS, deployment("down", 3), namespace=namespace)
 
