@@ -2,11 +2,12 @@
 
 A pass is level-triggered and reads only the caches: admit the spread (invalid, or a second
 spread on the same workload: a ``Stalled`` condition and a Warning Event, nothing else
-touched), :func:`~united.workloadspread.sync.sync` decides, and the writes follow — pod
-deletion costs and adoptions (merge patches naming the pod's uid, only what differs), Adaptive
-deletions (uid precondition), the status (merge patch on the status subresource with the
-spread's resourceVersion: a booking the webhook wrote meanwhile is never overwritten, the
-409 requeues), Events. A pass with nothing to change writes nothing.
+touched), :func:`~united.workloadspread.sync.sync` decides, and the writes follow — first the
+status (merge patch on the status subresource with the spread's resourceVersion: a booking
+the webhook wrote meanwhile is never overwritten, the 409 requeues, and nothing is adopted
+into a slot booked meanwhile), then pod deletion costs and adoptions (merge patches naming
+the pod's uid, only what differs), Adaptive deletions (uid precondition), Events. A pass with
+nothing to change writes nothing.
 
 Events that concern a spread (reference 3.1, plus StatefulSet scale, which it forgot): the
 spread itself; a pod of its target (owner chain) or naming it in its annotation; its target
@@ -339,6 +340,10 @@ class Reconciler:
             nodes={key_of(n).split("/", 1)[1]: n for n in self.caches.nodes.list()},
             now=now,
         )
+        if decided.status != ws.status:
+            # First: it counts the adoptions and is conditional on the version the webhook
+            # books against, so a pod is never adopted into a slot booked meanwhile.
+            await self.write_status(ws, decided.status)
         pods = {key_of(p).split("/", 1)[1]: p for p in self.caches.pods.list(ws.namespace)}
         patches: dict[str, Json] = {}
         for name, value in decided.costs.items():
@@ -368,8 +373,6 @@ class Reconciler:
                 continue
         for event_type, reason, message in decided.events:
             self.recorder.event(obj, event_type, reason, message)
-        if decided.status != ws.status:
-            await self.write_status(ws, decided.status)
         return Result(decided.requeue_after)
 
     def _freshest(self, key: str, cached: Json) -> Json:

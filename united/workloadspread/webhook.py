@@ -33,7 +33,7 @@ from typing import Any
 import structlog
 
 from united.api.field import ManifestError
-from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType
+from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.placement.patch import PatchError
 from united.runtime.webserver import Handler, allow, patched
 from united.workloadspread import conversion, matching
@@ -69,6 +69,9 @@ class PodWebhook:
         self.client = client
         self.controller = controller
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._locks: dict[str, asyncio.Lock] = {}
+        """One booking at a time per spread in this process: concurrent admissions of a burst
+        would otherwise race each other's status writes, and all but one 409 every round."""
         self._written: dict[str, Json] = {}
         """The spread as our last status write returned it, by key: newer than a cache that
         has not shown it yet, so a burst of admissions does not 409 on every pod."""
@@ -197,6 +200,19 @@ class PodWebhook:
         it; on a conflict read the spread from the API server and book again. None: no
         booking could be written."""
         key = f"{ws.namespace}/{ws.name}"
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            return await self._book_locked(key, caches, reconciler.resource, ws, book, dry_run=dry_run)
+
+    async def _book_locked(
+        self,
+        key: str,
+        caches: Caches,
+        resource: Resource,
+        ws: WorkloadSpread,
+        book: Callable[[WorkloadSpread], Booking],
+        *,
+        dry_run: bool,
+    ) -> Booking | None:
         ws = self._freshest(key, ws)
         delay = BACKOFF
         for attempt in range(ATTEMPTS):
@@ -205,7 +221,7 @@ class PodWebhook:
                 return booking
             try:
                 answer = await self.client.patch(
-                    reconciler.resource,
+                    resource,
                     ws.name,
                     status_patch(ws, booking.status),
                     patch_type=PatchType.MERGE,
@@ -226,7 +242,7 @@ class PodWebhook:
             await asyncio.sleep(delay)
             delay *= 2
             try:
-                live = await self.client.get(reconciler.resource, ws.name, namespace=ws.namespace)
+                live = await self.client.get(resource, ws.name, namespace=ws.namespace)
             except ApiError as e:
                 log.warning("spread unreadable; pod admitted unplaced", workloadspread=key, error=str(e))
                 return None
