@@ -2,11 +2,12 @@
 
 A pass is level-triggered and reads only the caches: admit the spread (invalid, or a second
 spread on the same workload: a ``Stalled`` condition and a Warning Event, nothing else
-touched), :func:`~united.workloadspread.sync.sync` decides, and the writes follow — pod
-deletion costs and adoptions (merge patches naming the pod's uid, only what differs), Adaptive
-deletions (uid precondition), the status (merge patch on the status subresource with the
-spread's resourceVersion: a booking the webhook wrote meanwhile is never overwritten, the
-409 requeues), Events. A pass with nothing to change writes nothing.
+touched), :func:`~united.workloadspread.sync.sync` decides, and the writes follow — first the
+status (merge patch on the status subresource with the spread's resourceVersion: a booking
+the webhook wrote meanwhile is never overwritten, the 409 requeues, and nothing is adopted
+into a slot booked meanwhile), then pod deletion costs and adoptions (merge patches naming
+the pod's uid, only what differs), Adaptive deletions (uid precondition), Events. A pass with
+nothing to change writes nothing.
 
 Events that concern a spread (reference 3.1, plus StatefulSet scale, which it forgot): the
 spread itself; a pod of its target (owner chain) or naming it in its annotation; its target
@@ -287,12 +288,17 @@ class Reconciler:
         self.resource = resource
         self.recorder = recorder
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._written: dict[str, Json] = {}
+        """The spread as our last status write returned it, by key: read instead of a cache
+        that has not shown that write yet, so the next pass neither repeats it nor 409s."""
 
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.spreads.get(key)
         if obj is None:
             self.caches.forget(key)
+            self._written.pop(key, None)
             return Result()
+        obj = self._freshest(key, obj)
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return Result()
         now = self.clock()
@@ -334,6 +340,10 @@ class Reconciler:
             nodes={key_of(n).split("/", 1)[1]: n for n in self.caches.nodes.list()},
             now=now,
         )
+        if decided.status != ws.status:
+            # First: it counts the adoptions and is conditional on the version the webhook
+            # books against, so a pod is never adopted into a slot booked meanwhile.
+            await self.write_status(ws, decided.status)
         pods = {key_of(p).split("/", 1)[1]: p for p in self.caches.pods.list(ws.namespace)}
         patches: dict[str, Json] = {}
         for name, value in decided.costs.items():
@@ -363,19 +373,41 @@ class Reconciler:
                 continue
         for event_type, reason, message in decided.events:
             self.recorder.event(obj, event_type, reason, message)
-        if decided.status != ws.status:
-            await self.write_status(ws, decided.status)
         return Result(decided.requeue_after)
 
+    def _freshest(self, key: str, cached: Json) -> Json:
+        written = self._written.get(key)
+        if written is None or _uid(written) != _uid(cached) or rv_of(written) <= rv_of(cached):
+            self._written.pop(key, None)
+            return cached
+        return written
+
     async def write_status(self, ws: WorkloadSpread, status: Status) -> Json:
-        return await self.client.patch(
+        body = status_patch(ws, status)
+        log.info("status", workloadspread=ws.name, changed=sorted(body["status"])[:20])
+        answer = await self.client.patch(
             self.resource,
             ws.name,
-            status_patch(ws, status),
+            body,
             patch_type=PatchType.MERGE,
             namespace=ws.namespace,
             subresource="status",
         )
+        self._written[f"{ws.namespace}/{ws.name}"] = answer
+        return answer
+
+
+def rv_of(obj: Mapping[str, Any]) -> int:
+    """resourceVersions compared as integers: etcd revisions, the shortcut client-go's
+    expectations take too."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _uid(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def merge_patch_union(a: Json, b: Json) -> Json:

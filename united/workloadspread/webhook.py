@@ -27,13 +27,13 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 
 from united.api.field import ManifestError
-from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType
+from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.placement.patch import PatchError
 from united.runtime.webserver import Handler, allow, patched
 from united.workloadspread import conversion, matching
@@ -41,7 +41,7 @@ from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
 from united.workloadspread.model import WorkloadSpread, group_of
 from united.workloadspread.pods import replicas_of
-from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler, status_patch
+from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler, rv_of, status_patch
 from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
 
 log = structlog.get_logger(__name__)
@@ -69,6 +69,9 @@ class PodWebhook:
         self.client = client
         self.controller = controller
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._locks: dict[str, asyncio.Lock] = {}
+        """One booking at a time per spread in this process: concurrent admissions of a burst
+        would otherwise race each other's status writes, and all but one 409 every round."""
         self._written: dict[str, Json] = {}
         """The spread as our last status write returned it, by key: newer than a cache that
         has not shown it yet, so a burst of admissions does not 409 on every pod."""
@@ -197,6 +200,19 @@ class PodWebhook:
         it; on a conflict read the spread from the API server and book again. None: no
         booking could be written."""
         key = f"{ws.namespace}/{ws.name}"
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            return await self._book_locked(key, caches, reconciler.resource, ws, book, dry_run=dry_run)
+
+    async def _book_locked(
+        self,
+        key: str,
+        caches: Caches,
+        resource: Resource,
+        ws: WorkloadSpread,
+        book: Callable[[WorkloadSpread], Booking],
+        *,
+        dry_run: bool,
+    ) -> Booking | None:
         ws = self._freshest(key, ws)
         delay = BACKOFF
         for attempt in range(ATTEMPTS):
@@ -205,7 +221,7 @@ class PodWebhook:
                 return booking
             try:
                 answer = await self.client.patch(
-                    reconciler.resource,
+                    resource,
                     ws.name,
                     status_patch(ws, booking.status),
                     patch_type=PatchType.MERGE,
@@ -226,7 +242,7 @@ class PodWebhook:
             await asyncio.sleep(delay)
             delay *= 2
             try:
-                live = await self.client.get(reconciler.resource, ws.name, namespace=ws.namespace)
+                live = await self.client.get(resource, ws.name, namespace=ws.namespace)
             except ApiError as e:
                 log.warning("spread unreadable; pod admitted unplaced", workloadspread=key, error=str(e))
                 return None
@@ -246,7 +262,8 @@ class PodWebhook:
         written = self._written.get(key)
         if written is None:
             return ws
-        if _rv(written) <= _rv_text(ws.resource_version) or (written.get("metadata") or {}).get("uid") != ws.uid:
+        cached_rv = rv_of({"metadata": {"resourceVersion": ws.resource_version}})
+        if rv_of(written) <= cached_rv or (written.get("metadata") or {}).get("uid") != ws.uid:
             self._written.pop(key, None)
             return ws
         fresh = self._caches_admit(written)
@@ -258,19 +275,6 @@ class PodWebhook:
             return None
         outcome = found[0].admitted(obj)
         return outcome if isinstance(outcome, WorkloadSpread) else None
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    return _rv_text(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
-
-
-def _rv_text(text: str) -> int:
-    """resourceVersions compared as integers: etcd revisions, the shortcut client-go's
-    expectations take too."""
-    try:
-        return int(text)
-    except ValueError:
-        return 0
 
 
 __all__ = ["ATTEMPTS", "PodWebhook"]

@@ -606,3 +606,14 @@ def test_validate_is_pure() -> None:
     ws = parse(doc)
     assert validate(ws) == validate(ws) == []
     assert doc == before
+
+
+def test_errors_come_subset_by_subset_as_upstream() -> None:
+    doc = base()
+    subsets(doc)[0]["maxReplicas"] = -1
+    subsets(doc)[1].update(name="zone-a", minReplicas=5)
+    assert errors_of(doc) == [
+        "spec.subsets[0].maxReplicas: Invalid value: -1: maxReplicas is not valid for subset",
+        'spec.subsets[1].name: Invalid value: "zone-a": duplicated subset name zone-a',
+        "spec.subsets[1].minReplicas: Invalid value: 5: must be less than or equal to maxReplicas (2)",
+    ]
