@@ -137,7 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_run)
 
     d = sub.add_parser("demo", help="start a local control plane and show a UnitedDeployment converging")
-    d.add_argument("--sample", metavar="FILE", help="sample manifest to apply")
+    d.add_argument(
+        "--sample", metavar="FILE", help="sample to apply: a UnitedDeployment, or a WorkloadSpread and its target"
+    )
     d.set_defaults(func=_demo)
 
     i = sub.add_parser("install", help=f"apply (or print) the CRD and the controller {__version__} for a cluster")

@@ -1,4 +1,5 @@
-"""A scale storm over many UnitedDeployments while the API misbehaves (issue #6, item 1).
+"""A scale storm over many UnitedDeployments, and one over a WorkloadSpread's target, while
+the API misbehaves (issue #6, item 1; issue 11).
 
 The controller talks to the API server through the fault proxy under its own ServiceAccount:
 10 % of its requests — reads, writes and watch connects alike — get a 409, a 429 (with
@@ -22,9 +23,13 @@ from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
 from tests.chaos.support import SEED, proxied_controller, proxy_for
 from tests.e2e.controller.helpers import UD
+from tests.e2e.workloadspread.harness import Target, webhook_flags
+from tests.e2e.workloadspread.occupancy import watching
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import DROP, WatchAction
+from united.devcluster.installation import SYSTEM
 from united.devcluster.simulation import Simulation
+from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -109,4 +114,58 @@ async def test_scale_storm_through_faults_converges_and_loses_nothing(
         proxy.clear_rules()
         code = controller.stop()
         proxy.stop()
+    assert code == 0, f"controller exited with {code}; see {controller.log_path}"
+
+
+WS_MAXIMA: dict[str, int | None] = {"zone-a": 10, "zone-b": 20, "zone-c": None}
+WS_SCALES = 24
+
+
+async def test_workloadspread_scale_storm_through_faults_never_overfills_and_converges(
+    cluster: LocalCluster,
+    sim: Simulation,
+    kube: KubeClient,
+    namespace: str,
+    controller_identity: Path,
+    tmp_path: Path,
+) -> None:
+    """The webhook's bookings and the controller's recounts go through the same faults (10 %
+    of requests, watches cut) while a Deployment under a 10/20/rest spread is scaled between
+    0 and 60 again and again: no subset is ever above its maximum at any pod event, and with
+    the faults still on the status agrees with the pods in the end."""
+    rng = random.Random(f"{SEED}/ws-storm")
+    proxy = proxy_for(cluster, controller_identity, name="ws-controller")
+    p = 1 - (1 - FAULT_RATE) ** (1 / len(FAULTS))
+    rules = [proxy.add_rule(respond=code, probability=p) for code in FAULTS]
+    cuts = [proxy.add_watch_rule(WatchAction.CUT, every=3.0, share=0.5, how="reset")]
+    target = Target(kube, namespace, WS_MAXIMA)
+    async with webhook_flags(cluster, namespace=SYSTEM) as flags:
+        controller = proxied_controller(proxy, controller_identity, tmp_path / "proxy.kubeconfig",
+                                        name="chaos-ws-storm", extra=flags)  # fmt: skip
+        controller.start()
+        try:
+            await target.create()
+            async with watching(kube, target.occupancy, namespace=namespace, selector=target.selector):
+                started = time.monotonic()
+                for replicas in [rng.randint(0, 60) for _ in range(WS_SCALES - 1)] + [60]:
+                    await target.patch({"replicas": replicas})
+                    await asyncio.sleep(rng.uniform(0.3, 1.5))  # pacing the load, not waiting for anything
+
+                async def converged() -> None:
+                    assert target.total() == 60, target.total()
+                    await target.status_agrees()
+
+                await eventually(converged, within=240, what="the spread's status converged under faults")
+                seconds = time.monotonic() - started
+            requests = proxy.log.requests(identity="ws-controller")
+            by_code = {str(rule.respond): rule.fired for rule in rules}
+            figures = target.report("ws-fault-storm", seconds, faults=by_code, requests=len(requests),
+                                    watch_cuts=sum(rule.fired for rule in cuts))  # fmt: skip
+            record("workloadspread fault storm", figures)
+            assert sum(by_code.values()) > 0, "no fault fired"
+            assert target.occupancy.violations == []
+        finally:
+            proxy.clear_rules()
+            code = controller.stop()
+            proxy.stop()
     assert code == 0, f"controller exited with {code}; see {controller.log_path}"

@@ -27,7 +27,14 @@ from united import __version__, data
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
 from united.devcluster.installation import SYSTEM
-from united.kube.client import DEPLOYMENTS, NAMESPACES, SERVICES, KubeClient
+from united.kube.client import (
+    DEPLOYMENTS,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+    NAMESPACES,
+    SERVICES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    KubeClient,
+)
 from united.kube.errors import AlreadyExists, NotFound
 from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
@@ -181,8 +188,9 @@ def test_the_overlays_render_as_kubectl_kustomize_does(cluster: LocalCluster) ->
 
 def test_install_applies_and_reapplies(installed: Installed, cluster: LocalCluster) -> None:
     """``united install`` from the wheel: everything is created, then a second run patches
-    what exists. The Deployment and Service are removed afterwards (the suite runs its own
-    controllers); the CRD, namespace and RBAC are what the suite's fixtures install anyway."""
+    what exists. The Deployment, the Services and the webhook configurations are removed
+    afterwards (the suite runs its own controllers); the CRD, namespace and RBAC are what the
+    suite's fixtures install anyway."""
     try:
         for _ in range(2):
             result = installed.run("install", "--kubeconfig", str(cluster.admin_kubeconfig))
@@ -203,9 +211,16 @@ async def _controller_deployment(cluster: LocalCluster) -> dict[str, Any]:
 
 async def _remove_controller(cluster: LocalCluster) -> None:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-        for resource, name in ((DEPLOYMENTS, "united-controller"), (SERVICES, "united-controller-metrics")):
+        for resource, name in (
+            (DEPLOYMENTS, "united-controller"),
+            (SERVICES, "united-controller-metrics"),
+            (SERVICES, "united-webhook"),
+            # The pod webhooks would point every other test's pods at a Service without endpoints.
+            (MUTATING_WEBHOOK_CONFIGURATIONS, "united-workloadspread"),
+            (VALIDATING_WEBHOOK_CONFIGURATIONS, "united-workloadspread"),
+        ):
             with contextlib.suppress(NotFound):
-                await client.delete(resource, name, namespace=SYSTEM)
+                await client.delete(resource, name, namespace=SYSTEM if resource.namespaced else None)
 
 
 async def test_demo_converges_and_stops_on_ctrl_c(installed: Installed) -> None:

@@ -1280,7 +1280,9 @@ def test_hpa_sample_targets_an_autoscalable_sample() -> None:
 
 
 def test_every_sample_file_is_known() -> None:
-    assert set(sample_paths()) == set(ud_sample_paths()) | {HPA_SAMPLE}
+    # WorkloadSpread samples (workloadspread/) are tested in tests/unit/workloadspread/test_samples.py.
+    workloadspread = set((SAMPLES_DIR / "workloadspread").glob("*.yaml"))
+    assert set(sample_paths()) == set(ud_sample_paths()) | {HPA_SAMPLE} | workloadspread
 
 
 # --------------------------------------------------------------------------------------------------

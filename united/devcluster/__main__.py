@@ -8,9 +8,8 @@ up a bare control plane, prints its kubeconfig and waits for Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
+import time
 from collections.abc import Sequence
 
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
@@ -42,22 +41,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"binaries ready in {layout.bin_dir} (etcd: {binaries.etcd})")
         return 0
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         with LocalCluster(binaries) as cluster:
             print(describe(cluster))
             print(f"export KUBECONFIG={cluster.admin_kubeconfig}")
             print("control plane running; Ctrl-C stops it", flush=True)
             try:
-                while not stop.wait(2.0):
+                while True:
+                    time.sleep(2.0)
                     cluster.check_alive()
-            except KeyboardInterrupt:
-                pass
-            print("stopping", flush=True)
+            except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see LocalCluster)
+                print("stopping", flush=True)
     except ClusterError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

@@ -6,6 +6,12 @@ SIGKILL), and asks the kernel to SIGTERM it should the starting process die firs
 so no etcd or apiserver outlives a test run. Ports are picked free at random, so
 several clusters (two pytest sessions) can coexist. A failed start (or a run that
 ended with an exception) keeps its logs and names their directory.
+
+The cluster directory ``/tmp/united-kube-*`` holds an admin kubeconfig, bearer tokens and
+private keys, and etcd's data (``/dev/shm/united-etcd-*``) every Secret: a stop removes both,
+also when it is interrupted, and while a cluster runs SIGTERM interrupts the process as Ctrl-C
+does, so the same tear-down runs for both signals. After a failure only ``logs/`` is kept. What
+a killed process (SIGKILL) left behind is removed by the next cluster created on the machine.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -269,15 +276,20 @@ class LocalCluster:
         self.controllers = tuple(controllers)
         self.startup_timeout = startup_timeout
         self._log_root = log_root
+        _interrupt_on_sigterm()
+        sweep_abandoned(Path(log_root or tempfile.gettempdir()))
         self.workdir = Path(tempfile.mkdtemp(prefix="united-kube-", dir=log_root))
         self.log_dir = self.workdir / "logs"
         self.log_dir.mkdir()
         self._etcd_dir = Path(tempfile.mkdtemp(prefix="united-etcd-", dir=_fast_tmp()))
+        owner = {"pid": os.getpid(), "started": _started(os.getpid()), "etcd": str(self._etcd_dir)}
+        (self.workdir / OWNER_FILE).write_text(json.dumps(owner))
         self.ports = Ports.pick()
         self.server = f"https://{HOST}:{self.ports.apiserver}"
         self._processes: list[_Process] = []
         self._certs: certs_mod.CertificateSet | None = None
         self.keep_logs = False
+        self._stopped = False
 
     @property
     def ca_cert(self) -> Path:
@@ -335,8 +347,9 @@ class LocalCluster:
         try:
             self._start()
         except BaseException as exc:
-            self.keep_logs = True
-            tails = self._failure_tails()
+            # An interruption (Ctrl-C, SIGTERM) is no failure: nothing is kept.
+            self.keep_logs = not isinstance(exc, KeyboardInterrupt)
+            tails = self._failure_tails() if self.keep_logs else ""
             self.stop()
             if isinstance(exc, _ComponentDiedError | WaitTimeoutError | certs_mod.CertificateError | OSError):
                 raise ClusterError(f"local control plane failed to start: {exc}{tails}", log_dir=self.log_dir) from exc
@@ -489,18 +502,23 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Stop exactly the processes this cluster started (newest first) and remove
-        its files, except the logs when ``keep_logs`` is set."""
-        for process in reversed(self._processes):
-            process.stop()
-        self._processes.clear()
-        shutil.rmtree(self._etcd_dir, ignore_errors=True)
-        if self.keep_logs:
-            shutil.rmtree(self.workdir / "pki", ignore_errors=True)
-            for secret in [self.workdir / "tokens.csv", *self.workdir.glob("*.kubeconfig")]:
-                secret.unlink(missing_ok=True)
-            print(f"local control plane logs kept in {self.log_dir}", file=sys.stderr)
-        else:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        its files, except the logs when ``keep_logs`` is set. Ctrl-C and SIGTERM wait
+        until it is done (a second Ctrl-C used to leave the keys behind); idempotent."""
+        with _interrupts_deferred():
+            for process in reversed(self._processes):
+                process.stop()
+            self._processes.clear()
+            shutil.rmtree(self._etcd_dir, ignore_errors=True)
+            if self._stopped:
+                return
+            self._stopped = True
+            if self.keep_logs:
+                for entry in self.workdir.iterdir():
+                    if entry != self.log_dir:
+                        _remove(entry)
+                print(f"local control plane logs kept in {self.log_dir}", file=sys.stderr)
+            else:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> Self:
         self.start()
@@ -515,6 +533,77 @@ class LocalCluster:
         if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):
             self.keep_logs = True
         self.stop()
+
+
+OWNER_FILE = "owner.json"
+"""In a cluster directory: the process that made it (pid and start time) and etcd's directory."""
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks after boot), or None if there is none: with
+    the pid, an identity that a recycled pid does not share."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def sweep_abandoned(root: Path) -> list[Path]:
+    """Remove the cluster directories under ``root`` (and their etcd data) whose process is
+    gone without tearing down — SIGKILL, the OOM killer, a power cut of a CI job — so their
+    tokens and keys do not outlive them; returns what was removed. A live owner's directory,
+    and one without an owner file (a failed start's kept logs), are left alone."""
+    removed = []
+    for workdir in sorted(root.glob("united-kube-*")):
+        try:
+            owner = json.loads((workdir / OWNER_FILE).read_text())
+            pid, started, etcd = int(owner["pid"]), str(owner["started"]), Path(owner["etcd"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _started(pid) == started or workdir.stat().st_uid != os.getuid():
+            continue
+        if etcd.name.startswith("united-etcd-") and etcd.stat().st_uid == os.getuid():
+            shutil.rmtree(etcd, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+        removed.append(workdir)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _interrupt_on_sigterm() -> None:
+    """From a cluster's creation on, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does, so the
+    same ``finally`` blocks, context managers and pytest fixture finalizers stop the cluster
+    and remove its keys; SIGTERM's default action would end the process on the spot and leave
+    them in /tmp. Only when nobody handles SIGTERM yet, and only in the main thread (the one
+    place handlers can be set); an event loop's own handler (the controller's) takes over
+    while it runs."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block is done, then deliver the first one caught to
+    the handler that was in place, so a tear-down cannot be cut short half-way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda number, _frame: caught.append(number))
+                for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 def _fast_tmp() -> str | None:

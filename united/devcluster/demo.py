@@ -1,10 +1,13 @@
-"""``united demo``: the controller converging a UnitedDeployment on a local cluster.
+"""``united demo``: the controller converging a UnitedDeployment (or spreading a workload's
+pods with a WorkloadSpread) on a local cluster.
 
 Brings up the local control plane (provisioning it first if needed, with progress), installs
 the CRDs, creates simulated Nodes that fit the sample's subsets (plus two per zone in three
 zones), runs the node, workload and volume simulators, starts the controller in-process,
 applies the sample and prints its per-subset table whenever it changes — until Ctrl-C, which
-stops the controller gracefully and tears everything down.
+stops the controller gracefully and tears everything down. A WorkloadSpread sample holds the
+spread and its target workload: the spread is applied first, so the pod webhook places every
+pod the workload then creates.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Sequence
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -27,11 +31,24 @@ from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_
 from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
-from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient, Resource
-from united.kube.errors import AlreadyExists, NotFound
+from united.kube.client import JSON, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient, Resource
+from united.kube.errors import AlreadyExists, ApiError, NotFound
 from united.log import configure_logging
+from united.workloadspread.model import GROUP
 
 ZONES = ("zone-a", "zone-b", "zone-c")
+UD_KIND, WS_KIND = "UnitedDeployment", "WorkloadSpread"
+SHOWN = {
+    UD_KIND: Resource(GROUP, "v1alpha1", "uniteddeployments", True, UD_KIND),
+    WS_KIND: Resource(GROUP, "v1alpha1", "workloadspreads", True, WS_KIND),
+}
+WORKLOAD_PLURALS = {
+    "Deployment": "deployments",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "Job": "jobs",
+    "CloneSet": "clonesets",
+}
 READY_LINE = "demo running; press Ctrl-C to stop and tear everything down"
 NAMESPACE = "demo"
 DEFAULT_SAMPLE = "zones-percent"
@@ -58,17 +75,31 @@ def provision_failure(error: ProvisionError) -> str:
     )
 
 
+def split_sample(docs: Sequence[Any]) -> tuple[JSON | None, JSON]:
+    """What the demo applies from a sample's documents: ``(None, ud)`` for a UnitedDeployment,
+    ``(target, spread)`` for a WorkloadSpread and the workload its ``targetRef`` names (the
+    first of either kind is used). ``LookupError`` says what is missing."""
+    objects = [d for d in docs if isinstance(d, dict)]
+    shown = next((d for d in objects if d.get("kind") in (UD_KIND, WS_KIND)), None)
+    if shown is None:
+        raise LookupError(f"no {UD_KIND} or {WS_KIND} in it")
+    if shown["kind"] == UD_KIND:
+        return None, shown
+    ref = (shown.get("spec") or {}).get("targetRef") or {}
+    for doc in objects:
+        if (doc.get("kind"), (doc.get("metadata") or {}).get("name")) == (ref.get("kind"), ref.get("name")):
+            return doc, shown
+    raise LookupError(f"no {ref.get('kind')} {ref.get('name')!r} in it, the target of its {WS_KIND}")
+
+
 def run(*, sample: str | None = None) -> int:
     """Run the demo until Ctrl-C (or SIGTERM). Returns the process exit code."""
     path: Traversable = Path(sample) if sample else data.sample(DEFAULT_SAMPLE)
     try:
-        doc = next(
-            d
-            for d in yaml.safe_load_all(path.read_text())
-            if isinstance(d, dict) and d.get("kind") == "UnitedDeployment"
-        )
-    except (OSError, StopIteration, yaml.YAMLError) as exc:
-        _say(f"cannot read a UnitedDeployment from {path}: {exc or 'none found'}")
+        target, doc = split_sample(list(yaml.safe_load_all(path.read_text())))
+        workloads = [(workload_resource(target), target)] if target else []
+    except (OSError, LookupError, yaml.YAMLError) as exc:
+        _say(f"cannot read a {UD_KIND} or a {WS_KIND} with its target from {path}: {exc}")
         return 2
     configure_logging(level="WARNING", log_format="console")
     try:
@@ -80,14 +111,8 @@ def run(*, sample: str | None = None) -> int:
     cluster = LocalCluster(binaries)
     try:
         cluster.start()
-    except ClusterError as exc:
-        _say(str(exc))
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    try:
-        return asyncio.run(_serve(cluster, doc, path))
-    except KeyboardInterrupt:
+        return asyncio.run(_serve(cluster, doc, path, workloads=workloads))
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM before the controller handles it
         return 130
     except ClusterError as exc:
         _say(str(exc))
@@ -97,7 +122,9 @@ def run(*, sample: str | None = None) -> int:
         cluster.stop()
 
 
-async def _serve(cluster: LocalCluster, doc: dict[str, Any], path: Traversable) -> int:
+async def _serve(
+    cluster: LocalCluster, doc: JSON, path: Traversable, *, workloads: Sequence[tuple[Resource, JSON]]
+) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
         await crds.install(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
         nodes = NodeSimulator(client)
@@ -108,13 +135,21 @@ async def _serve(cluster: LocalCluster, doc: dict[str, Any], path: Traversable) 
             client.observer = manager.metrics.api.observe
             controller = asyncio.create_task(manager.run(), name="controller")
             group = str(doc["apiVersion"]).partition("/")[0]
-            if group != "apps.united.io":
-                _say(f"note: {path} is an {group} manifest; the demo serves apps.united.io, so it is applied as such")
-                doc = {**doc, "apiVersion": "apps.united.io/v1alpha1"}
-            resource = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
-            with contextlib.suppress(AlreadyExists):
-                await client.create(resource, doc, namespace=NAMESPACE)
-            _print_usage(cluster, path)
+            if group != GROUP:
+                _say(f"note: {path} is an {group} manifest; the demo serves {GROUP}, so it is applied as such")
+                doc = {**doc, "apiVersion": f"{GROUP}/v1alpha1"}
+            resource = SHOWN[doc["kind"]]
+            for kind, obj in ((resource, doc), *workloads):  # the spread before its target's pods
+                try:
+                    await client.create(kind, obj, namespace=NAMESPACE)
+                except AlreadyExists:
+                    pass
+                except ApiError as exc:  # e.g. the API server refused the sample
+                    _say(f"cannot create {kind.kind} {obj['metadata'].get('name')} from {path}: {exc}")
+                    manager.request_stop()
+                    await controller
+                    return 1
+            _print_usage(cluster, path, resource)
             shown = ""
             while not controller.done():
                 cluster.check_alive()
@@ -142,15 +177,14 @@ async def _namespace(client: KubeClient) -> None:
     await eventually(token, within=30, what="demo namespace usable", retry_on=(AssertionError, NotFound))
 
 
-def render_table(obj: dict[str, Any]) -> str:
-    """The UnitedDeployment's per-subset status as a table, with its conditions on top."""
+def render_table(obj: JSON) -> str:
+    """The object's per-subset status as a table, with its Ready condition on top."""
+    if obj.get("kind") == WS_KIND:
+        return render_spread_table(obj)
     status = obj.get("status") or {}
-    conditions = {c.get("type"): c for c in status.get("conditions") or []}
-    ready = conditions.get("Ready") or {}
     name, want = obj["metadata"]["name"], (obj.get("spec") or {}).get("replicas")
-    reason = f"{ready.get('reason', 'waiting for the controller')}: {ready.get('message', '')}"
-    head = f"\n{name}: {status.get('readyReplicas', 0)}/{want} ready, Ready={ready.get('status', '?')} ({reason})"
-    rows = [("SUBSET", "DESIRED", "REPLICAS", "READY", "UPDATED", "REASON")]
+    head = f"{name}: {status.get('readyReplicas', 0)}/{want} ready, {_ready(status)}"
+    rows: list[tuple[str, ...]] = [("SUBSET", "DESIRED", "REPLICAS", "READY", "UPDATED", "REASON")]
     for s in status.get("subsetStatuses") or []:
         rows.append(
             (
@@ -162,12 +196,62 @@ def render_table(obj: dict[str, Any]) -> str:
                 s.get("reason", ""),
             )
         )
+    return _table(head, rows)
+
+
+def render_spread_table(obj: JSON) -> str:
+    """A WorkloadSpread's subsets in spec order: the pods each holds (``status.subsetStatuses``),
+    its maximum (the spec's ``maxReplicas``, ``-`` for none) and why (the status entry's
+    ``reason`` and ``message``); on top, the target, the pods in no subset and Ready."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    entries = {str(s.get("name")): s for s in status.get("subsetStatuses") or [] if isinstance(s, dict)}
+    ref = spec.get("targetRef") or {}
+    placed = sum(int(s.get("replicas") or 0) for s in entries.values())
+    head = (
+        f"{obj['metadata']['name']} ({ref.get('kind')} {ref.get('name')}): {placed} pod(s) in subsets, "
+        f"{status.get('unplacedReplicas', 0)} in none, {_ready(status)}"
+    )
+    rows: list[tuple[str, ...]] = [("SUBSET", "REPLICAS", "MAX", "REASON", "MESSAGE")]
+    for subset in spec.get("subsets") or []:
+        entry = entries.get(str(subset.get("name")), {})
+        maximum = subset.get("maxReplicas")
+        rows.append(
+            (
+                str(subset.get("name")),
+                str(entry.get("replicas", 0)),
+                "-" if maximum is None else str(maximum),
+                str(entry.get("reason", "")),
+                str(entry.get("message", "")),
+            )
+        )
+    return _table(head, rows)
+
+
+def _ready(status: JSON) -> str:
+    ready: JSON = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    reason = ready.get("reason", "waiting for the controller")
+    return f"Ready={ready.get('status', '?')} ({reason}: {ready.get('message', '')})"
+
+
+def _table(head: str, rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join([head, *("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)])
+    lines = ("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    return "\n".join(["", head, *lines])
 
 
-def _print_usage(cluster: LocalCluster, path: Traversable) -> None:
+def workload_resource(obj: JSON) -> Resource:
+    """Where a WorkloadSpread's target lives, from its own ``apiVersion`` and ``kind``."""
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    kind = str(obj.get("kind", ""))
+    plural = WORKLOAD_PLURALS.get(kind)
+    if plural is None:
+        raise LookupError(f"the demo cannot create a {kind}; it creates {', '.join(WORKLOAD_PLURALS)}")
+    return Resource(group, version, plural, True, kind)
+
+
+def _print_usage(cluster: LocalCluster, path: Traversable, resource: Resource) -> None:
     kubectl = cluster.binaries.kubectl
+    scale = "deployments,clonesets.apps.kruise.io" if resource.kind == WS_KIND else f"{resource.plural}.{GROUP}"
     lines = [
         "",
         f"Kubernetes 1.20.2 is running at {cluster.server}",
@@ -178,8 +262,8 @@ def _print_usage(cluster: LocalCluster, path: Traversable) -> None:
         f"The united controller is running; {path.name} is applied in namespace {NAMESPACE!r}.",
         "Try, in another terminal:",
         f"  export KUBECONFIG={cluster.admin_kubeconfig}",
-        f"  {kubectl} -n {NAMESPACE} get ud,deployments,pods -o wide",
-        f"  {kubectl} -n {NAMESPACE} scale uniteddeployments.apps.united.io --all --replicas=20",
+        f"  {kubectl} -n {NAMESPACE} get {resource.plural}.{GROUP},deployments,pods -o wide",
+        f"  {kubectl} -n {NAMESPACE} scale {scale} --all --replicas=20",
         "",
         READY_LINE,
     ]

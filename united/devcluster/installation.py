@@ -14,11 +14,13 @@ from united.kube.client import (
     CLUSTER_ROLES,
     DEPLOYMENTS,
     JSON,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
     ROLE_BINDINGS,
     ROLES,
     SERVICE_ACCOUNTS,
     SERVICES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
     KubeClient,
     PatchType,
 )
@@ -27,13 +29,21 @@ from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 from . import crds
 
-__all__ = ["KRUISE_RBAC", "SYSTEM", "apply", "documents", "install", "install_controller"]
+__all__ = ["DEV_WEBHOOK_CONFIGURATIONS", "KRUISE_RBAC", "SYSTEM", "apply", "documents", "install", "install_controller"]
 
 SYSTEM = "united-system"
 """The namespace of ``manifests/base``."""
 BASE = data.MANIFESTS / "base"
-IDENTITY = ("namespace.yaml", "serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml")
+IDENTITY = (
+    "namespace.yaml",
+    "serviceaccount.yaml",
+    "clusterrole.yaml",
+    "clusterrolebinding.yaml",
+    "workloadspread-rbac.yaml",
+)
 LEADER_ELECTION = "leader-election.yaml"
+DEV_WEBHOOK_CONFIGURATIONS = data.MANIFESTS / "dev" / "webhook-configurations.yaml"
+"""Development only: lets ``united run --webhook-url`` create its webhook configurations."""
 KRUISE_RBAC = data.MANIFESTS / "kruise" / "clusterrole.yaml"
 """The ``manifests/kruise`` overlay's extra rules (UnitedDeployments of apps.kruise.io)."""
 
@@ -48,6 +58,8 @@ _RESOURCES = {
         ROLE_BINDINGS,
         DEPLOYMENTS,
         SERVICES,
+        MUTATING_WEBHOOK_CONFIGURATIONS,
+        VALIDATING_WEBHOOK_CONFIGURATIONS,
     )
 }
 
@@ -68,12 +80,17 @@ async def apply(client: KubeClient, docs: Iterable[JSON]) -> None:
             await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
 
 
-async def install_controller(client: KubeClient, *, compat: bool = False, leader_election: bool = False) -> None:
+async def install_controller(
+    client: KubeClient, *, compat: bool = False, leader_election: bool = False, dev_webhooks: bool = False
+) -> None:
     """The CRDs (and with ``compat`` the apps.kruise.io ones), namespace, ServiceAccount and
-    ClusterRole(Binding) of ``manifests/base`` (with ``leader_election`` its Lease Role)."""
+    roles of ``manifests/base`` (with ``leader_election`` its Lease Role, with ``dev_webhooks``
+    the development-only role of :data:`DEV_WEBHOOK_CONFIGURATIONS`)."""
     files = [*data.crds(GROUP), *(data.crds(KRUISE_GROUP) if compat else []), *(BASE / f for f in IDENTITY)]
     if leader_election:
         files.append(BASE / LEADER_ELECTION)
+    if dev_webhooks:
+        files.append(DEV_WEBHOOK_CONFIGURATIONS)
     await apply(client, documents(*files))
 
 

@@ -114,15 +114,21 @@ def zone_nodes(
     return [NodeSpec(name=f"{prefix}-{zone}-{i}", zone=zone, **spec) for zone in zones for i in range(per_zone)]
 
 
-def subset_nodes(ud: Mapping[str, Any], *, prefix: str, per_subset: int = 1, **spec: Any) -> list[NodeSpec]:
-    """Nodes that satisfy each subset of a UnitedDeployment manifest: ``In`` takes the first
-    value, ``Exists`` sets ``"true"`` (other operators need nothing). Lets the demo and the
-    e2e tests run any sample, whatever labels its subsets select on."""
+_REQUIRED_TERMS = ("nodeSelectorTerm", "requiredNodeSelector", "requiredNodeSelectorTerm")
+"""A subset's required node selector term: UnitedDeployment's, WorkloadSpread's (v1beta1, v1alpha1)."""
+
+
+def subset_nodes(manifest: Mapping[str, Any], *, prefix: str, per_subset: int = 1, **spec: Any) -> list[NodeSpec]:
+    """Nodes that satisfy each subset of a UnitedDeployment or WorkloadSpread manifest: ``In``
+    takes the first value, ``Exists`` sets ``"true"`` (other operators need nothing). Lets the
+    demo and the e2e tests run any sample, whatever labels its subsets select on."""
     out = []
-    subsets = ((ud.get("spec") or {}).get("topology") or {}).get("subsets") or []
+    body = manifest.get("spec") or {}
+    subsets = body.get("subsets") or (body.get("topology") or {}).get("subsets") or []
     for i, subset in enumerate(subsets):
         labels: dict[str, str] = {}
-        for expr in (subset.get("nodeSelectorTerm") or {}).get("matchExpressions") or []:
+        term: Mapping[str, Any] = next((subset[k] for k in _REQUIRED_TERMS if subset.get(k)), {})
+        for expr in term.get("matchExpressions") or []:
             if expr.get("operator") == "In" and expr.get("values"):
                 labels[expr["key"]] = str(expr["values"][0])
             elif expr.get("operator") == "Exists":

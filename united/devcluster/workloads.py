@@ -22,8 +22,9 @@ Simplifications, on purpose:
   is an *ordinal*: pods with a lower ordinal keep their revision.
 * Advanced StatefulSet pods are ``<name>-<ordinal>``, managed in parallel (no
   OrderedReady); CloneSet pods get generated names. Scale-down removes unscheduled,
-  then not-ready, then old-revision, then the newest pods first (CloneSet), or the
-  highest ordinals (Advanced StatefulSet).
+  then not-ready, then the lowest ``controller.kubernetes.io/pod-deletion-cost`` (as the
+  real CloneSet does; WorkloadSpread relies on it), then old-revision, then the newest pods
+  first (CloneSet), or the highest ordinals (Advanced StatefulSet).
 * Each reconcile lists the workload's pods from the API server (not from a cache),
   so it never acts on stale state and needs no expectations.
 """
@@ -37,6 +38,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,7 @@ from united.kube.client import (
     Resource,
 )
 from united.kube.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound
+from united.workloadspread.model import DELETION_COST_ANNOTATION
 
 from .background import Background
 from .nodes import is_pod_ready
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 REVISION_LABEL = "controller-revision-hash"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 KINDS = {"CloneSet": CLONE_SETS, "StatefulSet": ADVANCED_STATEFUL_SETS}
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
 def selector_string(selector: Mapping[str, Any]) -> str:
@@ -140,13 +145,30 @@ def ordinal(pod: JSON, workload_name: str) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
-def scale_down_order(pod: JSON, update_revision: str) -> tuple[bool, bool, bool, str]:
-    """Sort key: pods that are cheapest to lose first (CloneSet)."""
+def deletion_cost(pod: JSON) -> int:
+    """The pod's ``controller.kubernetes.io/pod-deletion-cost``: a base-10 int32 as the API
+    server validates it; absent or anything else counts as 0, as in Kubernetes' ranking."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(DELETION_COST_ANNOTATION)
+    if isinstance(value, str) and _DECIMAL.fullmatch(value):
+        cost = int(value)
+        if -(2**31) <= cost < 2**31:
+            return cost
+    return 0
+
+
+def scale_down_order(pod: JSON, update_revision: str) -> tuple[bool, int, bool, int, bool, str]:
+    """Sort key, cheapest to lose first (CloneSet), in the order of Kubernetes'
+    ``ActivePodsWithRanks`` that Kruise's CloneSet uses: unassigned, then Pending < Unknown <
+    Running, then not ready, then the **lowest pod-deletion-cost**; then (a simplification of
+    CloneSet's revision-first choice) old revisions, then the newest."""
     meta = pod.get("metadata") or {}
     created = str(meta.get("creationTimestamp", ""))
+    phase = str((pod.get("status") or {}).get("phase", "Pending"))
     return (
         bool((pod.get("spec") or {}).get("nodeName")),
+        _PHASE_RANK.get(phase, 0),
         is_pod_ready(pod),
+        deletion_cost(pod),
         pod_revision(pod) == update_revision,
         "".join(chr(0x10FFFF - ord(c)) for c in created),
     )

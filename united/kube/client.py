@@ -128,6 +128,12 @@ CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", Fals
 CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False, "ClusterRoleBinding")
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", True, "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True, "RoleBinding")
+MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False, "MutatingWebhookConfiguration"
+)
+VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False, "ValidatingWebhookConfiguration"
+)
 CLONE_SETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")
 ADVANCED_STATEFUL_SETS = Resource("apps.kruise.io", "v1beta1", "statefulsets", True, "StatefulSet")
 

@@ -6,6 +6,7 @@ import pytest
 
 from united.devcluster.workloads import (
     REVISION_LABEL,
+    deletion_cost,
     namespace_terminating,
     ordinal_partition,
     partition_count,
@@ -22,9 +23,12 @@ OLD, NEW = "web-old", "web-new"
 
 
 def pod(name: str, revision: str, *, node: str | None = "n1", ready: bool = True,
-        deleting: bool = False, created: str = "2024-01-01T00:00:00Z") -> dict[str, Any]:
+        deleting: bool = False, created: str = "2024-01-01T00:00:00Z",
+        cost: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": "ns", "creationTimestamp": created,
                             "labels": {REVISION_LABEL: revision}}
+    if cost is not None:
+        meta["annotations"] = {"controller.kubernetes.io/pod-deletion-cost": cost}
     if deleting:
         meta["deletionTimestamp"] = "2024-01-02T00:00:00Z"
     return {
@@ -101,6 +105,52 @@ def test_clone_set_scale_down_prefers_unscheduled_then_unready_then_newest() -> 
     ]
     plan = plan_clone_set(pods, replicas=1, partition=0, update_revision=NEW, current_revision=NEW)
     assert plan.delete == ("pending", "unready", "new-ready")
+
+
+@pytest.mark.parametrize(
+    ("value", "cost"),
+    [("300", 300), ("-100", -100), ("+7", 7), ("0", 0), ("2147483647", 2**31 - 1),
+     ("-2147483648", -(2**31)), ("2147483648", 0), ("1.5", 0), (" 5", 0), ("5_0", 0), ("", 0),
+     ("abc", 0), (None, 0)],
+)
+def test_deletion_cost_is_an_int32_or_zero(value: str | None, cost: int) -> None:
+    assert deletion_cost(pod("p", NEW, cost=value)) == cost
+
+
+def test_clone_set_scale_in_removes_the_lowest_deletion_cost_first() -> None:
+    """WorkloadSpread's costs: -200 (over subset-1's max) before -100 (over subset-0's),
+    then 100, 200, 300; pods without the annotation count as 0."""
+    pods = [
+        pod("a-300", NEW, cost="300", created="2024-01-05T00:00:00Z"),
+        pod("b-200", NEW, cost="200", created="2024-01-04T00:00:00Z"),
+        pod("c-100", NEW, cost="100"),
+        pod("d-minus-100", NEW, cost="-100"),
+        pod("e-minus-200", NEW, cost="-200", created="2023-01-01T00:00:00Z"),
+        pod("f-none", NEW, created="2024-01-09T00:00:00Z"),
+    ]
+    plan = plan_clone_set(pods, replicas=2, partition=0, update_revision=NEW, current_revision=NEW)
+    assert plan.delete == ("e-minus-200", "d-minus-100", "f-none", "c-100")
+
+
+def test_equal_costs_fall_back_to_the_active_pods_order() -> None:
+    pods = [
+        pod("old", NEW, cost="100", created="2024-01-01T00:00:00Z"),
+        pod("newest", NEW, cost="100", created="2024-01-03T00:00:00Z"),
+        pod("old-revision", OLD, cost="100", created="2024-01-01T00:00:00Z"),
+        pod("unready-expensive", NEW, cost="900", ready=False),
+        pod("pending-expensive", NEW, cost="900", node=None, ready=False),
+    ]
+    plan = plan_clone_set(pods, replicas=1, partition=0, update_revision=NEW, current_revision=NEW)
+    # Unassigned and not-ready pods go first whatever their cost, as Kubernetes ranks them.
+    assert plan.delete == ("pending-expensive", "unready-expensive", "old-revision", "newest")
+
+
+def test_a_pending_pod_goes_before_a_running_one() -> None:
+    running, pending = pod("running", NEW, ready=False), pod("pending", NEW, ready=False)
+    running["status"]["phase"], pending["status"]["phase"] = "Running", "Pending"
+    plan = plan_clone_set([running, pending], replicas=1, partition=0, update_revision=NEW,
+                          current_revision=NEW)
+    assert plan.delete == ("pending",)
 
 
 def test_clone_set_update_keeps_partition_pods_at_the_old_revision() -> None:
