@@ -45,6 +45,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_COMMON_NAME = "united-webhook-ca"
+#: X.509 caps a common name at 64 characters; clients check the SANs, which carry every name whole.
+_MAX_COMMON_NAME = 64
 TLS_CERT = "tls.crt"
 TLS_KEY = "tls.key"
 CA_CERT = "ca.crt"
@@ -190,7 +192,7 @@ def _new_cert(
     key = _new_key()
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0][:_MAX_COMMON_NAME])]))
         .issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

@@ -164,3 +164,11 @@ def test_a_certificate_from_an_untrusted_ca_is_replaced() -> None:
     renewed = renew(mixed, HOSTS, now=T0 + timedelta(days=1))
     assert renewed is not None
     renewed.cert.verify_directly_issued_by(bundle.cas[0])
+
+
+def test_a_long_namespace_still_gets_a_certificate() -> None:
+    """The common name is capped at X.509's 64 characters; the SANs keep the whole name."""
+    host = f"united-webhook.{'n' * 60}.svc"
+    bundle = issue([host], now=T0)
+    assert host in hosts_of(bundle.cert)
+    assert chain_ok(bundle)
