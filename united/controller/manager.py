@@ -1,11 +1,15 @@
-"""Wire the controller together, controller-runtime style: caches, queue, workers, leader.
+"""Wire the controllers together, controller-runtime style: one shared lifecycle, one
+controller per kind (``united.runtime.controller``: its informers, event mapping, queue,
+workers and reconcile).
 
 Start order follows controller-runtime's manager: the HTTP server (``/healthz``,
 ``/readyz``, ``/metrics``), then the informers (every replica keeps warm caches, so a
-standby is Ready and takes over instantly), then leader election, then the workers —
-which only run while leading. Child kinds whose CRD is absent (CloneSet, Advanced
-StatefulSet without OpenKruise) are looked up at start and on a timer; when one appears
-its informer starts and every UnitedDeployment is re-queued.
+standby is Ready and takes over instantly), then discovery, the webhook server (every
+replica serves it, leader or not), leader election, then the workers — which only run
+while leading. Discovery runs at start and on a timer: a controller registered with
+:meth:`Manager.add_when_served` (WorkloadSpread) starts once its kind is served, and each
+controller looks for the kinds it needs (UnitedDeployment children: CloneSet, Advanced
+StatefulSet without OpenKruise).
 
 With leader election every write passes the elector's fence (no write unless the Lease is
 surely ours by this process's own clock); when leadership is lost the queued keys are
@@ -13,9 +17,10 @@ dropped, the passes in flight cancelled and the process exits with 1.
 
 Shutdown on SIGTERM/SIGINT, in any state (syncing against an unreachable API server,
 discovering, standby, leading): the start-up in progress is cancelled, readiness goes false,
-the queue stops taking keys and in-flight reconciles get ``shutdown_grace`` (3 s) before
+the queues stop taking keys and in-flight reconciles get ``shutdown_grace`` (3 s) before
 they are cancelled, informers stop, the Lease is released (bounded) so a standby takes over
-at once, queued Events are flushed (bounded), and the HTTP server and client close last —
+at once, the webhook server stops, queued Events are flushed (bounded), and the HTTP
+server and client close last —
 within :data:`STOP_WITHIN` in all.
 """
 

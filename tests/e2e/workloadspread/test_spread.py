@@ -48,8 +48,14 @@ def spread(name: str, target: str, maxima: list[int | None]) -> JSON:
     }
 
 
-def deployment(name: str, replicas: int) -> JSON:
+def deployment(name: str, replicas: int, *, prefer: str | None = None) -> JSON:
+    """``prefer``: a zone the pods prefer (a subset's required term still decides when placed)."""
     labels = {"app": name}
+    spec: JSON = {"containers": [{"name": "main", "image": IMAGE}], "terminationGracePeriodSeconds": 0}
+    if prefer is not None:
+        term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [prefer]}]}
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "preference": term}]}}  # fmt: skip
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -57,10 +63,7 @@ def deployment(name: str, replicas: int) -> JSON:
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "main", "image": IMAGE}], "terminationGracePeriodSeconds": 0},
-            },
+            "template": {"metadata": {"labels": labels}, "spec": spec},
         },
     }
 
@@ -95,7 +98,7 @@ async def quiet(spreading: Spreading) -> dict[str, int]:
 
     async def settled() -> dict[str, int]:
         first = writes(spreading)
-        await asyncio.sleep(3)
+        await asyncio.sleep(5)
         assert writes(spreading) == first, "still writing"
         return first
 
@@ -179,10 +182,10 @@ async def test_pods_admitted_while_the_webhook_is_down_are_unplaced_and_cheapest
     kube: KubeClient, namespace: str, spreading: Spreading
 ) -> None:
     await webhook_ready(kube, spreading)
-    # Both subsets full once the first 3 pods run: the later ones fit none, so none is adopted.
+    # Pods admitted unplaced go to zone-c, which no subset selects, so none can be adopted.
     await kube.create(WS, spread("down", "down", [2, 1]), namespace=namespace)
     await observed(kube, namespace, "down")
-    await kube.create(DEPLOYMENTS, deployment("down", 3), namespace=namespace)
+    await kube.create(DEPLOYMENTS, deployment("down", 3, prefer="zone-c"), namespace=namespace)
 
     async def three() -> None:
         pods = await pods_of(kube, namespace, "down")

@@ -106,3 +106,22 @@ async def test_a_graceful_shutdown_posts_the_queued_events_before_it_releases_th
     await m._shutdown()
     assert events.posted == reasons
     assert not elector.is_leader
+
+
+async def test_a_kind_served_late_counts_in_readiness_and_gets_workers_only_once_its_informers_sync() -> None:
+    m = manager(Passes())
+    m._leading = True
+    m._deferred = []
+    made = m._spread_controller(m)
+    informers, m._deferred = m._deferred, None
+    assert informers and not set(informers) & set(m.informers), "kept out of readiness while syncing"
+    activation = asyncio.create_task(m._activate(made, informers))
+    await settle()
+    assert made not in m.controllers and not made._workers
+    for informer in informers:
+        informer.has_synced.set()
+    await asyncio.wait_for(activation, 1)
+    assert made in m.controllers and set(informers) <= set(m.informers)
+    assert len(made._workers) == m.settings.workers
+    made.abandon()
+    await asyncio.gather(*made._workers, return_exceptions=True)

@@ -1,0 +1,69 @@
+"""Invalid WorkloadSpreads in the cluster: a ``Stalled`` condition and a Warning Event, and
+nothing else touched — the target's pods keep no annotation or cost from them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.workloadspread.conftest import Spreading
+from tests.e2e.workloadspread.test_spread import WS, cost_of, deployment, pods_of, spread, subset_of, webhook_ready
+from united.devcluster.wait import eventually
+from united.kube.client import DEPLOYMENTS, EVENTS, KubeClient
+
+pytestmark = pytest.mark.e2e
+
+JSON = dict[str, Any]
+
+
+async def stalled(kube: KubeClient, namespace: str, name: str) -> JSON:
+    async def reported() -> JSON:
+        status = (await kube.get(WS, name, namespace=namespace)).get("status") or {}
+        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        assert conditions.get("Stalled", {}).get("status") == "True", status
+        events = (await kube.list(EVENTS, namespace=namespace)).items
+        warnings = [e for e in events if e.get("regarding", {}).get("name") == name and e.get("type") == "Warning"]
+        assert warnings, "no Warning Event yet"
+        return conditions["Stalled"]
+
+    result: JSON = await eventually(reported, within=60, what=f"{name} Stalled with a Warning Event")
+    return result
+
+
+async def test_an_invalid_spread_is_stalled_and_its_target_untouched(
+    kube: KubeClient, namespace: str, spreading: Spreading
+) -> None:
+    await webhook_ready(kube, spreading)
+    doc = spread("dup", "app", [1, None])
+    doc["spec"]["subsets"][1]["name"] = doc["spec"]["subsets"][0]["name"]
+    await kube.create(WS, doc, namespace=namespace)
+    condition = await stalled(kube, namespace, "dup")
+    assert condition["reason"] == "InvalidSpec"
+    assert 'spec.subsets[1].name: Invalid value: "zone-a": duplicated subset name zone-a' in condition["message"]
+    await kube.create(DEPLOYMENTS, deployment("app", 2), namespace=namespace)
+
+    async def created() -> list[JSON]:
+        pods = await pods_of(kube, namespace, "app")
+        assert len(pods) == 2
+        return pods
+
+    pods = await eventually(created, within=60, what="the target's pods")
+    assert [(subset_of(p), cost_of(p)) for p in pods] == [(None, None), (None, None)]
+
+
+async def test_a_second_spread_on_a_workload_is_stalled_and_the_first_keeps_it(
+    kube: KubeClient, namespace: str, spreading: Spreading
+) -> None:
+    await webhook_ready(kube, spreading)
+    await kube.create(WS, spread("first", "shared", [1, None]), namespace=namespace)
+    await kube.create(WS, spread("second", "shared", [5]), namespace=namespace)
+    condition = await stalled(kube, namespace, "second")
+    assert condition["reason"] == "InvalidSpec"
+    await kube.create(DEPLOYMENTS, deployment("shared", 3), namespace=namespace)
+
+    async def placed() -> None:
+        pods = await pods_of(kube, namespace, "shared")
+        assert sorted(str(subset_of(p)) for p in pods) == ["zone-a", "zone-b", "zone-b"]
+
+    await eventually(placed, within=90, what="pods placed by the first spread only (1 / rest)")
