@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generate the UnitedDeployment CustomResourceDefinitions from one Python source.
+"""Generate the UnitedDeployment and WorkloadSpread CustomResourceDefinitions from one Python source.
 
-Two CRDs are written, sharing one OpenAPI v3 schema (built by :func:`ud_schema`):
+Two UnitedDeployment CRDs are written, sharing one OpenAPI v3 schema (built by :func:`ud_schema`):
 
 * ``crds/apps.united.io_uniteddeployments.yaml`` -- group ``apps.united.io``, version ``v1alpha1``;
 * ``crds/compat/apps.kruise.io_uniteddeployments.yaml`` -- group ``apps.kruise.io``, versions
@@ -20,6 +20,10 @@ Usage::
 
     python scripts/gen_crds.py           # (re)write the files
     python scripts/gen_crds.py --check   # exit 1 if a committed file is out of date
+
+The WorkloadSpread CRDs (:func:`ws_schema`) follow: ``crds/apps.united.io_workloadspreads.yaml``
+(v1alpha1 with the v1beta1 field names) and ``crds/compat/apps.kruise.io_workloadspreads.yaml``
+(v1alpha1 and v1beta1, which name two subset fields differently: conversion ``Webhook``).
 
 ``tests/unit/test_crds.py`` asserts that the committed files equal :func:`render_all`.
 """
@@ -555,15 +559,22 @@ def version(name: str, storage: bool) -> Schema:
     }
 
 
-def crd(group: str, versions: list[Schema], conversion: Schema | None = None) -> Schema:
+def crd(
+    group: str,
+    versions: list[Schema],
+    conversion: Schema | None = None,
+    *,
+    kind: str = "UnitedDeployment",
+    short_name: str = "ud",
+) -> Schema:
     spec: Schema = {
         "group": group,
         "names": {
-            "kind": "UnitedDeployment",
-            "listKind": "UnitedDeploymentList",
-            "plural": "uniteddeployments",
-            "singular": "uniteddeployment",
-            "shortNames": ["ud"],
+            "kind": kind,
+            "listKind": f"{kind}List",
+            "plural": f"{kind.lower()}s",
+            "singular": kind.lower(),
+            "shortNames": [short_name],
         },
         "scope": "Namespaced",
         "versions": versions,
@@ -574,7 +585,7 @@ def crd(group: str, versions: list[Schema], conversion: Schema | None = None) ->
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"uniteddeployments.{group}",
+            "name": f"{kind.lower()}s.{group}",
             "labels": {"app.kubernetes.io/part-of": "united"},
             "annotations": {VERSION_ANNOTATION: __version__},
         },
@@ -591,6 +602,220 @@ def kruise_compat_crd() -> Schema:
         KRUISE_GROUP,
         [version("v1alpha1", storage=False), version("v1beta1", storage=True)],
         conversion={"strategy": "None"},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# WorkloadSpread
+# --------------------------------------------------------------------------------------------------
+
+WS_UNITED_CRD_PATH = Path("crds") / f"{UNITED_GROUP}_workloadspreads.yaml"
+WS_KRUISE_CRD_PATH = Path("crds") / "compat" / f"{KRUISE_GROUP}_workloadspreads.yaml"
+WEBHOOK_SERVICE = {"namespace": "united-system", "name": "united-webhook", "path": "/convert", "port": 443}
+"""Where the API server sends the compat WorkloadSpread CRD's ConversionReviews: the
+controller's webhook Service in its namespace (``manifests/base``); ``united run`` writes the
+``caBundle`` (or, with ``--webhook-url``, the URL) when it starts."""
+
+
+def ws_subset_schema(alpha: bool) -> Schema:
+    """One subset; ``alpha`` spells the node selector fields as Kruise's v1alpha1 does."""
+    required_name, preferred_name = (
+        ("requiredNodeSelectorTerm", "preferredNodeSelectorTerms")
+        if alpha
+        else ("requiredNodeSelector", "preferredNodeSelector")
+    )
+    preferred = obj(
+        {
+            "weight": int32("Weight of the term, 1-100."),
+            "preference": node_selector_term("The node selector term."),
+        },
+        "A preferred scheduling term (core/v1 PreferredSchedulingTerm).",
+        required=["weight", "preference"],
+    )
+    return obj(
+        {
+            "name": string("Subset name, unique within the WorkloadSpread."),
+            required_name: node_selector_term(
+                "ANDed into every required node-affinity term of the subset's pods."
+            ),
+            preferred_name: array(preferred, "Appended to the pods' preferred node affinity."),
+            "tolerations": array(toleration(), "Tolerations appended to the subset's pods."),
+            "maxReplicas": int_or_string(
+                "At most this many pods of the workload in the subset: an integer >= 0 or 'N%' "
+                "of the workload's replicas (rounded up). Unset: no limit. Integers only for a "
+                "StatefulSet."
+            ),
+            "minReplicas": int_or_string(
+                "united: at least this many pods go to the subset first (same type as "
+                "maxReplicas, at most it)."
+            ),
+            "patch": schemaless(
+                "A strategic merge patch applied to the subset's pods (metadata and spec); it may "
+                "not change their name, namespace or owner."
+            ),
+        },
+        "One subset: a group of nodes and how many of the workload's pods it takes.",
+        required=["name"],
+    )
+
+
+def ws_spec_schema(alpha: bool) -> Schema:
+    return obj(
+        {
+            "targetRef": obj(
+                {
+                    "apiVersion": string("API version of the workload (only the group matters)."),
+                    "kind": string(
+                        "Deployment, ReplicaSet, StatefulSet, Job or CloneSet (immutable)."
+                    ),
+                    "name": string("Name of the workload, in the WorkloadSpread's namespace."),
+                },
+                "The workload whose pods are spread; group, kind and name are immutable.",
+                required=["apiVersion", "kind", "name"],
+            ),
+            "targetFilter": obj(
+                {
+                    "selector": label_selector("Only pods matching it are managed."),
+                    "replicasPathList": array(
+                        string(),
+                        "Dot paths of integers in the workload whose sum replaces its replicas "
+                        "for percentages.",
+                    ),
+                },
+                "Manage only part of the workload's pods.",
+            ),
+            "subsets": array(
+                ws_subset_schema(alpha),
+                "Ordered subsets: filled in order on scale-out, emptied in reverse on scale-in.",
+                maxItems=MAX_SUBSETS,
+            ),
+            "scheduleStrategy": obj(
+                {
+                    "type": string(
+                        "Fixed (default) or Adaptive (pods that stay unschedulable move on).",
+                        enum=["Adaptive", "Fixed", ""],
+                    ),
+                    "adaptive": obj(
+                        {
+                            "disableSimulationSchedule": boolean("Accepted; has no effect."),
+                            "rescheduleCriticalSeconds": int32(
+                                "Seconds a pod may stay unschedulable before it is deleted to "
+                                "be recreated in a later subset (0: never)."
+                            ),
+                        },
+                        "Parameters of the Adaptive strategy.",
+                    ),
+                },
+                "How pods are placed when a subset cannot schedule them.",
+            ),
+        },
+        "Desired state of the WorkloadSpread (field-compatible with OpenKruise).",
+        required=["targetRef", "subsets"],
+    )
+
+
+def ws_subset_status_schema(alpha: bool) -> Schema:
+    return obj(
+        {
+            "name": string("Subset name."),
+            "replicas": int32("Active pods of the workload in the subset."),
+            "missingReplicas": int32("Free slots under maxReplicas; -1 without a maximum."),
+            "creatingPods": map_of(
+                date_time(), "Pods booked by the webhook and not yet seen: name (or uid) -> time."
+            ),
+            "deletingPods": map_of(
+                date_time(), "Pods whose deletion was admitted and still seen: name -> time."
+            ),
+            "conditions": list_map(
+                condition("A subset condition (Schedulable).", with_generation=not alpha),
+                ["type"],
+                "Conditions of the subset.",
+            ),
+            "reason": string("united: machine-readable reason for the subset's state."),
+            "message": string("united: why the subset is full, empty or skipped."),
+        },
+        "Observed state of one subset.",
+        required=["name"],
+    )
+
+
+def ws_status_schema(alpha: bool) -> Schema:
+    subsets = array(ws_subset_status_schema(alpha), "Observed state per subset, in spec order.")
+    return obj(
+        {
+            "observedGeneration": int64("metadata.generation observed by the last status write."),
+            "subsetStatuses": subsets,
+            "versionedSubsetStatuses": map_of(
+                subsets, "Pod-template version -> the subsets' bookkeeping for its pods."
+            ),
+            "conditions": list_map(
+                condition("A WorkloadSpread condition.", with_generation=True),
+                ["type"],
+                "united: latest observations of the WorkloadSpread's state (kstatus).",
+            ),
+        },
+        "Observed state of the WorkloadSpread, written by the webhook and the controller.",
+    )
+
+
+def ws_schema(alpha: bool) -> Schema:
+    return obj(
+        {
+            "apiVersion": string("Versioned schema of this object."),
+            "kind": string("REST resource kind: WorkloadSpread."),
+            "metadata": {"type": "object"},
+            "spec": ws_spec_schema(alpha),
+            "status": ws_status_schema(alpha),
+        },
+        "WorkloadSpread spreads the pods of an existing workload over subsets of nodes, through "
+        "a pod admission webhook, without changing the workload.",
+    )
+
+
+def ws_printer_columns() -> list[Schema]:
+    return [
+        {"name": "WorkloadName", "type": "string", "jsonPath": ".spec.targetRef.name",
+         "description": "The name of the workload."},
+        {"name": "WorkloadKind", "type": "string", "jsonPath": ".spec.targetRef.kind",
+         "description": "The kind of the workload."},
+        {"name": "Adaptive", "type": "boolean",
+         "jsonPath": '.spec.scheduleStrategy.type[?(@ == "Adaptive")]',
+         "description": "Whether the Adaptive strategy is used."},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+         "description": "Time since creation."},
+    ]  # fmt: skip
+
+
+def ws_version(name: str, storage: bool, *, alpha: bool = False) -> Schema:
+    return {
+        "name": name,
+        "served": True,
+        "storage": storage,
+        "schema": {"openAPIV3Schema": ws_schema(alpha)},
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": ws_printer_columns(),
+    }
+
+
+def ws_united_crd() -> Schema:
+    return crd(
+        UNITED_GROUP, [ws_version("v1alpha1", storage=True)], kind="WorkloadSpread", short_name="ws"
+    )
+
+
+def ws_kruise_compat_crd() -> Schema:
+    return crd(
+        KRUISE_GROUP,
+        [ws_version("v1alpha1", storage=False, alpha=True), ws_version("v1beta1", storage=True)],
+        conversion={
+            "strategy": "Webhook",
+            "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {"service": dict(WEBHOOK_SERVICE)},
+            },
+        },
+        kind="WorkloadSpread",
+        short_name="ws",
     )
 
 
@@ -613,6 +838,19 @@ KRUISE_HEADER = (
     "# (v1beta1 stored; one schema, conversion None) so that OpenKruise manifests work\n"
     "# unchanged on clusters WITHOUT OpenKruise.\n"
     "# Never install it next to OpenKruise: it would replace Kruise's own CRD.\n"
+)
+
+
+WS_UNITED_HEADER = (
+    _GENERATED + "# WorkloadSpread, apps.united.io/v1alpha1.\n"
+    "# Install or upgrade: kubectl apply --server-side -f crds/\n"
+)
+
+WS_KRUISE_HEADER = (
+    _GENERATED + "# Compatibility CRD: WorkloadSpread as apps.kruise.io/v1alpha1 and v1beta1\n"
+    "# (v1beta1 stored; the versions name two subset fields differently, so the controller's\n"
+    "# webhook converts them) so that OpenKruise manifests work unchanged on clusters WITHOUT\n"
+    "# OpenKruise. Never install it next to OpenKruise: it would replace Kruise's own CRD.\n"
 )
 
 
@@ -640,6 +878,8 @@ def render_all() -> dict[Path, str]:
     return {
         UNITED_CRD_PATH: to_yaml(united_crd(), UNITED_HEADER),
         KRUISE_CRD_PATH: to_yaml(kruise_compat_crd(), KRUISE_HEADER),
+        WS_UNITED_CRD_PATH: to_yaml(ws_united_crd(), WS_UNITED_HEADER),
+        WS_KRUISE_CRD_PATH: to_yaml(ws_kruise_compat_crd(), WS_KRUISE_HEADER),
     }
 
 

@@ -8,12 +8,10 @@ never a traceback); 1 an unexpected internal failure. The JSON shapes printed wi
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import yaml
 
@@ -21,7 +19,9 @@ from united import __version__, data
 from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.log import add_logging_arguments, configure_logging
-from united.manifest import load, load_state
+from united.manifest import Source, load, load_state
+from united.output import print_json as _print_json
+from united.output import print_table
 from united.placement.selector import text_errors
 from united.uniteddeployment import revision
 from united.uniteddeployment.admission import admit
@@ -30,6 +30,11 @@ from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
+from united.workloadspread import commands as spread_commands
+from united.workloadspread import model as workloadspread
+from united.workloadspread.admission import admit as admit_spread
+from united.workloadspread.validation import conflicts
+from united.workloadspread.validation import validate_update as validate_spread_update
 
 EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
 
@@ -71,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--revision", metavar="R", help="revision name for the children (default: computed)")
         c.set_defaults(func=_plan if name == "plan" else _render)
 
+    a = sub.add_parser("admit", help="show what the pod webhook would do to a pod of a WorkloadSpread's target")
+    a.add_argument("file", metavar="WS", help="WorkloadSpread manifest (may carry a status), or - for stdin")
+    a.add_argument("pod", metavar="POD", help="the pod, as created (CREATE) or as it is (DELETE, EVICT)")
+    a.add_argument("--operation", choices=spread_commands.OPERATIONS, default="CREATE")
+    a.add_argument("--replicas", type=int, metavar="N", help="the target's replicas (for percentages)")
+    a.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    a.set_defaults(func=spread_commands.admit_command)
+
     r = sub.add_parser("run", help="run the controller against a cluster")
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
     r.add_argument(
@@ -88,6 +101,25 @@ def _parser() -> argparse.ArgumentParser:
     for name, default, meaning in _LEASE_TIMINGS:
         r.add_argument(_lease_flag(name), type=float, default=default, metavar="SECONDS", help=meaning)
     r.add_argument("--http-port", type=int, default=8080, help="port for /healthz, /readyz and /metrics")
+    r.add_argument(
+        "--controller-namespace",
+        default=os.environ.get("POD_NAMESPACE") or "united-system",
+        help="the controller's own namespace: its webhook Secret, excluded from the pod webhooks",
+    )
+    r.add_argument("--webhook-port", type=int, help="serve the WorkloadSpread webhooks over HTTPS on this port")
+    r.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds (default 0.0.0.0)")
+    r.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        help="create the webhook configurations pointing at URL (e.g. https://127.0.0.1:9443); "
+        "default: only patch the caBundle of the installed ones",
+    )
+    r.add_argument(
+        "--webhook-failure-policy",
+        choices=("Ignore", "Fail"),
+        default="Ignore",
+        help="Ignore (default): pods are created while no replica answers; Fail: they are refused",
+    )
     r.add_argument(
         "--discovery-interval",
         type=float,
@@ -120,23 +152,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+def _source(file: str) -> Source:
     source = load(file)
     for note in source.notes:
         print(f"note: {note}", file=sys.stderr)
-    return admit(source.document, replicas=replicas)
+    return source
+
+
+def _load(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+    return admit(_source(file).document, replicas=replicas)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    ud = None
     errors: list[FieldError] = []
     try:
-        ud = _load(args.file)
+        source = _source(args.file)
+        is_spread = isinstance(source.document, dict) and source.document.get("kind") == workloadspread.KIND
+        errors = _validate_spread(source, args.old) if is_spread else _validate_united(source, args.old)
     except ManifestError as e:
         errors = e.errors
-    if ud is not None and args.old:
-        old = _load(args.old)
-        errors = validate_update(old, ud)
     if errors:
         return _fail(errors, json_out=args.output == "json")
     if args.output == "json":
@@ -144,6 +178,30 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         print("valid")
     return EXIT_OK
+
+
+def _validate_united(source: Source, old_file: str | None) -> list[FieldError]:
+    ud = admit(source.document)
+    return validate_update(_load(old_file), ud) if old_file else []
+
+
+def _validate_spread(source: Source, old_file: str | None) -> list[FieldError]:
+    """A WorkloadSpread: the create rules, the conflict rule against the other WorkloadSpreads
+    of the file (what the webhook lists in the namespace), and with ``old_file`` the update rules."""
+    ws = admit_spread(source.document)
+    others = []
+    for doc in source.others:
+        if isinstance(doc, dict) and doc.get("kind") == workloadspread.KIND:
+            try:
+                others.append(workloadspread.parse(doc))
+            except ManifestError:
+                continue
+    if others:
+        print(f"note: the other WorkloadSpread(s) ({len(others)}) were read to check for conflicts", file=sys.stderr)
+    errors = conflicts(ws, others)
+    if old_file:
+        errors = validate_spread_update(admit_spread(_source(old_file).document), ws) + errors
+    return errors
 
 
 def _allocate(args: argparse.Namespace) -> tuple[UnitedDeployment, Plan]:
@@ -159,6 +217,9 @@ def _allocate(args: argparse.Namespace) -> tuple[UnitedDeployment, Plan]:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    docs = spread_commands.documents(args.file)
+    if spread_commands.is_workloadspread(docs):
+        return spread_commands.plan_command(args, docs)
     ud, plan = _allocate(args)
     subsets = [
         {"name": a.name, "replicas": a.replicas, "partition": a.partition, "reason": a.reason, "message": a.message}
@@ -170,9 +231,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(f"UnitedDeployment {ud.name}: {plan.replicas} replicas, allocator {plan.allocator}")
     rows = [("SUBSET", "REPLICAS", "PARTITION", "REASON", "MESSAGE")]
     rows += [(a.name, str(a.replicas), str(a.partition), a.reason, a.message) for a in plan.subsets]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[4])
+    print_table(rows)
     return EXIT_OK
 
 
@@ -234,6 +293,11 @@ def _run(args: argparse.Namespace) -> int:
         leader_election_retry_period=timings["retry_period"],
         http_port=args.http_port,
         discovery_interval=args.discovery_interval,
+        controller_namespace=args.controller_namespace,
+        webhook_port=args.webhook_port,
+        webhook_host=args.webhook_host,
+        webhook_url=args.webhook_url,
+        webhook_failure_policy=args.webhook_failure_policy,
     )
     try:
         return asyncio.run(run(settings))
@@ -253,6 +317,17 @@ def _run_flag_errors(args: argparse.Namespace) -> list[FieldError]:
         errors.append(invalid(Path("--discovery-interval"), args.discovery_interval, "must be a positive number"))
     for namespace in args.namespace:
         errors += dns_label_errors(namespace, Path("--namespace"))
+    errors += dns_label_errors(args.controller_namespace, Path("--controller-namespace"))
+    if args.webhook_port is not None and not 0 <= args.webhook_port <= 65535:
+        errors.append(invalid(Path("--webhook-port"), args.webhook_port, "must be between 0 and 65535"))
+    if args.webhook_url is not None:
+        from united.workloadspread.webhookconfig import url_problem
+
+        problem = url_problem(args.webhook_url)
+        if problem is not None:
+            errors.append(invalid(Path("--webhook-url"), args.webhook_url, problem))
+        elif args.webhook_port is None:
+            errors.append(FieldError("--webhook-url", "needs --webhook-port (the server the URL reaches)"))
     if args.leader_elect:
         errors += dns_label_errors(args.leader_election_namespace, Path("--leader-election-namespace"))
         errors += dns_subdomain_errors(args.leader_election_id, Path("--leader-election-id"))
@@ -306,8 +381,3 @@ def _fail(errors: Sequence[FieldError], *, json_out: bool) -> int:
     for e in errors:
         print(e, file=sys.stderr)
     return EXIT_INVALID
-
-
-def _print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2)
-    sys.stdout.write("\n")

@@ -16,6 +16,10 @@ import yaml
 from united.api.field import FieldError, ManifestError, Path, invalid
 from united.uniteddeployment.allocation import SubsetState
 from united.uniteddeployment.model import KIND
+from united.workloadspread import model as workloadspread
+
+#: The kinds a manifest file is read for, in the order commands look for them.
+KINDS = (KIND, workloadspread.KIND)
 
 
 class _Loader(yaml.SafeLoader):
@@ -30,11 +34,12 @@ _Loader.yaml_implicit_resolvers = {
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """The UnitedDeployment found in a file (or its only document, whatever it is), and notes
-    about what else was there."""
+    """The UnitedDeployment or WorkloadSpread found in a file (or its only document, whatever
+    it is), notes about what else was there, and the other documents."""
 
     document: Any
     notes: list[str] = field(default_factory=list)
+    others: list[Any] = field(default_factory=list)
 
 
 def read_text(path: str) -> str:
@@ -60,24 +65,23 @@ def load_documents(text: str, *, name: str) -> list[Any]:
 
 
 def load(path: str) -> Source:
-    """The first UnitedDeployment in ``path`` (``-`` for stdin)."""
+    """The first UnitedDeployment or WorkloadSpread in ``path`` (``-`` for stdin)."""
     name = "<stdin>" if path == "-" else path
     docs = load_documents(read_text(path), name=name)
     if not docs:
         raise ManifestError([FieldError(name, "no YAML documents found")])
     for i, doc in enumerate(docs):
-        if isinstance(doc, dict) and doc.get("kind") == KIND:
+        if isinstance(doc, dict) and doc.get("kind") in KINDS:
             notes = []
             if len(docs) > 1:
                 notes.append(
-                    f"{name}: using the UnitedDeployment in document {i + 1}; "
-                    f"ignoring {len(docs) - 1} other document(s)"
+                    f"{name}: using the {doc['kind']} in document {i + 1}; ignoring {len(docs) - 1} other document(s)"
                 )
-            return Source(document=doc, notes=notes)
+            return Source(document=doc, notes=notes, others=docs[:i] + docs[i + 1 :])
     if len(docs) == 1:
         # Not a UnitedDeployment; parsing reports what is wrong with it (a list: "<root>: ... must be an object").
         return Source(document=docs[0])
-    raise ManifestError([FieldError(name, f"no UnitedDeployment among {len(docs)} documents")])
+    raise ManifestError([FieldError(name, f"no UnitedDeployment or WorkloadSpread among {len(docs)} documents")])
 
 
 def load_state(path: str) -> dict[str, SubsetState]:
@@ -91,6 +95,20 @@ _STATE_FIELDS = {"replicas": int, "readyReplicas": int, "unschedulable": bool, "
 
 
 def parse_state(doc: Any) -> dict[str, SubsetState]:
+    return {
+        name: SubsetState(
+            replicas=values.get("replicas", 0),
+            ready_replicas=values.get("readyReplicas", 0),
+            unschedulable=values.get("unschedulable", False),
+            reserved_pods=values.get("reservedPods", 0),
+        )
+        for name, values in state_entries(doc, _STATE_FIELDS).items()
+    }
+
+
+def state_entries(doc: Any, fields: Mapping[str, type]) -> dict[str, dict[str, Any]]:
+    """The checked fields of each subset of a STATE document ``{"subsets": {<name>: {...}}}``:
+    ``fields`` maps each allowed field to ``int`` (a count, at least 0) or ``bool``."""
     root = Path("state")
     if not isinstance(doc, Mapping) or set(doc) - {"subsets"}:
         raise ManifestError([invalid(root, doc, 'must be an object {"subsets": {<name>: {...}}}')])
@@ -98,7 +116,7 @@ def parse_state(doc: Any) -> dict[str, SubsetState]:
     if not isinstance(subsets, Mapping):
         raise ManifestError([invalid(root.child("subsets"), subsets, "must be an object keyed by subset name")])
     errors: list[FieldError] = []
-    out: dict[str, SubsetState] = {}
+    out: dict[str, dict[str, Any]] = {}
     for sname, entry in subsets.items():
         p = root.child("subsets").key(str(sname))
         entry = {} if entry is None else entry
@@ -107,23 +125,16 @@ def parse_state(doc: Any) -> dict[str, SubsetState]:
             continue
         values: dict[str, Any] = {}
         for key, value in entry.items():
-            kind = _STATE_FIELDS.get(key)
+            kind = fields.get(key)
             if kind is None:
-                errors.append(
-                    FieldError(str(p.child(key)), "Unknown field: supported fields: " + ", ".join(_STATE_FIELDS))
-                )
+                errors.append(FieldError(str(p.child(key)), "Unknown field: supported fields: " + ", ".join(fields)))
             elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 errors.append(invalid(p.child(key), value, f"must be {'a boolean' if kind is bool else 'an integer'}"))
             elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
                 errors.append(invalid(p.child(key), value, "must be greater than or equal to 0"))
             else:
                 values[key] = value
-        out[str(sname)] = SubsetState(
-            replicas=values.get("replicas", 0),
-            ready_replicas=values.get("readyReplicas", 0),
-            unschedulable=values.get("unschedulable", False),
-            reserved_pods=values.get("reservedPods", 0),
-        )
+        out[str(sname)] = values
     if errors:
         raise ManifestError(errors)
     return out

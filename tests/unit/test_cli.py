@@ -388,7 +388,7 @@ def test_multi_document_file_uses_the_first_united_deployment(tmp_path: Path) ->
 
 def test_multi_document_file_without_a_united_deployment(tmp_path: Path) -> None:
     path = write(tmp_path, "m.yaml", "kind: Service\n---\nkind: ConfigMap\n")
-    assert_field_errors(united("validate", path), [f"{path}: no UnitedDeployment among 2 documents"])
+    assert_field_errors(united("validate", path), [f"{path}: no UnitedDeployment or WorkloadSpread among 2 documents"])
 
 
 @pytest.mark.parametrize(

@@ -148,8 +148,17 @@ def test_in_cluster_without_a_service_account_token() -> None:
         (("--selector", "tier in (a"), '--selector: Invalid value: "tier in (a": unable to parse requirement'),
         (("--namespace", "Team_A"), '--namespace: Invalid value: "Team_A": a lowercase RFC 1123 label must consist'),
         (("--leader-elect", "--leader-election-id", "Lease!"), '--leader-election-id: Invalid value: "Lease!"'),
+        (("--webhook-port", "-1"), "--webhook-port: Invalid value: -1: must be between 0 and 65535"),
+        (("--webhook-port", "9443", "--webhook-url", "http://127.0.0.1:9443"),
+         '--webhook-url: Invalid value: "http://127.0.0.1:9443": must be an https URL'),
+        (("--webhook-port", "9443", "--webhook-url", "https://127.0.0.1:9443/?a=b"),
+         '--webhook-url: Invalid value: "https://127.0.0.1:9443/?a=b": must not have a query or a fragment'),
+        (("--webhook-port", "9443", "--webhook-url", "https://127.0.0.1:99999"),
+         '--webhook-url: Invalid value: "https://127.0.0.1:99999": Port out of range 0-65535'),
+        (("--webhook-url", "https://127.0.0.1:9443"), "--webhook-url: needs --webhook-port"),
+        (("--controller-namespace", "Sys"), '--controller-namespace: Invalid value: "Sys"'),
     ],
-)
+)  # fmt: skip
 def test_bad_flag_values(tmp_path: Path, flags: tuple[str, ...], expected: str) -> None:
     [line] = united_run("--kubeconfig", str(kubeconfig(tmp_path / "config")), *flags)
     assert line.startswith(expected), line

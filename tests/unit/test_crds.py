@@ -57,11 +57,13 @@ def crd_paths() -> list[Path]:
 
 @functools.cache
 def _parsed_crds() -> tuple[Obj, ...]:
-    return tuple(doc for path in crd_paths() for doc in load_docs(path))
+    docs = (doc for path in crd_paths() for doc in load_docs(path))
+    return tuple(doc for doc in docs if doc["spec"]["names"]["kind"] == "UnitedDeployment")
 
 
 def all_crds() -> list[Obj]:
-    """The CRD documents in crds/ (parsed once; treat as read-only)."""
+    """The UnitedDeployment CRD documents in crds/ (parsed once; treat as read-only). The
+    WorkloadSpread ones are tested in tests/unit/workloadspread/test_crds.py."""
     return list(_parsed_crds())
 
 
@@ -413,13 +415,15 @@ def test_crd_file_is_one_v1_crd(path: Path) -> None:
     assert crd["kind"] == "CustomResourceDefinition"
     spec = crd["spec"]
     assert crd["metadata"]["name"] == f"{spec['names']['plural']}.{spec['group']}"
+    kind = spec["names"]["kind"]
     assert spec["names"] == {
-        "kind": "UnitedDeployment",
-        "listKind": "UnitedDeploymentList",
-        "plural": "uniteddeployments",
-        "singular": "uniteddeployment",
-        "shortNames": ["ud"],
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": f"{kind.lower()}s",
+        "singular": kind.lower(),
+        "shortNames": [{"UnitedDeployment": "ud", "WorkloadSpread": "ws"}[kind]],
     }
+    assert path.name == f"{spec['group']}_{spec['names']['plural']}.yaml"
     assert spec["scope"] == "Namespaced"
     assert spec.get("preserveUnknownFields") is not True
     assert [v["name"] for v in spec["versions"] if v["storage"]] in (["v1alpha1"], ["v1beta1"])

@@ -47,6 +47,15 @@ def test_crd_of_each_group(group: str, path: str) -> None:
     assert data.crd(group).read_bytes() == (REPO / path).read_bytes()
 
 
+@pytest.mark.parametrize(("group", "directory"), [(GROUP, "crds"), (KRUISE_GROUP, "crds/compat")])
+def test_crds_of_each_group_are_every_kind(group: str, directory: str) -> None:
+    paths = [f"{directory}/{group}_{plural}.yaml" for plural in ("uniteddeployments", "workloadspreads")]
+    assert [p.read_bytes() for p in data.crds(group)] == [(REPO / p).read_bytes() for p in paths]
+    assert [d["spec"]["names"]["kind"] for d in data.documents(*data.crds(group))] == [
+        "UnitedDeployment", "WorkloadSpread",
+    ]
+
+
 def test_samples_are_every_sample_file_by_name() -> None:
     files = sorted((REPO / "manifests" / "samples").rglob("*.yaml"))
     names = [p.relative_to(REPO / "manifests" / "samples").as_posix().removesuffix(".yaml") for p in files]
@@ -62,21 +71,23 @@ def test_unknown_sample_names_the_known_ones() -> None:
         data.sample("zones")
 
 
-def test_controller_is_the_crd_then_the_base_kustomization() -> None:
+def test_controller_is_the_crds_then_the_base_kustomization() -> None:
     docs = data.controller(GROUP)
     assert [d["kind"] for d in docs] == [
-        "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service",
-        "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "CustomResourceDefinition", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
+        "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding",
+        "Deployment", "Service", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
     ]
-    assert docs[0]["spec"]["group"] == GROUP
+    assert [(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in docs[:2]] == [
+        (GROUP, "UnitedDeployment"), (GROUP, "WorkloadSpread"),
+    ]
     assert all(d["metadata"]["namespace"] == "united-system" for d in docs if d["kind"] in ("Role", "Deployment"))
 
 
 def test_controller_for_kruise_is_the_compat_crd_and_the_kruise_overlay() -> None:
     docs = data.controller(KRUISE_GROUP)
     crds = [d["spec"]["group"] for d in docs if d["kind"] == "CustomResourceDefinition"]
-    assert crds == [KRUISE_GROUP]
+    assert crds == [KRUISE_GROUP, KRUISE_GROUP]
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["args"][-1] == f"--api-group={KRUISE_GROUP}"
     assert {"united-controller", "united-controller-kruise"} <= {

@@ -129,7 +129,7 @@ def test_load_empty(tmp_path: Path, text: str) -> None:
 
 def test_load_several_without_a_united_deployment(tmp_path: Path) -> None:
     path = write(tmp_path, "kind: Service\n---\n- a\n")
-    assert errors(load, path) == [f"{path}: no UnitedDeployment among 2 documents"]
+    assert errors(load, path) == [f"{path}: no UnitedDeployment or WorkloadSpread among 2 documents"]
 
 
 @pytest.mark.parametrize(

@@ -22,46 +22,35 @@ within :data:`STOP_WITHIN` in all.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
-import json
 import os
 import signal
 import socket
 import uuid
-from collections import ChainMap
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import structlog
 
-from united.kube import ApiError, Fenced, KubeClient, Resource
-from united.kube.client import PODS
+from united.controller.webhooks import WebhookService, serve_webhooks
+from united.kube import ApiError, KubeClient, Resource
 from united.kube.decode import Undecodable
 from united.kube.errors import ConfigError
-from united.log import bind_reconcile
-from united.placement.selector import parse as parse_selector
+from united.runtime.controller import Controller, Factory, Host
 from united.runtime.events import EventRecorder
 from united.runtime.failures import FailureLog
 from united.runtime.health import HealthServer
-from united.runtime.informer import DELETED, MODIFIED, Informer, Store
+from united.runtime.informer import EventHandler, Informer
 from united.runtime.leader import LeaderElector
-from united.runtime.metrics import Metrics, ReconcileResult
-from united.runtime.queue import ShutDown, WorkQueue, default_controller_rate_limiter
-from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP, PLURAL, TEMPLATE_VARIANTS
-from united.uniteddeployment.reconciler import (
-    CONTROLLER_REVISIONS,
-    Caches,
-    Reconciler,
-    RetryableError,
-    owners_of,
-    resource_of,
-)
+from united.runtime.metrics import Metrics
+from united.uniteddeployment.controller import UnitedDeploymentController, served
+from united.uniteddeployment.model import GROUP, KRUISE_GROUP, PLURAL
+from united.workloadspread.reconciler import Caches, Reconciler, WorkloadSpreadController, ws_resource
+from united.workloadspread.webhook import PodWebhook
 
 log = structlog.get_logger(__name__)
-CONTROLLER = "uniteddeployment"
+C = TypeVar("C", bound=Controller)
 RELEASE_WITHIN = 2.0
 """Seconds releasing the Lease may take at shutdown."""
 EVENTS_WITHIN = 1.0
@@ -101,6 +90,15 @@ class Settings:
     """Seconds a child kind's first LIST may take before its UnitedDeployments are reported
     ``ChildKindUnavailable`` (and every other kind is served); it is picked up when it syncs."""
     client_qps_timeout: float = 30.0
+    controller_namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE") or "united-system")
+    """The controller's own namespace: its webhook Secret, excluded from its pod webhooks."""
+    webhook_port: int | None = None
+    """Serve the WorkloadSpread webhooks on this port (None: no webhook server)."""
+    webhook_host: str = "0.0.0.0"
+    webhook_url: str | None = None
+    """``https://host:port``: create/update the webhook configurations pointing at it; None:
+    only patch the ``caBundle`` of the shipped ones (in-cluster, through the Service)."""
+    webhook_failure_policy: Literal["Ignore", "Fail"] = "Ignore"
 
     @property
     def ud_resource(self) -> Resource:
@@ -108,211 +106,161 @@ class Settings:
         return Resource(self.api_group, version, PLURAL, True, "UnitedDeployment")
 
 
-class _Stores:
-    """One read view over the stores of several per-namespace informers."""
-
-    def __init__(self, informers: Iterable[Informer]) -> None:
-        self.stores: list[Store] = [i.store for i in informers]
-
-    def get(self, key: str) -> Json | None:
-        for store in self.stores:
-            obj = store.get(key)
-            if obj is not None:
-                return obj
-        return None
-
-    def list(self, namespace: str | None = None) -> list[Json]:
-        return [obj for store in self.stores for obj in store.list(namespace)]
-
-    def by_owner(self, uid: str, namespace: str | None = None) -> builtins.list[Json]:
-        return [obj for store in self.stores for obj in store.by_owner(uid, namespace)]
-
-    def orphans(self, namespace: str) -> builtins.list[Json]:
-        return [obj for store in self.stores for obj in store.orphans(namespace)]
-
-    def labelled(self, namespace: str, value: str) -> builtins.list[Json]:
-        return [obj for store in self.stores for obj in store.labelled(namespace, value)]
-
-
-def _meta_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
-    """A UnitedDeployment change worth a reconcile: anything but a status-only update."""
-    if old is None:
-        return True
-    a, b = old.get("metadata") or {}, new.get("metadata") or {}
-    return any(a.get(k) != b.get(k) for k in ("generation", "labels", "annotations", "deletionTimestamp", "uid"))
-
-
 class Manager:
-    def __init__(self, client: KubeClient, settings: Settings, *, metrics: Metrics | None = None) -> None:
+    """The shared lifecycle (see the module docstring) around one controller per kind:
+    the UnitedDeployment one always, others as :meth:`add` registers them."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        settings: Settings,
+        *,
+        metrics: Metrics | None = None,
+        webhook_client: KubeClient | None = None,
+    ) -> None:
         self.client = client
         self.settings = settings
         self.metrics = metrics or Metrics()
-        self.keys = Keys(settings.api_group)
-        queue_metrics = self.metrics.queue(CONTROLLER)
-        self.queue: WorkQueue[str] = WorkQueue(rate_limiter=default_controller_rate_limiter(), metrics=queue_metrics)
-        queue_metrics.track_in_flight(self.queue)
         self.health = HealthServer(registry=self.metrics.registry)
         self.recorder = EventRecorder(client, component="united-controller", metrics=self.metrics)
         self.namespaces: list[str | None] = list(settings.namespaces) or [None]
         self.informers: list[Informer] = []
-        self.child_informers: dict[str, list[Informer]] = {}
+        self._shared: dict[tuple[Resource, str | None, str | None, str | None], Informer] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = asyncio.Event()
-        self._workers: list[asyncio.Task[None]] = []
         self._election: asyncio.Task[None] | None = None
+        self._leading = False
+        self._running = False
+        self._deferred: list[Informer] | None = None
+        """While a controller of a kind served late is made: its new informers, kept out of
+        readiness until they sync."""
+        """Informers made from now on start at once (the first ones start in :meth:`_serve`)."""
         self.failures = FailureLog()
         """One place for the list/watch failures of every informer: one line per step
         when they all fail the same way (an unreachable API server)."""
-        self.uds = self._informers(settings.ud_resource, settings.selector, self._on_ud)
-        self.revisions = self._informers(CONTROLLER_REVISIONS, None, self._on_owned)
-        self.pods = self._informers(PODS, self.keys.subset_name, self._on_pod, index_label=self.keys.subset_name)
-        self.caches = Caches(
-            uniteddeployments=_Stores(self.uds),
-            revisions=_Stores(self.revisions),
-            pods=_Stores(self.pods),
-            undecodable=ChainMap(*(i.undecodable for i in self.uds)),
-        )
-        self.reconciler = Reconciler(
-            client=client,
-            caches=self.caches,
-            recorder=self.recorder,
-            ud_resource=settings.ud_resource,
-            gauges=self.metrics,
-        )
-        self.controller_metrics = self.metrics.controller(CONTROLLER)
-
-    def _informers(
-        self, resource: Resource, selector: str | None, handler: Any, *, index_label: str | None = None
-    ) -> list[Informer]:
-        made = [
-            Informer(
-                self.client,
-                resource,
-                namespace=ns,
-                label_selector=selector,
-                index_label=index_label,
-                handlers=[handler],
-                failures=self.failures,
-                on_undecodable=[self._on_undecodable],
+        self.controllers: list[Controller] = []
+        self._optional: list[tuple[Resource, Factory]] = []
+        self.ud = self.add(
+            UnitedDeploymentController(
+                self,
+                ud_resource=settings.ud_resource,
+                selector=settings.selector,
+                child_sync_timeout=settings.child_sync_timeout,
             )
-            for ns in self.namespaces
-        ]
-        self.informers.extend(made)
-        return made
+        )
+        self.spreads: WorkloadSpreadController | None = None
+        self.add_when_served(ws_resource(settings.api_group), self._spread_controller)
+        self.webhook = PodWebhook(webhook_client or client, self._spread_caches)
+        """Served by every replica (with ``--webhook-port``), leader or not: bookings are
+        optimistic status writes, safe from several processes; hence a client without the fence."""
+        self._webhooks: WebhookService | None = None
 
-    # -- event handlers: map every change to the UnitedDeployment keys it concerns ---------
+    def add(self, controller: C) -> C:
+        self.controllers.append(controller)
+        return controller
 
-    def _on_ud(self, kind: str, obj: Json, old: Json | None) -> None:
-        if kind == MODIFIED and not _meta_changed(old, obj):
-            return
-        meta = obj.get("metadata") or {}
-        self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
+    def add_when_served(self, resource: Resource, factory: Factory) -> None:
+        """Run the controller ``factory`` makes once the API server serves ``resource``
+        (looked up at start and on the discovery timer, like child kinds)."""
+        self._optional.append((resource, factory))
 
-    def _on_owned(self, kind: str, obj: Json, old: Json | None) -> None:
-        for key in {*owners_of(obj), *(owners_of(old) if old else ())}:
-            self.queue.add(key)
+    def _spread_controller(self, host: Host) -> Controller:
+        self.spreads = WorkloadSpreadController(host, api_group=self.settings.api_group)
+        return self.spreads
 
-    def _on_child(self, kind: str, obj: Json, old: Json | None) -> None:
-        owners = {*owners_of(obj), *(owners_of(old) if old else ())}
-        if not owners and kind != DELETED:
-            owners = set(self._matching_uds(obj))
-        for key in owners:
-            self.queue.add(key)
+    def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
+        """The WorkloadSpread caches once served and synced; before that pods go unplaced."""
+        spreads = self.spreads
+        if spreads is None or not all(i.has_synced.is_set() for i in self.informers):
+            return None
+        return spreads.caches, spreads.spreads
 
-    def _on_undecodable(self, problem: Undecodable) -> None:
-        """Count it; a UnitedDeployment is queued, so the reconciler reports it on the object."""
-        obj = problem.object
-        self.metrics.undecodable_objects_total.labels(resource=str(obj.get("kind", ""))).inc()
-        if obj.get("kind") == self.settings.ud_resource.kind:
-            meta = obj.get("metadata") or {}
-            self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
+    async def _serve_webhooks(self) -> None:
+        self._webhooks = await serve_webhooks(
+            self.webhook.client, self.settings, self.webhook.routes(), metrics=self.metrics
+        )
+        log.info("serving webhooks", port=self._webhooks.server.port)
 
-    def _on_pod(self, kind: str, obj: Json, old: Json | None) -> None:
-        for key in self._matching_uds(obj):
-            self.queue.add(key)
+    # -- what controllers get (runtime.controller.Host) --------------------------------------
 
-    def _matching_uds(self, obj: Mapping[str, Any]) -> Iterable[str]:
-        meta = obj.get("metadata") or {}
-        namespace, labels = meta.get("namespace"), meta.get("labels") or {}
-        for ud in self.caches.uniteddeployments.list(str(namespace or "")):
-            umeta = ud.get("metadata") or {}
-            selector = (ud.get("spec") or {}).get("selector")
-            if not isinstance(selector, dict):
-                continue
-            try:
-                if parse_selector(selector).matches(labels):
-                    yield f"{namespace}/{umeta.get('name')}"
-            except (KeyError, TypeError, AttributeError):
-                continue
-
-    # -- child kinds come and go with their CRDs --------------------------------------------
-
-    async def _served(self, resource: Resource) -> bool:
-        try:
-            text = await self.client.get_path(f"/apis/{resource.group}/{resource.version}")
-        except ApiError:
-            return False
-        try:
-            return any(r.get("name") == resource.plural for r in json.loads(text).get("resources", []))
-        except (ValueError, AttributeError):
-            return False
-
-    async def _discover(self) -> None:
-        """Start an informer for each child kind the cluster serves and has none yet, and
-        wait for its first LIST — but at most ``child_sync_timeout``: a kind that cannot be
-        listed (RBAC, a broken conversion webhook) must not hold up every other kind. Such a
-        kind's informers keep retrying in the background; until they sync, its
-        UnitedDeployments are ``ChildKindUnavailable`` with the informers' last error."""
-        for variant in TEMPLATE_VARIANTS:
-            if variant in self.child_informers:
-                continue
-            resource = resource_of(variant)
-            if resource.group not in ("apps",) and not await self._served(resource):
-                continue
-            informers = [
-                Informer(
+    def watch(
+        self,
+        resource: Resource,
+        selector: str | None,
+        handler: EventHandler,
+        *,
+        index_label: str | None = None,
+        started: bool = True,
+    ) -> list[Informer]:
+        made = []
+        for ns in self.namespaces if resource.namespaced else [None]:
+            key = (resource, ns, selector, index_label)
+            informer = self._shared.get(key)
+            if informer is None:
+                informer = self._shared[key] = Informer(
                     self.client,
                     resource,
                     namespace=ns,
-                    label_selector=self.keys.subset_name,
-                    handlers=[self._on_child],
+                    label_selector=selector,
+                    index_label=index_label,
                     failures=self.failures,
                     on_undecodable=[self._on_undecodable],
                 )
-                for ns in self.namespaces
-            ]
-            self.child_informers[variant] = informers
-            self._tasks += [asyncio.create_task(i.run(), name=f"informer-{resource.plural}") for i in informers]
-            synced = asyncio.create_task(self._when_synced(variant, informers), name=f"sync-{resource.plural}")
-            self._tasks.append(synced)
-            done, _ = await asyncio.wait({synced}, timeout=self.settings.child_sync_timeout)
-            if not done:
-                reason = "; ".join(sorted({i.last_error for i in informers if i.last_error})) or (
-                    f"cannot list {informers[0].name}: no answer within {self.settings.child_sync_timeout:g}s"
-                )
-                self.caches.unavailable[variant] = reason
-                log.warning(
-                    "child kind unavailable; its UnitedDeployments are stalled until it can be listed",
-                    kind=resource.kind,
-                    api=resource.api_version,
-                    error=reason,
-                )
-                self._requeue_all()
+                if self._running or not started:
+                    self.spawn(informer.run(), name=f"informer-{resource.plural}")
+                if self._deferred is not None:
+                    self._deferred.append(informer)
+                elif started:
+                    self.informers.append(informer)
+            informer.add_handler(handler)
+            made.append(informer)
+        return made
 
-    async def _when_synced(self, variant: str, informers: list[Informer]) -> None:
-        """Serve ``variant`` from ``informers`` once all of them have synced."""
-        await asyncio.gather(*(i.has_synced.wait() for i in informers))
+    def track(self, informers: Iterable[Informer]) -> None:
         self.informers.extend(informers)
-        self.caches.children[variant] = _Stores(informers)
-        self.caches.unavailable.pop(variant, None)
-        resource = informers[0].resource
-        log.info("child kind available", kind=resource.kind, api=resource.api_version)
-        self._requeue_all()
 
-    def _requeue_all(self) -> None:
-        for ud in self.caches.uniteddeployments.list():
-            meta = ud.get("metadata") or {}
-            self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.append(task)
+        return task
+
+    def _on_undecodable(self, problem: Undecodable) -> None:
+        """Count it; each controller decides whether it concerns one of its objects."""
+        obj = problem.object
+        self.metrics.undecodable_objects_total.labels(resource=str(obj.get("kind", ""))).inc()
+        for controller in self.controllers:
+            controller.undecodable(problem)
+
+    # -- kinds come and go with their CRDs ------------------------------------------------------
+
+    async def _discover(self) -> None:
+        """Start the controllers whose kind is now served, then let each look for what it needs.
+
+        A new controller's informers run at once but count in readiness, and its workers
+        start, only once they have all synced: a kind that cannot be listed (RBAC not yet
+        granted) must not hold up the others."""
+        for entry in list(self._optional):
+            resource, factory = entry
+            if not await served(self.client, resource):
+                continue
+            self._optional.remove(entry)
+            self._deferred = []
+            try:
+                controller = factory(self)
+            finally:
+                informers, self._deferred = self._deferred, None
+            log.info("kind served; starting its controller", kind=resource.kind, api=resource.api_version)
+            self.spawn(self._activate(controller, informers), name=f"activate-{controller.name}")
+        for controller in list(self.controllers):
+            await controller.discover()
+
+    async def _activate(self, controller: Controller, informers: list[Informer]) -> None:
+        await asyncio.gather(*(i.has_synced.wait() for i in informers))
+        self.track(informers)
+        self.add(controller)
+        log.info("controller started", controller=controller.name)
+        if self._leading:
+            controller.start_workers(self.settings.workers)
 
     async def _discovery_loop(self) -> None:
         while True:
@@ -321,43 +269,6 @@ class Manager:
                 await self._discover()
             except ApiError as e:
                 log.warning("discovery failed", error=str(e))
-
-    # -- workers ----------------------------------------------------------------------------
-
-    async def _worker(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            started = loop.time()
-            result = ReconcileResult.SUCCESS
-            try:
-                with bind_reconcile(key), self.controller_metrics.active_worker():
-                    outcome = await self.reconciler.reconcile(key)
-                self.queue.forget(key)
-                if outcome.requeue_after:
-                    result = ReconcileResult.REQUEUE_AFTER
-                    self.queue.add_after(key, outcome.requeue_after)
-            except Fenced as e:
-                # The Lease is not surely ours: the pass stopped at its next write. Requeued
-                # in case a late renewal keeps it ours; once leadership is lost the queue is
-                # shut and ignores this.
-                result = ReconcileResult.ERROR
-                log.warning("write refused: not the leader", ud=key, error=str(e))
-                self.queue.add_rate_limited(key)
-            except (RetryableError, ApiError) as e:
-                result = ReconcileResult.ERROR
-                log.warning("reconcile failed; requeued with backoff", ud=key, error=str(e))
-                self.queue.add_rate_limited(key)
-            except Exception:
-                result = ReconcileResult.ERROR
-                log.exception("reconcile crashed; requeued with backoff", ud=key)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.controller_metrics.observe_reconcile(result, loop.time() - started)
-                self.queue.done(key)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -410,14 +321,17 @@ class Manager:
         return code
 
     async def _serve(self) -> int:
-        """Sync the caches, discover child kinds, win the election (if any), run the workers;
+        """Sync the caches, discover kinds, win the election (if any), run the workers;
         return 1 when leadership is lost (the caller exits, client-go style)."""
+        self._running = True
         self._tasks += [asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}") for i in self.informers]
         for task in self._tasks:
             self.health.watch_task(task.get_name(), task)
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
         await self._discover()
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))
+        if self.settings.webhook_port is not None:
+            self.health.watch_task("webhooks", self.spawn(self._serve_webhooks(), name="webhooks"))
         if self.settings.leader_elect:
             elector = LeaderElector(
                 self.client,
@@ -434,8 +348,9 @@ class Manager:
             election = self._election = asyncio.create_task(elector.run(), name="leader-election")
             await elector.elected.wait()
         log.info("starting workers", workers=self.settings.workers, identity=self.settings.identity)
-        self.controller_metrics.set_max_concurrent_reconciles(self.settings.workers)
-        self._workers = [asyncio.create_task(self._worker(), name=f"worker-{n}") for n in range(self.settings.workers)]
+        self._leading = True
+        for controller in self.controllers:
+            controller.start_workers(self.settings.workers)
         if not self.settings.leader_elect:
             await asyncio.Event().wait()
         # asyncio.wait, not await: cancelling _serve must not cancel (and so release) the election here.
@@ -447,23 +362,9 @@ class Manager:
     def _abandon(self) -> None:
         """Leadership is lost and a new leader may be running already: no queued key may
         start, and the passes in flight stop now (the fence refuses their writes anyway)."""
-        self.queue.shutdown(drop_queued=True)
-        for worker in self._workers:
-            worker.cancel()
-
-    async def _stop_workers(self, grace: float) -> None:
-        """Stop taking keys; let passes in flight finish for ``grace`` seconds, then cancel them."""
-        self.queue.shutdown()
-        workers, self._workers = self._workers, []
-        if workers:
-            _, pending = await asyncio.wait(workers, timeout=grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                log.warning(
-                    "cancelled reconciles still running after the shutdown grace", passes=len(pending), grace=grace
-                )
-            await asyncio.gather(*workers, return_exceptions=True)
+        self._leading = False
+        for controller in self.controllers:
+            controller.abandon()
 
     async def _release(self) -> None:
         """End the election; a held Lease is released (bounded: an unreachable API server
@@ -482,10 +383,13 @@ class Manager:
     async def _shutdown(self) -> None:
         log.info("shutting down")
         self.health.set_shutting_down()
-        await self._stop_workers(self.settings.shutdown_grace)
+        self._leading = False
+        await asyncio.gather(*(c.stop_workers(self.settings.shutdown_grace) for c in self.controllers))
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._webhooks is not None:
+            await self._webhooks.stop()
         await self.recorder.close(within=EVENTS_WITHIN)  # while the Lease is ours: the fence refuses them after
         await self._release()
         await self.health.stop()
@@ -494,12 +398,17 @@ class Manager:
 
 async def run(settings: Settings) -> int:
     client = await KubeClient.from_config(settings.kubeconfig)
+    webhook_client = await KubeClient.from_config(settings.kubeconfig) if settings.webhook_port is not None else None
     try:
-        manager = Manager(client, settings)
+        manager = Manager(client, settings, webhook_client=webhook_client)
         client.observer = manager.metrics.api.observe
+        if webhook_client is not None:
+            webhook_client.observer = manager.metrics.api.observe
         return await manager.run()
     finally:
         await client.close()
+        if webhook_client is not None:
+            await webhook_client.close()
 
 
 __all__ = ["KRUISE_GROUP", "Manager", "Settings", "run"]

@@ -22,23 +22,26 @@ ROOT: Traversable = files(__name__)
 CRDS = ROOT / "crds"
 MANIFESTS = ROOT / "manifests"
 SAMPLES = MANIFESTS / "samples"
-_CRD_FILES = {
-    GROUP: CRDS / f"{GROUP}_uniteddeployments.yaml",
-    KRUISE_GROUP: CRDS / "compat" / f"{KRUISE_GROUP}_uniteddeployments.yaml",
-}
+_CRD_DIRS = {GROUP: CRDS, KRUISE_GROUP: CRDS / "compat"}
+_PLURALS = ("uniteddeployments", "workloadspreads")
 
 
-def crd(group: str = GROUP) -> Traversable:
-    """The UnitedDeployment CRD of ``group`` (``apps.kruise.io``: the compat one, for clusters
+def crd(group: str = GROUP, plural: str = "uniteddeployments") -> Traversable:
+    """The CRD of ``plural`` in ``group`` (``apps.kruise.io``: the compat one, for clusters
     without OpenKruise)."""
-    return _CRD_FILES[group]
+    return _CRD_DIRS[group] / f"{group}_{plural}.yaml"
+
+
+def crds(group: str = GROUP) -> list[Traversable]:
+    """Every kind's CRD in ``group``: UnitedDeployment, then WorkloadSpread."""
+    return [crd(group, plural) for plural in _PLURALS]
 
 
 def controller(group: str = GROUP) -> list[dict[str, Any]]:
-    """Everything ``united install`` applies for ``group``, in order: its CRD, then the
+    """Everything ``united install`` applies for ``group``, in order: its CRDs, then the
     ``manifests/base`` kustomization rendered (``manifests/kruise`` for apps.kruise.io)."""
     overlay = "kruise" if group == KRUISE_GROUP else "base"
-    return documents(crd(group)) + kustomization.build(MANIFESTS, overlay)
+    return documents(*crds(group)) + kustomization.build(MANIFESTS, overlay)
 
 
 def documents(*paths: Traversable) -> list[dict[str, Any]]:

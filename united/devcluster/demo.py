@@ -126,7 +126,7 @@ async def _serve(
     cluster: LocalCluster, doc: JSON, path: Traversable, *, workloads: Sequence[tuple[Resource, JSON]]
 ) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
-        await crds.install(client, [*crds.kruise_crds(), *data.documents(data.crd())])
+        await crds.install(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
         nodes = NodeSimulator(client)
         async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes(doc))

@@ -83,10 +83,10 @@ async def apply(client: KubeClient, docs: Iterable[JSON]) -> None:
 async def install_controller(
     client: KubeClient, *, compat: bool = False, leader_election: bool = False, dev_webhooks: bool = False
 ) -> None:
-    """The CRD (and with ``compat`` the apps.kruise.io one), namespace, ServiceAccount and
+    """The CRDs (and with ``compat`` the apps.kruise.io ones), namespace, ServiceAccount and
     roles of ``manifests/base`` (with ``leader_election`` its Lease Role, with ``dev_webhooks``
     the development-only role of :data:`DEV_WEBHOOK_CONFIGURATIONS`)."""
-    files = [data.crd(GROUP), *([data.crd(KRUISE_GROUP)] if compat else []), *(BASE / f for f in IDENTITY)]
+    files = [*data.crds(GROUP), *(data.crds(KRUISE_GROUP) if compat else []), *(BASE / f for f in IDENTITY)]
     if leader_election:
         files.append(BASE / LEADER_ELECTION)
     if dev_webhooks:

@@ -40,19 +40,40 @@ def place(
     if expressions or tolerations is not None:
         out["spec"] = spec
     if expressions:
-        affinity = spec["affinity"] = spec.get("affinity") or {}
-        node = affinity["nodeAffinity"] = affinity.get("nodeAffinity") or {}
-        required = node[_REQUIRED] = node.get(_REQUIRED) or {}
-        terms = required["nodeSelectorTerms"] = required.get("nodeSelectorTerms") or []
-        if not terms:
-            terms.append({})
-        for term in terms:
-            term["matchExpressions"] = [*(term.get("matchExpressions") or []), *copy.deepcopy(expressions)]
+        require(node_affinity(spec), {"matchExpressions": expressions})
     if tolerations is not None:
-        spec["tolerations"] = [*(spec.get("tolerations") or []), *copy.deepcopy(list(tolerations))]
+        tolerate(spec, tolerations)
     if patch:
         out = strategic_merge(out, patch)
     return out
+
+
+def node_affinity(spec: Json) -> Json:
+    """``spec.affinity.nodeAffinity`` of a pod spec, created (in place) if absent or null."""
+    affinity = spec["affinity"] = spec.get("affinity") or {}
+    node: Json = affinity.get("nodeAffinity") or {}
+    affinity["nodeAffinity"] = node
+    return node
+
+
+def require(node: Json, term: Mapping[str, Any]) -> None:
+    """AND ``term``'s ``matchExpressions`` and ``matchFields`` into *every* required
+    node-selector term of ``node`` (a ``nodeAffinity``, changed in place): the terms are ORed,
+    so each must carry the constraint. With no required term, ``term`` becomes the only one."""
+    required = node[_REQUIRED] = node.get(_REQUIRED) or {}
+    terms = required["nodeSelectorTerms"] = required.get("nodeSelectorTerms") or []
+    if not terms:
+        terms.append({})
+    for existing in terms:
+        for key in ("matchExpressions", "matchFields"):
+            extra = term.get(key) or []
+            if extra:
+                existing[key] = [*(existing.get(key) or []), *copy.deepcopy(list(extra))]
+
+
+def tolerate(spec: Json, tolerations: tuple[Json, ...]) -> None:
+    """Append ``tolerations`` to a pod spec's, in place."""
+    spec["tolerations"] = [*(spec.get("tolerations") or []), *copy.deepcopy(list(tolerations))]
 
 
 def patch_text(patch: Mapping[str, Any] | None) -> str:

@@ -340,6 +340,20 @@ class Metrics:
             registry=r,
         )
 
+        # -- admission and conversion webhooks (controller-runtime's names) --------------------
+        self.webhook_requests_total = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code.",
+            ["webhook", "code"],
+            registry=r,
+        )
+        self.webhook_latency_seconds = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ["webhook"],
+            registry=r,
+        )
+
         # -- UnitedDeployments ----------------------------------------------------------------
         self._subsets: dict[tuple[str, str], dict[str, SubsetReplicas]] = {}
         r.register(_SubsetCollector(self._subsets))
@@ -367,6 +381,13 @@ class Metrics:
     def event_outcome(self, outcome: str) -> None:
         """Count one Event handled by the recorder."""
         self.events_total.labels(outcome=outcome).inc()
+
+    # -- webhooks -----------------------------------------------------------------------------
+
+    def observe_webhook(self, path: str, code: int, seconds: float) -> None:
+        """Count one webhook request on ``path`` answered with HTTP ``code`` after ``seconds``."""
+        self.webhook_requests_total.labels(webhook=path, code=str(code)).inc()
+        self.webhook_latency_seconds.labels(webhook=path).observe(max(seconds, 0.0))
 
     # -- UnitedDeployment subsets -----------------------------------------------------------
 

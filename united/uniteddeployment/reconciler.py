@@ -30,6 +30,7 @@ from united.kube.client import PODS
 from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.placement.selector import parse as parse_selector
+from united.runtime.controller import RetryableError
 from united.runtime.metrics import SubsetReplicas
 from united.uniteddeployment import adaptive, history, revision
 from united.uniteddeployment.admission import admission
@@ -93,10 +94,6 @@ class Caches:
 @dataclass(frozen=True)
 class Result:
     requeue_after: float | None = None
-
-
-class RetryableError(Exception):
-    """Some writes failed this pass; the status says so and the key is requeued with backoff."""
 
 
 class OwnerChangedError(Exception):

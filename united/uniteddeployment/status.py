@@ -235,13 +235,22 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
         "UnitedDeploymentRevisionUpdated" if done else "UnitedDeploymentRevisionUpdating",
         f"{'updated' if done else 'updating'} to revision {revision}",
     )
+    values = {READY: ready_c, RECONCILING: reconciling_c, STALLED: stalled_c, UPDATED: updated_c}
+    return kstatus(previous, values, generation=facts.generation, now=facts.now)
+
+
+def kstatus(
+    previous: Mapping[Any, Mapping[str, Any]],
+    values: Mapping[str, tuple[bool, str, str]],
+    *,
+    generation: int,
+    now: str,
+) -> list[Json]:
+    """Conditions from ``type -> (status, reason, message)``, in that order; a condition's
+    ``lastTransitionTime`` moves only when its status does (``previous``: the old ones by type).
+    Every kind's status builds its conditions here."""
     out = []
-    for kind, (value, reason, message) in (
-        (READY, ready_c),
-        (RECONCILING, reconciling_c),
-        (STALLED, stalled_c),
-        (UPDATED, updated_c),
-    ):
+    for kind, (value, reason, message) in values.items():
         state = "True" if value else "False"
         before = previous.get(kind) or {}
         since = before.get("lastTransitionTime") if before.get("status") == state else None
@@ -249,8 +258,8 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
             {
                 "type": kind,
                 "status": state,
-                "observedGeneration": facts.generation,
-                "lastTransitionTime": since or facts.now,
+                "observedGeneration": generation,
+                "lastTransitionTime": since or now,
                 "reason": reason,
                 "message": message,
             }

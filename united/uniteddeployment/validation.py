@@ -22,8 +22,7 @@ event loop breathe between subsets; :func:`validate` is all the steps at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from united.api.field import (
     FieldError,
@@ -51,12 +50,12 @@ from united.api.names import (
     STATEFULSET_NAME_MAX,
     dns_label_errors,
     dns_subdomain_errors,
-    label_key_errors,
-    label_value_errors,
 )
 from united.placement import selector as label_selector
+from united.placement.constraints import node_selector_term_errors, toleration_errors
 from united.placement.intstr import INT32_MAX, resolve
 from united.placement.patch import PatchError
+from united.placement.podtemplate import items, pod_template_errors
 from united.placement.subset import place
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
@@ -68,7 +67,6 @@ from united.uniteddeployment.model import (
     MANUAL,
     STATEFUL_SET,
     TEMPLATE_VARIANTS,
-    Json,
     Spec,
     Subset,
     Template,
@@ -79,10 +77,6 @@ SPEC = Path("spec")
 SUBSETS = SPEC.child("topology").child("subsets")
 #: Kinds whose pods carry ``<workload name>-<hash>`` in a label, capping the workload name.
 _REVISION_LABELLED_PODS = (STATEFUL_SET, ADVANCED_STATEFUL_SET, CLONE_SET)
-_RESTART_ALWAYS = ("Always",)
-_PROTOCOLS = ("TCP", "UDP", "SCTP")
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def validate(ud: UnitedDeployment) -> list[FieldError]:
@@ -264,170 +258,11 @@ def _claims(template: Template, tpath: Path, errors: list[FieldError]) -> set[st
     """Names of the template's volumeClaimTemplates, which its pods may mount like volumes."""
     return {
         c["metadata"]["name"]
-        for c in _items(
+        for c in items(
             template.spec.get("volumeClaimTemplates"), tpath.child("spec").child("volumeClaimTemplates"), errors
         )
         if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and isinstance(c["metadata"].get("name"), str)
     }
-
-
-def pod_template_errors(
-    pod: Mapping[str, Any],
-    path: Path,
-    sel: label_selector.Selector | None,
-    *,
-    claims: frozenset[str] | set[str] = frozenset(),
-) -> list[FieldError]:
-    """The parts of Kubernetes' pod-template validation a workload's template must pass.
-
-    Not all of it: the API server re-validates every child it stores. These are the rules
-    users break most, caught before any child is touched. ``claims`` are the workload's
-    volumeClaimTemplates, which containers may mount like volumes.
-    """
-    errors: list[FieldError] = []
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    lpath = path.child("metadata").child("labels")
-    for k, v in labels.items():
-        errors += label_key_errors(k, lpath)
-        if isinstance(v, str):
-            errors += label_value_errors(v, lpath.key(k))
-        else:
-            errors.append(invalid(lpath.key(k), v, "must be a string"))
-    if sel is not None and not sel.matches(labels):
-        errors.append(invalid(lpath, labels, "`selector` does not match template `labels`"))
-    spec = pod.get("spec")
-    spath = path.child("spec")
-    if not isinstance(spec, dict):
-        return [*errors, required(spath)]
-    policy = spec.get("restartPolicy")
-    if policy is not None and policy not in _RESTART_ALWAYS:
-        errors.append(not_supported(spath.child("restartPolicy"), policy, _RESTART_ALWAYS))
-    if spec.get("activeDeadlineSeconds") is not None:
-        errors.append(
-            forbidden(spath.child("activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported")
-        )
-    errors += _placement_shape(spec, spath)
-    volumes = _named(spec.get("volumes"), spath.child("volumes"), errors) | set(claims)
-    seen: set[str] = set()
-    containers = spec.get("containers")
-    if not containers:
-        errors.append(required(spath.child("containers")))
-    for field in ("initContainers", "containers"):
-        for i, c in enumerate(_items(spec.get(field), spath.child(field), errors)):
-            errors += _container(c, spath.child(field).index(i), seen, volumes)
-    return errors
-
-
-def _items(value: Any, path: Path, errors: list[FieldError]) -> list[Any]:
-    """A list field of a pod template; null is an empty list, anything else not a list an error."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        errors.append(invalid(path, value, "must be an array"))
-        return []
-    return value
-
-
-def _placement_shape(spec: Mapping[str, Any], path: Path) -> list[FieldError]:
-    """The pod fields a subset's placement writes into must have their API types."""
-    errors: list[FieldError] = []
-    for i, t in enumerate(_items(spec.get("tolerations"), path.child("tolerations"), errors)):
-        if not isinstance(t, dict):
-            errors.append(invalid(path.child("tolerations").index(i), t, "must be an object"))
-    node = spec
-    for field in ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
-        path = path.child(field)
-        value = node.get(field)
-        if value is None:
-            return errors
-        if not isinstance(value, dict):
-            return [*errors, invalid(path, value, "must be an object")]
-        node = value
-    terms = path.child("nodeSelectorTerms")
-    for i, term in enumerate(_items(node.get("nodeSelectorTerms"), terms, errors)):
-        if not isinstance(term, dict):
-            errors.append(invalid(terms.index(i), term, "must be an object"))
-        else:
-            _items(term.get("matchExpressions"), terms.index(i).child("matchExpressions"), errors)
-    return errors
-
-
-def _named(items: Any, path: Path, errors: list[FieldError]) -> set[str]:
-    names: set[str] = set()
-    if not isinstance(items, list):
-        if items is not None:
-            errors.append(invalid(path, items, "must be an array"))
-        return names
-    for i, item in enumerate(items):
-        name = item.get("name") if isinstance(item, dict) else None
-        if not name:
-            errors.append(required(path.index(i).child("name")))
-        elif not isinstance(name, str):
-            errors.append(invalid(path.index(i).child("name"), name, "must be a string"))
-        elif dns_label_errors(name, path.index(i).child("name")):
-            errors += dns_label_errors(name, path.index(i).child("name"))
-        elif name in names:
-            errors.append(duplicate(path.index(i).child("name"), name))
-        else:
-            names.add(name)
-    return names
-
-
-def _container(c: Any, path: Path, seen: set[str], volumes: set[str]) -> list[FieldError]:
-    if not isinstance(c, dict):
-        return [invalid(path, c, "must be an object")]
-    errors: list[FieldError] = []
-    name = c.get("name")
-    if not name:
-        errors.append(required(path.child("name")))
-    elif not isinstance(name, str):
-        errors.append(invalid(path.child("name"), name, "must be a string"))
-    else:
-        errors += dns_label_errors(name, path.child("name"))
-        if name in seen:
-            errors.append(duplicate(path.child("name"), name))
-        seen.add(name)
-    if not c.get("image"):
-        errors.append(required(path.child("image")))
-    port_names: set[str] = set()
-    for i, port in enumerate(_items(c.get("ports"), path.child("ports"), errors)):
-        p = path.child("ports").index(i)
-        if not isinstance(port, dict):
-            errors.append(invalid(p, port, "must be an object"))
-            continue
-        number = port.get("containerPort")
-        if number is None:
-            errors.append(required(p.child("containerPort")))
-        elif isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 65535:
-            errors.append(invalid(p.child("containerPort"), number, "must be between 1 and 65535, inclusive"))
-        protocol = port.get("protocol")
-        if protocol is not None and protocol not in _PROTOCOLS:
-            errors.append(not_supported(p.child("protocol"), protocol, _PROTOCOLS))
-        pname = port.get("name")
-        if pname and not isinstance(pname, str):
-            errors.append(invalid(p.child("name"), pname, "must be a string"))
-        elif pname:
-            if pname in port_names:
-                errors.append(duplicate(p.child("name"), pname))
-            port_names.add(pname)
-    for i, env in enumerate(_items(c.get("env"), path.child("env"), errors)):
-        if not isinstance(env, dict) or not env.get("name"):
-            errors.append(required(path.child("env").index(i).child("name")))
-    for i, mount in enumerate(_items(c.get("volumeMounts"), path.child("volumeMounts"), errors)):
-        m = path.child("volumeMounts").index(i)
-        if not isinstance(mount, dict):
-            errors.append(invalid(m, mount, "must be an object"))
-            continue
-        if not mount.get("name"):
-            errors.append(required(m.child("name")))
-        elif not isinstance(mount["name"], str):
-            errors.append(invalid(m.child("name"), mount["name"], "must be a string"))
-        elif mount["name"] not in volumes:
-            errors.append(FieldError(str(m.child("name")), f"Not found: {mount['name']!r}".replace("'", '"')))
-        if not mount.get("mountPath"):
-            errors.append(required(m.child("mountPath")))
-    return errors
 
 
 def _subset_replicas(spec: Spec) -> list[FieldError]:
@@ -546,12 +381,12 @@ def _subset(
         if size(s.node_selector_term) > MAX_PLACEMENT_BYTES:
             errors.append(too_long(path.child("nodeSelectorTerm"), MAX_PLACEMENT_BYTES))
         else:
-            errors += _node_selector_term(s.node_selector_term, path.child("nodeSelectorTerm"))
+            errors += node_selector_term_errors(s.node_selector_term, path.child("nodeSelectorTerm"))
     if s.tolerations is not None and size(s.tolerations) > MAX_PLACEMENT_BYTES:
         errors.append(too_long(path.child("tolerations"), MAX_PLACEMENT_BYTES))
     else:
         for j, t in enumerate(s.tolerations or ()):
-            errors += _toleration(t, path.child("tolerations").index(j))
+            errors += toleration_errors(t, path.child("tolerations").index(j))
     if spec.schedule.is_adaptive and s.replicas is not None:
         errors.append(
             forbidden(
@@ -580,70 +415,6 @@ def _child_name_fits(ud_name: str, subset: str, variant: str, path: Path) -> lis
             f"the UnitedDeployment and subset names may have {room} characters together",
         )
     ]
-
-
-def _node_selector_term(term: Json, path: Path) -> list[FieldError]:
-    errors: list[FieldError] = []
-    for field, allowed_keys in (("matchExpressions", None), ("matchFields", ("metadata.name",))):
-        for i, req in enumerate(term.get(field) or ()):
-            p = path.child(field).index(i)
-            key, op, values = req.get("key"), req.get("operator"), req.get("values") or []
-            if not key:
-                errors.append(required(p.child("key")))
-            elif allowed_keys is not None:
-                if key not in allowed_keys:
-                    errors.append(not_supported(p.child("key"), key, allowed_keys))
-            else:
-                errors += label_key_errors(key, p.child("key"))
-            ops = _OPERATORS if allowed_keys is None else ("In", "NotIn")
-            if op not in ops:
-                errors.append(not_supported(p.child("operator"), op, ops))
-            elif op in ("In", "NotIn") and not values:
-                errors.append(required(p.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
-            elif op in ("Exists", "DoesNotExist") and values:
-                errors.append(
-                    forbidden(p.child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
-                )
-            elif op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
-                errors.append(
-                    required(p.child("values"), "must be specified single value when `operator` is 'Lt' or 'Gt'")
-                )
-            if allowed_keys is not None and op in ("In", "NotIn") and len(values) != 1:
-                errors.append(
-                    required(
-                        p.child("values"),
-                        "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
-                    )
-                )
-    return errors
-
-
-def _toleration(t: Json, path: Path) -> list[FieldError]:
-    errors: list[FieldError] = []
-    key, op, value, effect = t.get("key"), t.get("operator"), t.get("value"), t.get("effect")
-    if key:
-        errors += label_key_errors(key, path.child("key"))
-    if not key and op != "Exists":
-        errors.append(
-            invalid(
-                path.child("operator"),
-                op,
-                'operator must be Exists when `key` is empty, which means "match all values and all keys"',
-            )
-        )
-    if op not in (None, "", "Equal", "Exists"):
-        errors.append(not_supported(path.child("operator"), op, ("Equal", "Exists")))
-    if op == "Exists" and value:
-        errors.append(invalid(path.child("operator"), op, "value must be empty when `operator` is 'Exists'"))
-    elif value:
-        errors += label_value_errors(str(value), path.child("value"))
-    if effect not in (None, "") and effect not in _EFFECTS:
-        errors.append(not_supported(path.child("effect"), effect, _EFFECTS))
-    if t.get("tolerationSeconds") is not None and effect != "NoExecute":
-        errors.append(
-            invalid(path.child("effect"), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set")
-        )
-    return errors
 
 
 def _patch(spec: Spec, template: Template, s: Subset, keys: Keys, path: Path) -> list[FieldError]:

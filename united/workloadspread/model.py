@@ -48,6 +48,11 @@ FAKE_SUBSET = "kruise.io/workloadspread-fake-subset-name"
 Json = dict[str, Any]
 
 
+def group_of(api_version: str) -> str:
+    """The group of an ``apiVersion`` (``""`` for the core group's ``v1``)."""
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
 @dataclass(frozen=True, slots=True)
 class TargetRef:
     """``spec.targetRef``: the workload whose pods are spread; only the *group* of
@@ -59,7 +64,7 @@ class TargetRef:
 
     @property
     def group(self) -> str:
-        return self.api_version.rsplit("/", 1)[0] if "/" in self.api_version else ""
+        return group_of(self.api_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +130,9 @@ class SubsetStatus:
     creating_pods: Mapping[str, str] = field(default_factory=dict)
     deleting_pods: Mapping[str, str] = field(default_factory=dict)
     conditions: tuple[Json, ...] = ()
+    #: Ours: why the subset looks as it does (the controller's aggregate entries only).
+    reason: str = ""
+    message: str = ""
 
     def to_dict(self) -> Json:
         out: Json = {"name": self.name, "replicas": self.replicas, "missingReplicas": self.missing_replicas}
@@ -134,6 +142,10 @@ class SubsetStatus:
             out["deletingPods"] = dict(self.deleting_pods)
         if self.conditions:
             out["conditions"] = [dict(c) for c in self.conditions]
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
         return out
 
 
@@ -355,6 +367,8 @@ def _subset_statuses(r: Reader, value: Any, path: Path) -> tuple[SubsetStatus, .
                 creating_pods=r.str_map(item.get("creatingPods"), p.child("creatingPods")),
                 deleting_pods=r.str_map(item.get("deletingPods"), p.child("deletingPods")),
                 conditions=r.maps(item.get("conditions"), p.child("conditions")) or (),
+                reason=r.string(item.get("reason"), p.child("reason")) or "",
+                message=r.string(item.get("message"), p.child("message")) or "",
             )
         )
     return tuple(out)

@@ -49,7 +49,7 @@ class Events:
 
 def manager(passes: Passes, client: object = None) -> Manager:
     made = Manager(cast(KubeClient, client or object()), Settings(), metrics=Metrics(process_metrics=False))
-    made.reconciler = cast(Reconciler, passes)
+    made.ud.reconciler = cast(Reconciler, passes)
     return made
 
 
@@ -62,32 +62,32 @@ async def test_losing_leadership_cancels_the_passes_in_flight_and_starts_no_queu
     passes = Passes()
     m = manager(passes)
     for key in ("ns/a", "ns/b", "ns/c"):
-        m.queue.add(key)
-    workers = [asyncio.create_task(m._worker()) for _ in range(2)]
+        m.ud.queue.add(key)
+    workers = [asyncio.create_task(m.ud._worker()) for _ in range(2)]
     await settle()
     assert passes.started == ["ns/a", "ns/b"]
-    m._workers = workers
+    m.ud._workers = workers
     m._abandon()
     await asyncio.wait_for(asyncio.gather(*workers, return_exceptions=True), 1)
     assert passes.cancelled == ["ns/a", "ns/b"]
     assert passes.started == ["ns/a", "ns/b"], "a queued key started after leadership was lost"
     assert all(w.cancelled() for w in workers)
-    assert not m.queue.processing and len(m.queue) == 0
+    assert not m.ud.queue.processing and len(m.ud.queue) == 0
 
 
 async def test_a_fenced_pass_ends_quietly_and_its_key_waits_for_a_renewal() -> None:
     passes = Passes(fenced=True)
     m = manager(passes)
-    m.queue.add("ns/a")
-    worker = asyncio.create_task(m._worker())
+    m.ud.queue.add("ns/a")
+    worker = asyncio.create_task(m.ud._worker())
     await settle()
     assert passes.started == ["ns/a"]
     assert not worker.done(), "the worker goes on (the elector decides whether leadership is lost)"
-    assert m.queue.waiting == 1, "requeued with backoff, in case a late renewal keeps the Lease"
-    m._workers = [worker]
+    assert m.ud.queue.waiting == 1, "requeued with backoff, in case a late renewal keeps the Lease"
+    m.ud._workers = [worker]
     m._abandon()
     await asyncio.gather(worker, return_exceptions=True)
-    assert m.queue.waiting == 0
+    assert m.ud.queue.waiting == 0
 
 
 async def test_a_graceful_shutdown_posts_the_queued_events_before_it_releases_the_lease() -> None:

@@ -1,0 +1,55 @@
+"""A ``united run`` serving the WorkloadSpread webhooks (``--webhook-url https://127.0.0.1:PORT``:
+it creates its own webhook configurations, trusted through its own CA) against the local
+control plane, with the CRDs installed. It runs with the admin kubeconfig: the shipped
+role's WorkloadSpread rules are stream F's, tested by the least-privilege suite."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.controller.conftest import Controller, free_port
+from united.controller.webhooks import MUTATING, VALIDATING
+from united.devcluster.cluster import LocalCluster
+from united.devcluster.installation import install_controller
+from united.kube.client import KubeClient
+from united.kube.errors import NotFound
+from united.workloadspread.webhookconfig import NAME
+
+
+class Spreading(Controller):
+    """The controller with its webhook server on a fixed port (the configurations point at it)."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.webhook_port = free_port()
+        url = f"https://127.0.0.1:{self.webhook_port}"
+        flags = ("--webhook-port", str(self.webhook_port), "--webhook-host", "127.0.0.1", "--webhook-url", url)
+        super().__init__(cluster.admin_kubeconfig, name="workloadspread", extra=flags, leader_elect=False)
+
+
+async def _configurations_gone(cluster: LocalCluster) -> None:
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+        for resource in (MUTATING, VALIDATING):
+            with contextlib.suppress(NotFound):
+                await client.delete(resource, NAME)
+
+
+@pytest.fixture(scope="session")
+def spreading(cluster: LocalCluster, simulation: Any) -> Iterator[Spreading]:
+    async def install() -> None:
+        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+            await install_controller(client, compat=True)
+
+    asyncio.run(install())
+    running = Spreading(cluster)
+    running.start()
+    try:
+        yield running
+    finally:
+        code = running.stop()
+        asyncio.run(_configurations_gone(cluster))
+        assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"

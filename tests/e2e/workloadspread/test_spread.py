@@ -1,0 +1,197 @@
+"""A Deployment spread over three zones by a WorkloadSpread (max 2 / max 3 / the rest), end to
+end: the API server calls our webhook over TLS, the real scheduler places the pods, the
+controller writes status and deletion costs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.e2e.controller.helpers import IMAGE
+from tests.e2e.workloadspread.conftest import Spreading
+from united.controller.webhooks import MUTATING
+from united.devcluster.wait import eventually
+from united.kube.client import DEPLOYMENTS, NODES, PODS, KubeClient, PatchType
+from united.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
+from united.workloadspread.reconciler import ws_resource
+from united.workloadspread.webhookconfig import NAME
+
+pytestmark = pytest.mark.e2e
+
+JSON = dict[str, Any]
+WS = ws_resource("apps.united.io")
+ZONE = "topology.kubernetes.io/zone"
+
+
+def spread(name: str, target: str, maxima: list[int | None]) -> JSON:
+    subsets = []
+    for n, maximum in enumerate(maxima):
+        zone = f"zone-{'abc'[n]}"
+        subset: JSON = {
+            "name": zone,
+            "requiredNodeSelectorTerm": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]},
+            "patch": {"metadata": {"labels": {"e2e.united.dev/zone": zone}}},
+        }
+        if maximum is not None:
+            subset["maxReplicas"] = maximum
+        subsets.append(subset)
+    return {
+        "apiVersion": "apps.united.io/v1alpha1",
+        "kind": "WorkloadSpread",
+        "metadata": {"name": name},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target}, "subsets": subsets},
+    }
+
+
+def deployment(name: str, replicas: int) -> JSON:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "main", "image": IMAGE}], "terminationGracePeriodSeconds": 0},
+            },
+        },
+    }
+
+
+def subset_of(pod: JSON) -> str | None:
+    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(MATCHED_ANNOTATION)
+    return str(json.loads(raw)["subset"]) if raw else None
+
+
+def cost_of(pod: JSON) -> str | None:
+    return ((pod.get("metadata") or {}).get("annotations") or {}).get(DELETION_COST_ANNOTATION)
+
+
+def name_of(pod: JSON) -> str:
+    return str(pod["metadata"]["name"])
+
+
+def active(pods: list[JSON]) -> list[JSON]:
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+async def pods_of(kube: KubeClient, namespace: str, app: str) -> list[JSON]:
+    return active((await kube.list(PODS, namespace=namespace, label_selector=f"app={app}"))["items"])
+
+
+async def webhook_ready(kube: KubeClient, spreading: Spreading) -> None:
+    async def configured() -> None:
+        config = await kube.get(MUTATING, NAME)
+        hooks = config.get("webhooks") or []
+        assert hooks and hooks[0]["clientConfig"].get("caBundle"), "no caBundle yet"
+        assert str(spreading.webhook_port) in hooks[0]["clientConfig"].get("url", ""), "another controller's URL"
+
+    await eventually(configured, within=60, what="webhook configuration with our CA")
+
+
+async def observed(kube: KubeClient, namespace: str, name: str) -> JSON:
+    async def seen() -> JSON:
+        ws = await kube.get(WS, name, namespace=namespace)
+        status = ws.get("status") or {}
+        assert status.get("observedGeneration") == ws["metadata"]["generation"], status
+        return ws
+
+    result: JSON = await eventually(seen, within=60, what="the controller observed the WorkloadSpread")
+    return result
+
+
+async def test_pods_land_in_subset_order_in_their_zones_with_status_and_costs(
+    kube: KubeClient, namespace: str, spreading: Spreading
+) -> None:
+    await webhook_ready(kube, spreading)
+    await kube.create(WS, spread("web", "web", [2, 3, None]), namespace=namespace)
+    await observed(kube, namespace, "web")
+    await kube.create(DEPLOYMENTS, deployment("web", 8), namespace=namespace)
+    zones = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE) for n in (await kube.list(NODES))["items"]}
+
+    async def placed() -> list[JSON]:
+        pods = await pods_of(kube, namespace, "web")
+        assert len(pods) == 8, f"{len(pods)} pods"
+        assert Counter(subset_of(p) for p in pods) == {"zone-a": 2, "zone-b": 3, "zone-c": 3}
+        for pod in pods:
+            subset = subset_of(pod)
+            assert pod["metadata"]["labels"]["e2e.united.dev/zone"] == subset, "the subset's patch"
+            terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == [subset]
+            node = pod["spec"].get("nodeName")
+            assert node, f"{pod['metadata']['name']} not scheduled yet"
+            assert zones[node] == subset, f"{pod['metadata']['name']} on {node} in {zones[node]}"
+        return pods
+
+    pods = await eventually(placed, within=120, what="8 pods placed 2/3/3 and scheduled in their zones")
+
+    async def counted() -> None:
+        status = (await kube.get(WS, "web", namespace=namespace)).get("status") or {}
+        replicas = {s["name"]: s.get("replicas", 0) for s in status.get("subsetStatuses") or []}
+        assert replicas == {"zone-a": 2, "zone-b": 3, "zone-c": 3}, status
+        assert all(not s.get("creatingPods") for s in status["subsetStatuses"]), status
+        assert status.get("unplacedReplicas", 0) == 0, status
+
+    await eventually(counted, within=90, what="status counts agree with the pods")
+
+    async def costed() -> None:
+        pods = await pods_of(kube, namespace, "web")
+        costs = {(subset_of(p), cost_of(p)) for p in pods}
+        # 3 subsets, every pod within its maximum: 100 * (n - index)
+        assert costs == {("zone-a", "300"), ("zone-b", "200"), ("zone-c", "100")}
+
+    await eventually(costed, within=60, what="deletion costs 300/200/100")
+    assert {name_of(p) for p in pods} == {name_of(p) for p in await pods_of(kube, namespace, "web")}
+
+    # Converged: a pass (a label on the spread queues one) writes nothing.
+    before = spreading.writes_by_resource()
+    await kube.patch(WS, "web", {"metadata": {"labels": {"touched": "1"}}}, patch_type=PatchType.MERGE,
+                     namespace=namespace)  # fmt: skip
+    await asyncio.sleep(5)
+    after = spreading.writes_by_resource()
+    assert {r: n for r, n in after.items() if r != "leases"} == {r: n for r, n in before.items() if r != "leases"}
+
+
+async def test_pods_admitted_while_the_webhook_is_down_are_unplaced_and_cheapest(
+    kube: KubeClient, namespace: str, spreading: Spreading
+) -> None:
+    await webhook_ready(kube, spreading)
+    await kube.create(WS, spread("down", "down", [2, None]), namespace=namespace)
+    await observed(kube, namespace, "down")
+    await kube.create(DEPLOYMENTS, deployment("down", 3), namespace=namespace)
+
+    async def three() -> None:
+        pods = await pods_of(kube, namespace, "down")
+        assert Counter(subset_of(p) for p in pods) == {"zone-a": 2, "zone-b": 1}
+
+    await eventually(three, within=90, what="3 pods placed 2/1")
+    spreading.stop(signal.SIGKILL)
+    try:
+        await kube.patch(DEPLOYMENTS, "down", {"spec": {"replicas": 5}}, patch_type=PatchType.MERGE,
+                         namespace=namespace)  # fmt: skip
+
+        async def five() -> None:
+            pods = await pods_of(kube, namespace, "down")
+            assert len(pods) == 5, f"{len(pods)} pods"
+            assert Counter(subset_of(p) for p in pods) == {"zone-a": 2, "zone-b": 1, None: 2}
+
+        await eventually(five, within=90, what="2 pods created unplaced while the webhook is down")
+    finally:
+        spreading.start()
+
+    async def reported() -> None:
+        status = (await kube.get(WS, "down", namespace=namespace)).get("status") or {}
+        assert status.get("unplacedReplicas") == 2, status
+        pods = await pods_of(kube, namespace, "down")
+        costs = {subset_of(p): cost_of(p) for p in pods}
+        # n = 2 subsets: unplaced -100 * (n + 1), the lowest
+        assert costs == {"zone-a": "200", "zone-b": "100", None: "-300"}
+
+    await eventually(reported, within=90, what="unplaced pods reported and cheapest after the restart")

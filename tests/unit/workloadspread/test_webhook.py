@@ -1,0 +1,107 @@
+"""The pod webhook's answers that need no API server: untargeted pods cost no API call, a
+spread with a single unlimited subset places without a status write, deletions of pods that
+free nothing write nothing, conversion is A's. Bookings with status writes run against the
+control plane (tests/e2e/workloadspread)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, cast
+
+from tests.unit.workloadspread.test_reconciler import NS, controller, obj, put, ws
+from united.kube import KubeClient
+from united.workloadspread.model import MATCHED_ANNOTATION
+from united.workloadspread.webhook import PodWebhook
+
+Json = dict[str, Any]
+
+
+class NoApi:
+    """A client any use of which fails the test."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the webhook used the API server ({name})")
+
+
+def webhook(*objects: Json, served: bool = True) -> PodWebhook:
+    c = controller()
+    put(c, *objects)
+    return PodWebhook(cast(KubeClient, NoApi()), lambda: (c.caches, c.spreads) if served else None)
+
+
+def review(pod: Json, *, operation: str = "CREATE", namespace: str = NS) -> Json:
+    request = {"uid": "req-1", "operation": operation, "namespace": namespace}
+    request["object" if operation == "CREATE" else "oldObject"] = pod
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def pod_of(owner: Json, name: str = "") -> Json:
+    pod = obj("v1", "Pod", name or f"{owner['metadata']['name']}-x", owner=owner)
+    pod["spec"] = {"containers": [{"name": "main", "image": "app"}]}
+    return pod
+
+
+DEPLOY = obj("apps/v1", "Deployment", "web")
+RS = obj("apps/v1", "ReplicaSet", "web-1", owner=DEPLOY)
+OTHER = obj("apps/v1", "Deployment", "api")
+OTHER_RS = obj("apps/v1", "ReplicaSet", "api-1", owner=OTHER)
+
+
+async def test_a_pod_in_a_namespace_without_spreads_is_allowed_without_an_api_call() -> None:
+    hook = webhook(ws("spread", "Deployment", "web"), DEPLOY, RS)
+    answer = await hook.mutate(review(pod_of(RS), namespace="elsewhere"))
+    assert answer["response"] == {"uid": "req-1", "allowed": True}
+
+
+async def test_a_pod_of_a_workload_no_spread_targets_is_allowed_unchanged_without_an_api_call() -> None:
+    hook = webhook(ws("spread", "Deployment", "web"), DEPLOY, RS, OTHER, OTHER_RS)
+    answer = await hook.mutate(review(pod_of(OTHER_RS)))
+    assert answer["response"] == {"uid": "req-1", "allowed": True}
+
+
+async def test_every_pod_is_allowed_unchanged_while_the_kind_is_not_served_or_synced() -> None:
+    hook = webhook(ws("spread", "Deployment", "web"), DEPLOY, RS, served=False)
+    answer = await hook.mutate(review(pod_of(RS)))
+    assert answer["response"] == {"uid": "req-1", "allowed": True}
+
+
+async def test_a_single_unlimited_subset_is_injected_without_a_status_write() -> None:
+    spread = ws("spread", "Deployment", "web")
+    spread["spec"]["subsets"] = [{"name": "only", "tolerations": [{"key": "spot", "operator": "Exists"}]}]
+    hook = webhook(spread, DEPLOY, RS)
+    answer = (await hook.mutate(review(pod_of(RS))))["response"]
+    assert answer["allowed"] and answer["patchType"] == "JSONPatch"
+    ops = json.loads(base64.b64decode(answer["patch"]))
+    paths = {op["path"] for op in ops}
+    assert "/spec/tolerations" in paths
+    annotation = next(op["value"] for op in ops if op["path"] == "/metadata/annotations")
+    assert json.loads(annotation[MATCHED_ANNOTATION])["subset"] == "only"
+
+
+async def test_deleting_a_pod_of_no_spread_is_allowed_without_an_api_call() -> None:
+    hook = webhook(ws("spread", "Deployment", "web"), DEPLOY, RS, OTHER, OTHER_RS)
+    answer = await hook.validate(review(pod_of(OTHER_RS), operation="DELETE"))
+    assert answer["response"] == {"uid": "req-1", "allowed": True}
+
+
+async def test_a_dry_run_delete_is_allowed_and_writes_nothing() -> None:
+    hook = webhook(ws("spread", "Deployment", "web"), DEPLOY, RS)
+    request = review(pod_of(RS), operation="DELETE")
+    request["request"]["dryRun"] = True
+    assert (await hook.validate(request))["response"]["allowed"]
+
+
+async def test_conversion_is_answered_by_the_conversion_module() -> None:
+    alpha = {
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "WorkloadSpread",
+        "metadata": {"name": "s"},
+        "spec": {"subsets": [{"name": "a", "requiredNodeSelectorTerm": {"matchExpressions": []}}]},
+    }
+    request = {"uid": "c1", "desiredAPIVersion": "apps.kruise.io/v1beta1", "objects": [alpha]}
+    answer = await webhook().convert({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                                      "request": request})  # fmt: skip
+    converted = answer["response"]["convertedObjects"][0]
+    assert converted["apiVersion"] == "apps.kruise.io/v1beta1"
+    assert "requiredNodeSelector" in converted["spec"]["subsets"][0]

@@ -1,0 +1,86 @@
+"""The pod webhooks' configurations: rules, safety settings, exclusions, client configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from united.workloadspread.webhookconfig import (
+    EXCLUDE_LABEL,
+    client_config,
+    mutating,
+    namespace_selector,
+    url_problem,
+    validating,
+)
+
+SELECTOR = namespace_selector("united-system")
+URL_CLIENT = client_config(url="https://127.0.0.1:9443/", service=None, path="/mutate-pods", ca_bundle="Q0E=")
+
+
+def test_mutating_is_pod_create_only_and_safe_by_default() -> None:
+    config = mutating(client=URL_CLIENT, selector=SELECTOR)
+    assert config["kind"] == "MutatingWebhookConfiguration"
+    assert config["metadata"]["name"] == "united-workloadspread"
+    [webhook] = config["webhooks"]
+    assert webhook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                 "resources": ["pods"], "scope": "Namespaced"}]  # fmt: skip
+    assert webhook["failurePolicy"] == "Ignore"
+    assert webhook["timeoutSeconds"] == 3
+    assert webhook["sideEffects"] == "NoneOnDryRun"
+    assert webhook["admissionReviewVersions"] == ["v1", "v1beta1"]
+    assert webhook["reinvocationPolicy"] == "Never"
+    assert webhook["matchPolicy"] == "Equivalent"
+    assert webhook["clientConfig"] == {"url": "https://127.0.0.1:9443/mutate-pods", "caBundle": "Q0E="}
+
+
+def test_validating_sees_pod_deletes_and_evictions() -> None:
+    client = client_config(url=None, service=("united-system", "united-webhook", 443), path="/validate-pods",
+                           ca_bundle="")  # fmt: skip
+    [webhook] = validating(client=client, selector=SELECTOR, failure_policy="Fail")["webhooks"]
+    assert [(r["operations"], r["resources"]) for r in webhook["rules"]] == [
+        (["DELETE"], ["pods"]),
+        (["CREATE"], ["pods/eviction"]),
+    ]
+    assert webhook["failurePolicy"] == "Fail"
+    assert "reinvocationPolicy" not in webhook
+    assert webhook["clientConfig"] == {
+        "service": {"namespace": "united-system", "name": "united-webhook", "path": "/validate-pods", "port": 443}
+    }
+
+
+def test_unknown_failure_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="failurePolicy must be one of Ignore, Fail"):
+        mutating(client=URL_CLIENT, selector=SELECTOR, failure_policy="Sometimes")  # type: ignore[arg-type]
+
+
+def test_client_config_needs_somewhere_to_call() -> None:
+    with pytest.raises(ValueError, match="a url or a service"):
+        client_config(url=None, service=None, path="/x", ca_bundle="")
+
+
+def test_kube_system_and_the_controller_namespace_are_excluded_by_name_and_by_label() -> None:
+    assert namespace_selector("ops") == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "ops"]},
+            {"key": EXCLUDE_LABEL, "operator": "NotIn", "values": ["disabled"]},
+        ]
+    }
+    narrowed = namespace_selector("kube-system", match_labels={"team": "a"})
+    assert narrowed["matchExpressions"][0]["values"] == ["kube-system"]
+    assert narrowed["matchLabels"] == {"team": "a"}
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("https://127.0.0.1:9443", None),
+        ("https://webhook.example.com/base", None),
+        ("http://127.0.0.1:9443", "must be an https URL"),
+        ("https://:9443", "must name a host"),
+        ("https://me:pw@host", "must not carry user information"),
+        ("https://host/#frag", "must not have a query or a fragment"),
+        ("https://host:x", "Port could not be cast to integer value as 'x'"),
+    ],
+)
+def test_url_problems(url: str, problem: str | None) -> None:
+    assert url_problem(url) == problem

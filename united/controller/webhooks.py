@@ -1,0 +1,381 @@
+"""Keep the webhook served with a certificate the API server trusts, and the configurations
+that point at it — without cert-manager.
+
+What one pass (:meth:`Webhooks.sync`) does, from any replica:
+
+1. **The Secret** ``united-webhook-certs`` in the controller's namespace holds the CA and the
+   serving pair (``runtime/certificates.py``). Missing: create it; a concurrent creator wins
+   the race with ``AlreadyExists`` and everyone uses the winner's. Present: renew it when the
+   rules say so, with the read ``resourceVersion`` (a ``Conflict`` means another replica
+   renewed first: its bundle is used). So restarts and all replicas share one CA.
+2. **The served certificate** is replaced in place (:class:`~united.runtime.webserver.TLS`).
+3. **The trust** goes only into the named objects (least privilege, ``resourceNames`` in
+   RBAC): the Mutating- and ValidatingWebhookConfiguration ``united-workloadspread`` and the
+   conversion webhook of the compat CRD ``workloadspreads.apps.kruise.io`` when it is
+   installed. With ``--webhook-url`` the two configurations are created or updated whole,
+   pointing at the URL (local development, the e2e suite); without it only their
+   ``caBundle`` is patched (the shipped configurations, through the Service). Nothing is
+   written when it already holds.
+4. **Exclusions on 1.20**: the controller's namespace and kube-system get the opt-out label
+   (``webhookconfig.EXCLUDE_LABEL``); on 1.21+ their name label already excludes them.
+
+Every replica serves the webhook, so every replica runs the loop (writes are idempotent and
+guarded by ``resourceVersion``): give it a client **without** the leader-election fence.
+The next pass is due when a certificate decision may change (``certificates.next_check``),
+or after ``resync`` seconds to pick up another replica's renewal; failures retry with
+backoff and never stop the server that is already serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import structlog
+
+from united.kube import ApiError, KubeClient, Resource
+from united.kube.client import CRDS, NAMESPACES, SECRETS, PatchType
+from united.kube.errors import AlreadyExists, Conflict, NotFound
+from united.runtime import certificates
+from united.runtime.certificates import Bundle, Policy
+from united.runtime.metrics import Metrics
+from united.runtime.webserver import TLS, Handler, WebhookServer
+from united.workloadspread import webhookconfig
+from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, NAME, VALIDATE_PATH, FailurePolicy
+
+JSON = dict[str, Any]
+
+MUTATING = Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False, "MutatingWebhookConfiguration"
+)
+VALIDATING = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False, "ValidatingWebhookConfiguration"
+)
+COMPAT_CRD = "workloadspreads.apps.kruise.io"
+SECRET_TYPE = "kubernetes.io/tls"
+RETRY_MIN, RETRY_MAX = 1.0, 60.0
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Where the certificates live and where the API server calls; see the module docstring."""
+
+    namespace: str
+    """The controller's namespace: the Secret's, the Service's, excluded from the webhooks."""
+    url: str | None = None
+    """``https://host:port``: manage the configurations, pointing at it. None: patch the shipped ones."""
+    failure_policy: FailurePolicy = "Ignore"
+    secret: str = "united-webhook-certs"
+    service: str = "united-webhook"
+    service_port: int = 443
+    conversion_crd: str = COMPAT_CRD
+    """The CRD whose conversion webhook is served at ``/convert`` (when it is installed)."""
+    match_labels: Mapping[str, str] | None = None
+    """Narrows the namespaces the managed configurations select (tests; opt-in clusters)."""
+    policy: Policy = field(default_factory=Policy)
+    resync: float = 600.0
+
+    @property
+    def hosts(self) -> list[str]:
+        """The names the serving certificate must carry: the Service's DNS names, the URL's host."""
+        hosts = [f"{self.service}.{self.namespace}.svc", f"{self.service}.{self.namespace}.svc.cluster.local"]
+        if self.url is not None:
+            host = urlsplit(self.url).hostname
+            if host:
+                hosts.append(host)
+        return hosts
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _covers(actual: Any, wanted: Any) -> bool:
+    """``actual`` holds everything ``wanted`` says (the API server may add defaulted fields)."""
+    if isinstance(wanted, dict):
+        return isinstance(actual, dict) and all(k in actual and _covers(actual[k], v) for k, v in wanted.items())
+    if isinstance(wanted, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(wanted)
+            and all(_covers(a, w) for a, w in zip(actual, wanted, strict=True))
+        )
+    return bool(actual == wanted)
+
+
+class Webhooks:
+    """One pass or a loop of the work in the module docstring, for one controller process."""
+
+    def __init__(self, client: KubeClient, options: Options, tls: TLS) -> None:
+        self.client = client
+        self.options = options
+        self.tls = tls
+        self.bundle: Bundle | None = None
+        self.ready = asyncio.Event()
+        """Set once a certificate is loaded (the server may start)."""
+        self.published = asyncio.Event()
+        """Set once a pass has written the trust everywhere (the API server may call)."""
+        self._warned: set[str] = set()
+
+    # -- the Secret ------------------------------------------------------------------------
+
+    def _secret(self, bundle: Bundle, resource_version: str | None = None) -> JSON:
+        metadata: JSON = {"name": self.options.secret, "labels": {"app.kubernetes.io/name": "united"}}
+        if resource_version:
+            metadata["resourceVersion"] = resource_version
+        return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE, "metadata": metadata,
+                "data": bundle.secret_data()}  # fmt: skip
+
+    async def certificates(self) -> Bundle:
+        """The bundle every replica shares, created or renewed as needed (see the module docstring)."""
+        opts = self.options
+        for _ in range(5):
+            now = certificates.utcnow()
+            try:
+                secret = await self.client.get(SECRETS, opts.secret, namespace=opts.namespace)
+            except NotFound:
+                bundle = certificates.issue(opts.hosts, now=now, policy=opts.policy)
+                try:
+                    await self.client.create(SECRETS, self._secret(bundle), namespace=opts.namespace)
+                except AlreadyExists:
+                    continue
+                _log.info("webhook certificates created", secret=opts.secret, namespace=opts.namespace)
+                return bundle
+            try:
+                current: Bundle | None = Bundle.from_secret_data(secret.get("data") or {})
+            except ValueError as exc:
+                _log.warning("webhook certificates unreadable; replacing them", secret=opts.secret, error=str(exc))
+                current = None
+            if current is None:
+                bundle = certificates.issue(opts.hosts, now=now, policy=opts.policy)
+            else:
+                renewed = certificates.renew(current, opts.hosts, now=now, policy=opts.policy)
+                if renewed is None:
+                    return current
+                bundle = renewed
+            try:
+                version = str(secret["metadata"].get("resourceVersion", ""))
+                await self.client.replace(SECRETS, self._secret(bundle, version), namespace=opts.namespace)
+            except Conflict:
+                continue
+            _log.info("webhook certificates renewed", secret=opts.secret, cas=len(bundle.cas),
+                      expires=bundle.cert.not_valid_after_utc.isoformat())  # fmt: skip
+            return bundle
+        raise RuntimeError(f"secret {opts.namespace}/{opts.secret} kept changing while being renewed")
+
+    # -- the trust -------------------------------------------------------------------------
+
+    def configurations(self, ca_bundle: str) -> tuple[JSON, JSON]:
+        """The mutating and validating configurations this process would write with ``--webhook-url``."""
+        opts = self.options
+        selector = webhookconfig.namespace_selector(opts.namespace, match_labels=opts.match_labels)
+
+        def client(path: str) -> JSON:
+            return webhookconfig.client_config(url=opts.url, service=None, path=path, ca_bundle=ca_bundle)
+
+        return (
+            webhookconfig.mutating(client=client(MUTATE_PATH), selector=selector, failure_policy=opts.failure_policy),
+            webhookconfig.validating(
+                client=client(VALIDATE_PATH), selector=selector, failure_policy=opts.failure_policy
+            ),
+        )
+
+    async def _managed(self, resource: Resource, wanted: JSON) -> int:
+        try:
+            current = await self.client.get(resource, NAME)
+        except NotFound:
+            try:
+                await self.client.create(resource, wanted)
+            except AlreadyExists:
+                return 0  # another replica; the next pass compares
+            return 1
+        if _covers(current.get("webhooks"), wanted["webhooks"]):
+            return 0
+        patch = {"metadata": {"labels": wanted["metadata"]["labels"]}, "webhooks": wanted["webhooks"]}
+        await self.client.patch(resource, NAME, patch, patch_type=PatchType.MERGE)
+        return 1
+
+    async def _ca_only(self, resource: Resource, ca_bundle: str) -> int:
+        try:
+            current = await self.client.get(resource, NAME)
+        except NotFound:
+            self._warn_once(f"{resource.plural}/{NAME}", "webhook configuration not installed; nothing to trust us")
+            return 0
+        ops: list[JSON] = []
+        for index, webhook in enumerate(current.get("webhooks") or []):
+            if (webhook.get("clientConfig") or {}).get("caBundle") != ca_bundle:
+                ops.append({"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.get("name")})
+                ops.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": ca_bundle})
+        if not ops:
+            return 0
+        await self.client.patch(resource, NAME, ops, patch_type=PatchType.JSON)
+        return 1
+
+    async def _conversion(self, ca_bundle: str) -> int:
+        try:
+            crd = await self.client.get(CRDS, self.options.conversion_crd)
+        except NotFound:
+            return 0
+        conversion = crd.get("spec", {}).get("conversion") or {}
+        config = (conversion.get("webhook") or {}).get("clientConfig") or {}
+        if self.options.url is None:
+            if conversion.get("strategy") != "Webhook" or config.get("caBundle") == ca_bundle:
+                return 0
+            wanted: JSON = {"caBundle": ca_bundle}
+        else:
+            url = self.options.url.rstrip("/") + CONVERT_PATH
+            if conversion.get("strategy") == "Webhook" and config == {"url": url, "caBundle": ca_bundle}:
+                return 0
+            wanted = {"url": url, "caBundle": ca_bundle, "service": None}
+        versions = (conversion.get("webhook") or {}).get("conversionReviewVersions") or ["v1", "v1beta1"]
+        patch = {"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+            "clientConfig": wanted, "conversionReviewVersions": versions}}}}  # fmt: skip
+        await self.client.patch(CRDS, self.options.conversion_crd, patch, patch_type=PatchType.MERGE)
+        return 1
+
+    async def _exclude(self, namespace: str) -> int:
+        label = webhookconfig.EXCLUDE_LABEL
+        try:
+            current = await self.client.get(NAMESPACES, namespace)
+        except NotFound:
+            return 0
+        if (current.get("metadata", {}).get("labels") or {}).get(label) == webhookconfig.EXCLUDED:
+            return 0
+        patch = {"metadata": {"labels": {label: webhookconfig.EXCLUDED}}}
+        await self.client.patch(NAMESPACES, namespace, patch, patch_type=PatchType.MERGE)
+        return 1
+
+    async def publish(self, bundle: Bundle) -> int:
+        """Write the trust of ``bundle`` where it belongs; returns the number of writes made."""
+        ca_bundle = _b64(bundle.ca_bundle)
+        writes = 0
+        for namespace in (webhookconfig.SYSTEM_NAMESPACE, self.options.namespace):
+            try:
+                writes += await self._exclude(namespace)
+            except ApiError as exc:
+                self._warn_once(f"namespaces/{namespace}", f"cannot label it out of the webhooks: {exc}")
+        if self.options.url is not None:
+            mutating, validating = self.configurations(ca_bundle)
+            writes += await self._managed(MUTATING, mutating)
+            writes += await self._managed(VALIDATING, validating)
+        else:
+            writes += await self._ca_only(MUTATING, ca_bundle)
+            writes += await self._ca_only(VALIDATING, ca_bundle)
+        return writes + await self._conversion(ca_bundle)
+
+    def _warn_once(self, what: str, message: str) -> None:
+        if what not in self._warned:
+            self._warned.add(what)
+            _log.warning(message, object=what)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def sync(self) -> float:
+        """One pass; returns the seconds until the next one is due."""
+        bundle = await self.certificates()
+        if self.tls.load(bundle.cert_pem, bundle.key_pem):
+            _log.info("webhook serving certificate loaded", serial=f"{bundle.cert.serial_number:x}",
+                      expires=bundle.cert.not_valid_after_utc.isoformat())  # fmt: skip
+        self.bundle = bundle
+        self.ready.set()
+        await self.publish(bundle)
+        self.published.set()
+        now = certificates.utcnow()
+        due = certificates.next_check(bundle, now=now, policy=self.options.policy) - now
+        return min(max(due, timedelta(seconds=RETRY_MIN)).total_seconds(), self.options.resync)
+
+    async def run(self) -> None:
+        """Pass after pass until cancelled; failures are logged and retried with backoff."""
+        delay = RETRY_MIN
+        while True:
+            try:
+                wait = await self.sync()
+                delay = RETRY_MIN
+            except (ApiError, RuntimeError) as exc:
+                _log.warning("webhook certificates not synced; retrying", error=str(exc), retry_in=delay)
+                wait, delay = delay, min(delay * 2, RETRY_MAX)
+            await asyncio.sleep(wait)
+
+
+class WebhookService:
+    """The webhook server and its certificate loop, started and stopped together."""
+
+    def __init__(self, webhooks: Webhooks, server: WebhookServer) -> None:
+        self.webhooks = webhooks
+        self.server = server
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> int:
+        """Start the loop, wait for the first certificate, then serve; returns the bound port."""
+        self._task = asyncio.create_task(self.webhooks.run(), name="webhook-certificates")
+        ready = asyncio.create_task(self.webhooks.ready.wait())
+        await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            await self._task  # it only ends by raising
+        return await self.server.start()
+
+    async def stop(self) -> None:
+        """Stop serving and the loop (idempotent)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await self.server.stop()
+
+
+class WebhookSettings(Protocol):
+    """The fields of ``united run``'s Settings this module reads."""
+
+    @property
+    def controller_namespace(self) -> str: ...
+    @property
+    def webhook_host(self) -> str: ...
+    @property
+    def webhook_port(self) -> int | None: ...
+    @property
+    def webhook_url(self) -> str | None: ...
+    @property
+    def webhook_failure_policy(self) -> FailurePolicy: ...
+
+
+async def serve_webhooks(
+    client: KubeClient,
+    settings: WebhookSettings,
+    routes: Mapping[str, Handler],
+    *,
+    metrics: Metrics | None = None,
+    options: Options | None = None,
+) -> WebhookService:
+    """Serve ``routes`` on ``settings.webhook_host:webhook_port`` with certificates kept as the module
+    docstring says, once the first certificate is loaded; ``options`` overrides what ``settings`` would
+    give (tests shorten the validities). Returns the started service; ``stop()`` it."""
+    if settings.webhook_port is None:
+        raise ValueError("the webhook server needs a port")
+    policy = settings.webhook_failure_policy
+    opts = options or Options(namespace=settings.controller_namespace, url=settings.webhook_url, failure_policy=policy)
+    tls = TLS()
+    server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
+                           metrics=metrics)  # fmt: skip
+    service = WebhookService(Webhooks(client, opts, tls), server)
+    await service.start()
+    return service
+
+
+__all__ = [
+    "COMPAT_CRD",
+    "MUTATING",
+    "VALIDATING",
+    "Options",
+    "WebhookService",
+    "WebhookSettings",
+    "Webhooks",
+    "serve_webhooks",
+]

@@ -1,0 +1,185 @@
+"""One kind's reconcile loop, run by the manager (``united.controller.manager``).
+
+controller-runtime's split: the manager owns what every kind shares — the client and its
+write fence, leader election, health, metrics, Events, shutdown — and each controller
+declares its informers (through :class:`Host`, which shares one informer between
+controllers asking for the same one), how their events map to keys on its own queue, and
+its reconcile function. The workers below are the same for every kind: a fenced pass is
+requeued with backoff (a late renewal may keep the Lease), a failed one too, and a pass
+may ask to run again after some seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Protocol
+
+import structlog
+
+from united.kube import ApiError, Fenced, KubeClient, Resource
+from united.kube.decode import Undecodable
+from united.log import bind_reconcile
+from united.runtime.events import EventRecorder
+from united.runtime.informer import EventHandler, Informer, Store
+from united.runtime.metrics import Metrics, ReconcileResult
+from united.runtime.queue import ShutDown, WorkQueue, default_controller_rate_limiter
+
+log = structlog.get_logger(__name__)
+Json = dict[str, Any]
+
+
+class Stores:
+    """One read view over the stores of several per-namespace informers."""
+
+    def __init__(self, informers: Iterable[Informer]) -> None:
+        self.stores: list[Store] = [i.store for i in informers]
+
+    def get(self, key: str) -> Json | None:
+        for store in self.stores:
+            obj = store.get(key)
+            if obj is not None:
+                return obj
+        return None
+
+    def list(self, namespace: str | None = None) -> list[Json]:
+        return [obj for store in self.stores for obj in store.list(namespace)]
+
+    def by_owner(self, uid: str, namespace: str | None = None) -> builtins.list[Json]:
+        return [obj for store in self.stores for obj in store.by_owner(uid, namespace)]
+
+    def orphans(self, namespace: str) -> builtins.list[Json]:
+        return [obj for store in self.stores for obj in store.orphans(namespace)]
+
+    def labelled(self, namespace: str, value: str) -> builtins.list[Json]:
+        return [obj for store in self.stores for obj in store.labelled(namespace, value)]
+
+
+class Host(Protocol):
+    """What a controller gets from the manager that runs it."""
+
+    client: KubeClient
+    metrics: Metrics
+    recorder: EventRecorder
+    namespaces: list[str | None]
+
+    def watch(
+        self,
+        resource: Resource,
+        selector: str | None,
+        handler: EventHandler,
+        *,
+        index_label: str | None = None,
+        started: bool = True,
+    ) -> list[Informer]:
+        """One informer per served namespace, shared with any controller asking for the same
+        (resource, selector, index); ``started=False``: run now, but kept out of readiness
+        until :meth:`track` (kinds that may never sync)."""
+        ...
+
+    def track(self, informers: Iterable[Informer]) -> None:
+        """Count ``informers`` in readiness from now on."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Run ``coro`` until it ends or the manager shuts down."""
+        ...
+
+
+class Reconcile(Protocol):
+    async def reconcile(self, key: str) -> Any: ...
+
+
+class Controller:
+    """A queue of keys, its workers, and :attr:`reconciler` (whose ``reconcile(key)``
+    result may carry ``requeue_after``). Subclasses add informers and event mapping."""
+
+    name: str = "controller"
+    log_key: str = "key"
+    """The log field naming the key of a failed pass."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        queue_metrics = host.metrics.queue(self.name)
+        self.queue: WorkQueue[str] = WorkQueue(rate_limiter=default_controller_rate_limiter(), metrics=queue_metrics)
+        queue_metrics.track_in_flight(self.queue)
+        self.controller_metrics = host.metrics.controller(self.name)
+        self.reconciler: Reconcile
+        self._workers: list[asyncio.Task[None]] = []
+
+    def enqueue(self, obj: Json) -> None:
+        meta = obj.get("metadata") or {}
+        self.queue.add(f"{meta.get('namespace')}/{meta.get('name')}")
+
+    async def discover(self) -> None:
+        """On the manager's discovery timer: pick up kinds whose CRD appeared."""
+
+    def undecodable(self, problem: Undecodable) -> None:
+        """An informer skipped ``problem.object`` as unreadable (already counted)."""
+
+    def start_workers(self, workers: int) -> None:
+        self.controller_metrics.set_max_concurrent_reconciles(workers)
+        self._workers = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{n}") for n in range(workers)]
+
+    def abandon(self) -> None:
+        """Leadership is lost: no queued key may start, the passes in flight stop now."""
+        self.queue.shutdown(drop_queued=True)
+        for worker in self._workers:
+            worker.cancel()
+
+    async def stop_workers(self, grace: float) -> None:
+        """Stop taking keys; let passes in flight finish for ``grace`` seconds, then cancel them."""
+        self.queue.shutdown()
+        workers, self._workers = self._workers, []
+        if workers:
+            _, pending = await asyncio.wait(workers, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning(
+                    "cancelled reconciles still running after the shutdown grace", passes=len(pending), grace=grace
+                )
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _worker(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            started = loop.time()
+            result = ReconcileResult.SUCCESS
+            try:
+                with bind_reconcile(key), self.controller_metrics.active_worker():
+                    outcome = await self.reconciler.reconcile(key)
+                self.queue.forget(key)
+                if outcome.requeue_after:
+                    result = ReconcileResult.REQUEUE_AFTER
+                    self.queue.add_after(key, outcome.requeue_after)
+            except Fenced as e:
+                # The Lease is not surely ours: the pass stopped at its next write. Requeued
+                # in case a late renewal keeps it ours; once leadership is lost the queue is
+                # shut and ignores this.
+                result = ReconcileResult.ERROR
+                log.warning("write refused: not the leader", error=str(e), **{self.log_key: key})
+                self.queue.add_rate_limited(key)
+            except (RetryableError, ApiError) as e:
+                result = ReconcileResult.ERROR
+                log.warning("reconcile failed; requeued with backoff", error=str(e), **{self.log_key: key})
+                self.queue.add_rate_limited(key)
+            except Exception:
+                result = ReconcileResult.ERROR
+                log.exception("reconcile crashed; requeued with backoff", **{self.log_key: key})
+                self.queue.add_rate_limited(key)
+            finally:
+                self.controller_metrics.observe_reconcile(result, loop.time() - started)
+                self.queue.done(key)
+
+
+class RetryableError(Exception):
+    """Some writes failed this pass; the status says so and the key is requeued with backoff."""
+
+
+Factory = Callable[[Host], Controller]

@@ -1,0 +1,276 @@
+"""The handlers behind the webhook server's routes: pod admission and CRD conversion.
+
+``/mutate-pods`` (pod CREATE): the pod's spread is found from the informer caches
+(:func:`~united.workloadspread.matching.spread_for`); a pod in a namespace without spreads,
+or whose workload no spread targets, is allowed unchanged without an API call. A targeted
+pod books a slot (:func:`~united.workloadspread.booking.book_create`) and the booking is
+written to the spread's status with its resourceVersion; on 409 the spread is read afresh
+from the API server and booked again (up to :data:`ATTEMPTS` times), so concurrent
+admissions — in one process or in several replicas — never both take the last slot. The
+answer injects the subset (:func:`~united.workloadspread.injection.inject`) as a JSON patch.
+When no booking can be written the pod is allowed unplaced (the controller reports it, and
+it gets the lowest deletion cost), as when the webhook is down: admission never blocks pod
+creation on our account.
+
+``/validate-pods`` (pod DELETE, ``pods/eviction`` CREATE): the reference's bookkeeping
+(:func:`~united.workloadspread.booking.book_delete` notes the pod in ``deletingPods``).
+Always allowed: the reference denies only when its status write fails, which would turn a
+transient conflict into a failed ``kubectl delete`` or a stuck drain; a missed note costs
+nothing here, since our booking frees slots only on the controller's recount. Dry runs
+write nothing.
+
+``/convert``: the compat CRD's conversion (:func:`~united.workloadspread.conversion.review`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from united.api.field import ManifestError
+from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType
+from united.placement.patch import PatchError
+from united.runtime.webserver import Handler, allow, patched
+from united.workloadspread import conversion, matching
+from united.workloadspread.booking import Booking, book_create, book_delete
+from united.workloadspread.injection import inject
+from united.workloadspread.model import WorkloadSpread, group_of
+from united.workloadspread.pods import replicas_of
+from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler, status_patch
+from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
+
+log = structlog.get_logger(__name__)
+Json = dict[str, Any]
+ATTEMPTS = 5
+"""Status writes per admission before the pod is let in unplaced."""
+BACKOFF = 0.02
+"""Seconds before the second attempt, doubled each time (about 0.3 s in all)."""
+
+
+class PodWebhook:
+    """Answers admission reviews from the WorkloadSpread controller's caches.
+
+    ``controller`` gives the current caches and reconciler, or None while the WorkloadSpread
+    kind is not served (every pod is then allowed unchanged). Every replica serves, so
+    ``client`` must be one without the leader-election fence."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        controller: Callable[[], tuple[Caches, Reconciler] | None],
+        *,
+        clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
+        self.client = client
+        self.controller = controller
+        self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._written: dict[str, Json] = {}
+        """The spread as our last status write returned it, by key: newer than a cache that
+        has not shown it yet, so a burst of admissions does not 409 on every pod."""
+
+    def routes(self) -> dict[str, Handler]:
+        return {MUTATE_PATH: self.mutate, VALIDATE_PATH: self.validate, CONVERT_PATH: self.convert}
+
+    async def convert(self, review: Json) -> Json:
+        return conversion.review(review)
+
+    async def mutate(self, review: Json) -> Json:
+        request = review.get("request") or {}
+        uid = str(request.get("uid") or "")
+        pod = request.get("object")
+        found = self.controller()
+        if found is None or not isinstance(pod, dict) or request.get("operation") != "CREATE":
+            return allow(uid)
+        caches, reconciler = found
+        namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "")
+        pod = {**pod, "metadata": {**(pod.get("metadata") or {}), "namespace": namespace}}
+        spreads = caches.spreads_in(namespace)
+        if not spreads:
+            return allow(uid)
+        ws = await self._spread_for(caches, pod, spreads)
+        if ws is None:
+            return allow(uid)
+        booking = await self._book(
+            caches,
+            reconciler,
+            ws,
+            lambda w: book_create(
+                w,
+                pod,
+                replicas=self._replicas(caches, w),
+                now=self.clock(),
+                new_uid=lambda: str(uuid.uuid4()),
+            ),
+            dry_run=bool(request.get("dryRun")),
+        )
+        if booking is None or booking.subset is None:
+            return allow(uid)
+        try:
+            return patched(uid, pod, inject(pod, ws, booking.subset, uid=booking.uid))
+        except PatchError as e:
+            log.warning("subset patch cannot be applied; pod admitted unplaced", workloadspread=ws.name, error=str(e))
+            return allow(uid)
+
+    async def validate(self, review: Json) -> Json:
+        request = review.get("request") or {}
+        uid = str(request.get("uid") or "")
+        found = self.controller()
+        if found is None or request.get("dryRun"):
+            return allow(uid)
+        caches, reconciler = found
+        namespace = str(request.get("namespace") or "")
+        if request.get("operation") == "DELETE" and not request.get("subResource"):
+            pod = request.get("oldObject")
+        elif request.get("operation") == "CREATE" and request.get("subResource") == "eviction":
+            pod = caches.pods.get(f"{namespace}/{request.get('name')}")
+        else:
+            return allow(uid)
+        if not isinstance(pod, dict):
+            return allow(uid)
+        spreads = caches.spreads_in(namespace)
+        if not spreads:
+            return allow(uid)
+        ws = await self._spread_for(caches, pod, spreads)
+        if ws is not None:
+            await self._book(caches, reconciler, ws, lambda w: book_delete(w, pod, now=self.clock()), dry_run=False)
+        return allow(uid)
+
+    async def _spread_for(self, caches: Caches, pod: Json, spreads: list[WorkloadSpread]) -> WorkloadSpread | None:
+        """The pod's spread from the caches; an owner the cache lacks (a ReplicaSet created a
+        moment ago) is read once from the API server — only in a namespace with spreads."""
+        missing: list[Json] = []
+        fetched: dict[tuple[str, str], Json | None] = {}
+
+        def owner(namespace: str, ref: Json) -> Json | None:
+            cached = caches.owner(namespace, ref)
+            if cached is not None:
+                return cached
+            key = (str(ref.get("kind")), str(ref.get("name")))
+            if key in fetched:
+                return fetched[key]
+            missing.append(ref)
+            return None
+
+        for _ in range(matching.MAX_DEPTH):
+            ws = matching.spread_for(pod, spreads, owner)
+            if ws is not None or not missing:
+                return ws
+            namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+            for ref in missing:
+                fetched[(str(ref.get("kind")), str(ref.get("name")))] = await self._get_owner(caches, namespace, ref)
+            missing.clear()
+        return None
+
+    async def _get_owner(self, caches: Caches, namespace: str, ref: Json) -> Json | None:
+        store_kind = (group_of(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""))
+        resource = WORKLOADS.get(store_kind)
+        if resource is None:
+            return None
+        try:
+            return await self.client.get(resource, str(ref.get("name")), namespace=namespace)
+        except ApiError:
+            return None
+
+    @staticmethod
+    def _replicas(caches: Caches, ws: WorkloadSpread) -> int:
+        workload, _ = caches.target(ws)
+        try:
+            return replicas_of(ws, workload)
+        except ManifestError:
+            return 0
+
+    async def _book(
+        self,
+        caches: Caches,
+        reconciler: Reconciler,
+        ws: WorkloadSpread,
+        book: Callable[[WorkloadSpread], Booking],
+        *,
+        dry_run: bool,
+    ) -> Booking | None:
+        """Book against the freshest spread we know, write the status if the booking needs
+        it; on a conflict read the spread from the API server and book again. None: no
+        booking could be written."""
+        key = f"{ws.namespace}/{ws.name}"
+        ws = self._freshest(key, ws)
+        delay = BACKOFF
+        for attempt in range(ATTEMPTS):
+            booking = book(ws)
+            if booking.status is None or dry_run:
+                return booking
+            try:
+                answer = await self.client.patch(
+                    reconciler.resource,
+                    ws.name,
+                    status_patch(ws, booking.status),
+                    patch_type=PatchType.MERGE,
+                    namespace=ws.namespace,
+                    subresource="status",
+                )
+                self._remember(key, answer)
+                return booking
+            except Conflict:
+                pass
+            except NotFound:
+                return None
+            except ApiError as e:
+                log.warning("booking not written; pod admitted unplaced", workloadspread=key, error=str(e))
+                return None
+            if attempt + 1 == ATTEMPTS:
+                break
+            await asyncio.sleep(delay)
+            delay *= 2
+            try:
+                live = await self.client.get(reconciler.resource, ws.name, namespace=ws.namespace)
+            except ApiError as e:
+                log.warning("spread unreadable; pod admitted unplaced", workloadspread=key, error=str(e))
+                return None
+            fresh = caches.admitted(live)
+            if not isinstance(fresh, WorkloadSpread):
+                return None
+            self._remember(key, live)
+            ws = fresh
+        log.warning("booking kept conflicting; pod admitted unplaced", workloadspread=key, attempts=ATTEMPTS)
+        return None
+
+    def _remember(self, key: str, obj: Json) -> None:
+        self._written[key] = obj
+
+    def _freshest(self, key: str, ws: WorkloadSpread) -> WorkloadSpread:
+        """``ws`` from the cache, or the one our last write returned if the cache is behind it."""
+        written = self._written.get(key)
+        if written is None:
+            return ws
+        if _rv(written) <= _rv_text(ws.resource_version) or (written.get("metadata") or {}).get("uid") != ws.uid:
+            self._written.pop(key, None)
+            return ws
+        fresh = self._caches_admit(written)
+        return fresh if fresh is not None else ws
+
+    def _caches_admit(self, obj: Json) -> WorkloadSpread | None:
+        found = self.controller()
+        if found is None:
+            return None
+        outcome = found[0].admitted(obj)
+        return outcome if isinstance(outcome, WorkloadSpread) else None
+
+
+def _rv(obj: Mapping[str, Any]) -> int:
+    return _rv_text(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+
+
+def _rv_text(text: str) -> int:
+    """resourceVersions compared as integers: etcd revisions, the shortcut client-go's
+    expectations take too."""
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+__all__ = ["ATTEMPTS", "PodWebhook"]

@@ -1,0 +1,170 @@
+"""The pod webhook's two configurations, both named ``united-workloadspread``.
+
+* **Mutating** on pod ``CREATE`` (``/mutate-pods``): the subset's placement is injected.
+* **Validating** on pod ``DELETE`` and ``pods/eviction`` ``CREATE`` (``/validate-pods``):
+  the deleting bookkeeping. It never refuses; it only records.
+
+Why these settings:
+
+* ``failurePolicy: Ignore`` and ``timeoutSeconds: 3`` by default: **an outage of the
+  controller never blocks pod creation** anywhere in the cluster; such pods belong to no
+  subset, are reported and removed first on scale-in. ``Fail`` is an option for clusters
+  that prefer a pod not to exist over a pod in the wrong place: then every pod CREATE in a
+  matched namespace fails while no replica answers (a crash loop of the controller stops
+  all rollouts, including its own unless its namespace is excluded — it is).
+* ``sideEffects: NoneOnDryRun``: the webhook books slots in WorkloadSpread status, but not
+  for dry-run requests.
+* ``matchPolicy: Equivalent``: pods reached through another API version still match.
+* ``reinvocationPolicy: Never``: the injection is idempotent and other mutators' changes do
+  not alter the subset chosen.
+* **Exclusions**: the namespaceSelector leaves out ``kube-system`` and the controller's own
+  namespace twice over: by ``kubernetes.io/metadata.name`` (set on every namespace since
+  Kubernetes 1.21) and by the opt-out label :data:`EXCLUDE_LABEL` ``=disabled``, which works on
+  1.20 too (the controller puts it on both namespaces; anyone may put it on another).
+  Every field the API server would default is spelled out, so the object read back equals
+  the object written and "unchanged" needs no knowledge of defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+JSON = dict[str, Any]
+FailurePolicy = Literal["Ignore", "Fail"]
+
+NAME = "united-workloadspread"
+"""The name of both configurations (the RBAC grants use it as ``resourceNames``)."""
+MUTATE_PATH = "/mutate-pods"
+VALIDATE_PATH = "/validate-pods"
+CONVERT_PATH = "/convert"
+EXCLUDE_LABEL = "workloadspread.united.io/webhook"
+"""A namespace labelled ``<this>=disabled`` is never sent to the pod webhooks."""
+EXCLUDED = "disabled"
+SYSTEM_NAMESPACE = "kube-system"
+FAILURE_POLICIES: tuple[FailurePolicy, ...] = ("Ignore", "Fail")
+TIMEOUT_SECONDS = 3
+API_VERSION = "admissionregistration.k8s.io/v1"
+
+
+def url_problem(url: str) -> str | None:
+    """Why the API server would refuse ``url`` as a webhook's base URL, or None."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme != "https":
+        return "must be an https URL"
+    if not parts.hostname:
+        return "must name a host"
+    if parts.username is not None or parts.password is not None:
+        return "must not carry user information"
+    if parts.query or parts.fragment:
+        return "must not have a query or a fragment"
+    return None
+
+
+def client_config(*, url: str | None, service: tuple[str, str, int] | None, path: str, ca_bundle: str) -> JSON:
+    """Where the API server calls: ``url + path``, or ``service`` = (namespace, name, port) at ``path``;
+    ``ca_bundle`` is the base64 PEM of the CAs it trusts."""
+    config: JSON = {}
+    if url is not None:
+        config["url"] = url.rstrip("/") + path
+    elif service is not None:
+        namespace, name, port = service
+        config["service"] = {"namespace": namespace, "name": name, "path": path, "port": port}
+    else:
+        raise ValueError("a webhook needs a url or a service")
+    if ca_bundle:
+        config["caBundle"] = ca_bundle
+    return config
+
+
+def namespace_selector(controller_namespace: str, *, match_labels: Mapping[str, str] | None = None) -> JSON:
+    """Every namespace but kube-system, the controller's and those labelled out (see the module
+    docstring); ``match_labels`` narrows further (an opt-in label, or a test's namespace)."""
+    selector: JSON = {
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": sorted({SYSTEM_NAMESPACE, controller_namespace}),
+            },
+            {"key": EXCLUDE_LABEL, "operator": "NotIn", "values": [EXCLUDED]},
+        ]
+    }
+    if match_labels:
+        selector["matchLabels"] = dict(match_labels)
+    return selector
+
+
+def _rule(operation: str, resource: str) -> JSON:
+    return {
+        "operations": [operation],
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "resources": [resource],
+        "scope": "Namespaced",
+    }
+
+
+def _webhook(name: str, config: JSON, rules: list[JSON], selector: JSON, failure_policy: FailurePolicy) -> JSON:
+    if failure_policy not in FAILURE_POLICIES:
+        raise ValueError(f"failurePolicy must be one of {', '.join(FAILURE_POLICIES)}")
+    return {
+        "name": name,
+        "clientConfig": config,
+        "rules": rules,
+        "failurePolicy": failure_policy,
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": selector,
+        "objectSelector": {},
+        "sideEffects": "NoneOnDryRun",
+        "timeoutSeconds": TIMEOUT_SECONDS,
+        "admissionReviewVersions": ["v1", "v1beta1"],
+    }
+
+
+def mutating(*, client: JSON, selector: JSON, failure_policy: FailurePolicy = "Ignore") -> JSON:
+    """The MutatingWebhookConfiguration; ``client`` from :func:`client_config` at :data:`MUTATE_PATH`."""
+    webhook = _webhook("mutate-pods.workloadspread.united.io", client, [_rule("CREATE", "pods")], selector,
+                       failure_policy)  # fmt: skip
+    webhook["reinvocationPolicy"] = "Never"
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": NAME, "labels": {"app.kubernetes.io/name": "united"}},
+        "webhooks": [webhook],
+    }
+
+
+def validating(*, client: JSON, selector: JSON, failure_policy: FailurePolicy = "Ignore") -> JSON:
+    """The ValidatingWebhookConfiguration; ``client`` from :func:`client_config` at :data:`VALIDATE_PATH`."""
+    rules = [_rule("DELETE", "pods"), _rule("CREATE", "pods/eviction")]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": NAME, "labels": {"app.kubernetes.io/name": "united"}},
+        "webhooks": [_webhook("validate-pods.workloadspread.united.io", client, rules, selector, failure_policy)],
+    }
+
+
+__all__ = [
+    "CONVERT_PATH",
+    "EXCLUDED",
+    "EXCLUDE_LABEL",
+    "FAILURE_POLICIES",
+    "MUTATE_PATH",
+    "NAME",
+    "SYSTEM_NAMESPACE",
+    "TIMEOUT_SECONDS",
+    "VALIDATE_PATH",
+    "FailurePolicy",
+    "client_config",
+    "mutating",
+    "namespace_selector",
+    "url_problem",
+    "validating",
+]
