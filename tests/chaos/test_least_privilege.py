@@ -365,7 +365,9 @@ async def test_every_granted_permission_is_needed_and_nothing_more_is_asked(
     assert not refused, f"the API server refused: {refused}"
     used = _used(entries)
     granted = _granted(CLUSTER_RULES) | _granted(LEASE_RULES)
-    assert used <= granted, f"used but not granted: {used - granted}"
+    # The WorkloadSpread controller runs too (its CRD is installed); its roles are judged below.
+    workloadspread = _granted(WS_CLUSTER_RULES) | _granted(WS_SECRET_RULES)
+    assert used <= granted | workloadspread, f"used but not granted: {used - granted - workloadspread}"
     unused = granted - used
     record(
         "least privilege",
