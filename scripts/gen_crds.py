@@ -748,6 +748,9 @@ def ws_status_schema(alpha: bool) -> Schema:
             "versionedSubsetStatuses": map_of(
                 subsets, "Pod-template version -> the subsets' bookkeeping for its pods."
             ),
+            "unplacedReplicas": int32(
+                "united: active pods of the target in no subset (admitted while the webhook was down)."
+            ),
             "conditions": list_map(
                 condition("A WorkloadSpread condition.", with_generation=True),
                 ["type"],

@@ -12,6 +12,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import yaml
 
@@ -31,6 +32,7 @@ from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
 from united.workloadspread import commands as spread_commands
+from united.workloadspread import cost_command
 from united.workloadspread import model as workloadspread
 from united.workloadspread.admission import admit as admit_spread
 from united.workloadspread.validation import conflicts
@@ -64,7 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
 
     for name, help_text, outputs in (
-        ("plan", "show how replicas would be allocated over subsets, and why", ("table", "json")),
+        (
+            "plan",
+            "show how replicas (a WorkloadSpread: --replicas new pods) would be spread over subsets, and why",
+            ("table", "json"),
+        ),
         ("render", "print the child workloads exactly as the controller would create them", ("yaml", "json")),
     ):
         c = sub.add_parser(name, help=help_text)
@@ -83,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--replicas", type=int, metavar="N", help="the target's replicas (for percentages)")
     a.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     a.set_defaults(func=spread_commands.admit_command)
+    cost_command.add_parser(sub)
 
     r = sub.add_parser("run", help="run the controller against a cluster")
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
@@ -167,8 +174,11 @@ def _validate(args: argparse.Namespace) -> int:
     errors: list[FieldError] = []
     try:
         source = _source(args.file)
-        is_spread = isinstance(source.document, dict) and source.document.get("kind") == workloadspread.KIND
-        errors = _validate_spread(source, args.old) if is_spread else _validate_united(source, args.old)
+        old = _source(args.old) if args.old else None
+        kind = _kind(source.document)
+        if old is not None and _kind(old.document) != kind:
+            raise ManifestError([invalid(Path("--old"), _kind(old.document), f"must be a {kind}, as FILE is")])
+        errors = _validate_spread(source, old) if kind == workloadspread.KIND else _validate_united(source, old)
     except ManifestError as e:
         errors = e.errors
     if errors:
@@ -180,18 +190,22 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _validate_united(source: Source, old_file: str | None) -> list[FieldError]:
+def _kind(doc: Any) -> Any:
+    return doc.get("kind") if isinstance(doc, dict) else None
+
+
+def _validate_united(source: Source, old: Source | None) -> list[FieldError]:
     ud = admit(source.document)
-    return validate_update(_load(old_file), ud) if old_file else []
+    return validate_update(admit(old.document), ud) if old is not None else []
 
 
-def _validate_spread(source: Source, old_file: str | None) -> list[FieldError]:
+def _validate_spread(source: Source, old: Source | None) -> list[FieldError]:
     """A WorkloadSpread: the create rules, the conflict rule against the other WorkloadSpreads
-    of the file (what the webhook lists in the namespace), and with ``old_file`` the update rules."""
+    of the file (what the webhook lists in the namespace), and with ``old`` the update rules."""
     ws = admit_spread(source.document)
     others = []
     for doc in source.others:
-        if isinstance(doc, dict) and doc.get("kind") == workloadspread.KIND:
+        if _kind(doc) == workloadspread.KIND:
             try:
                 others.append(workloadspread.parse(doc))
             except ManifestError:
@@ -199,8 +213,8 @@ def _validate_spread(source: Source, old_file: str | None) -> list[FieldError]:
     if others:
         print(f"note: the other WorkloadSpread(s) ({len(others)}) were read to check for conflicts", file=sys.stderr)
     errors = conflicts(ws, others)
-    if old_file:
-        errors = validate_spread_update(admit_spread(_source(old_file).document), ws) + errors
+    if old is not None:
+        errors = validate_spread_update(admit_spread(old.document), ws) + errors
     return errors
 
 

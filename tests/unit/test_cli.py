@@ -357,6 +357,94 @@ def test_render_invalid(tmp_path: Path) -> None:
     assert_field_errors(united("render", write(tmp_path, "bad.yaml", broken_manifest())), BROKEN)
 
 
+# validate: WorkloadSpread (the bad-input corpus is tests/unit/workloadspread/test_bad_inputs.py)
+
+
+def spread_text(api_version: str = "apps.kruise.io/v1alpha1", **target: str) -> str:
+    required = (
+        "requiredNodeSelectorTerm"
+        if api_version.endswith("v1alpha1") and "kruise" in api_version
+        else "requiredNodeSelector"
+    )
+    doc = {
+        "apiVersion": api_version,
+        "kind": "WorkloadSpread",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", **target},
+            "subsets": [
+                {
+                    "name": "a",
+                    required: {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                    "maxReplicas": 2,
+                },
+                {"name": "b"},
+            ],
+        },
+    }
+    return yaml.safe_dump(doc)
+
+
+@pytest.mark.parametrize(
+    "api_version", ["apps.united.io/v1alpha1", "apps.kruise.io/v1alpha1", "apps.kruise.io/v1beta1"]
+)
+def test_validate_detects_a_workload_spread(tmp_path: Path, api_version: str) -> None:
+    r = united("validate", write(tmp_path, "ws.yaml", spread_text(api_version)), "-o", "json")
+    assert (r.code, r.json(), r.err) == (0, {"valid": True, "errors": []}, "")
+    text = spread_text(api_version).replace("maxReplicas: 2", "maxReplicas: '2.5%'")
+    r = united("validate", "-", stdin=text)
+    assert_field_errors(r, ['spec.subsets[0].maxReplicas: Invalid value: "2.5%": maxReplicas is not valid for subset'])
+
+
+def test_validate_old_for_a_workload_spread(tmp_path: Path) -> None:
+    old = write(tmp_path, "old.yaml", spread_text())
+    moved = write(tmp_path, "v2.yaml", spread_text(apiVersion="apps/v1beta2"))
+    r = united("validate", moved, "--old", old)
+    assert (r.code, r.out, r.err) == (0, "valid\n", "")
+    renamed = write(tmp_path, "renamed.yaml", spread_text(name="api"))
+    assert_field_errors(
+        united("validate", renamed, "--old", old),
+        ['spec.targetRef: Invalid value: "object": change TargetReference is not permitted for WorkloadSpread'],
+    )
+    assert_field_errors(
+        united("validate", renamed, "--old", ZONES),
+        ['--old: Invalid value: "UnitedDeployment": must be a WorkloadSpread, as FILE is'],
+    )
+    assert_field_errors(
+        united("validate", ZONES, "--old", old),
+        ['--old: Invalid value: "WorkloadSpread": must be a UnitedDeployment, as FILE is'],
+    )
+
+
+def test_validate_checks_a_workload_spread_against_the_others_in_the_file(tmp_path: Path) -> None:
+    other = spread_text().replace("name: web\n  namespace", "name: web-2\n  namespace")
+    path = write(tmp_path, "two.yaml", spread_text() + "---\n" + other)
+    r = united("validate", path)
+    assert_field_errors(
+        r, ['spec.targetRef: Invalid value: "object": ws.spec.targetRef is in conflict with other WorkloadSpread web-2']
+    )
+    assert r.notes == [
+        f"note: {path}: using the WorkloadSpread in document 1; ignoring 1 other document(s)",
+        "note: the other WorkloadSpread(s) (1) were read to check for conflicts",
+    ]
+    elsewhere = other.replace("namespace: shop", "namespace: other")
+    r = united("validate", write(tmp_path, "ok.yaml", spread_text() + "---\n" + elsewhere))
+    assert (r.code, r.out) == (0, "valid\n")
+
+
+def test_validate_refuses_a_united_deployment_without_subsets(tmp_path: Path) -> None:
+    """Issue 11 item 12: the reference's webhook accepts it and its allocator then fails."""
+    doc = yaml.safe_load((REPO / ZONES).read_text())
+    doc["spec"]["topology"]["subsets"] = []
+    assert_field_errors(
+        united("validate", write(tmp_path, "empty.yaml", yaml.safe_dump(doc))),
+        [
+            "spec.topology.subsets: Required value: "
+            f"at least one subset is needed to place {doc['spec']['replicas']} replicas"
+        ],
+    )
+
+
 # Reading FILE
 
 

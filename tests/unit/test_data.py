@@ -74,9 +74,10 @@ def test_unknown_sample_names_the_known_ones() -> None:
 def test_controller_is_the_crds_then_the_base_kustomization() -> None:
     docs = data.controller(GROUP)
     assert [d["kind"] for d in docs] == [
-        "CustomResourceDefinition", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
-        "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding",
-        "Deployment", "Service", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "CustomResourceDefinition", "CustomResourceDefinition",
+        "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+        "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
     ]
     assert [(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in docs[:2]] == [
         (GROUP, "UnitedDeployment"), (GROUP, "WorkloadSpread"),

@@ -29,5 +29,5 @@ def test_controller_image_tag() -> None:
 
 @pytest.mark.parametrize("group", [GROUP, KRUISE_GROUP])
 def test_crd_annotation(group: str) -> None:
-    (crd,) = data.documents(data.crd(group))
-    assert crd["metadata"]["annotations"]["apps.united.io/version"] == __version__
+    crds = data.documents(*data.crds(group))
+    assert [crd["metadata"]["annotations"]["apps.united.io/version"] for crd in crds] == [__version__] * 2

@@ -31,8 +31,9 @@ def node_selector_term_errors(term: Json, path: Path) -> list[FieldError]:
             continue
         for i, req in enumerate(reqs):
             p = path.child(field).index(i)
-            if not isinstance(req, dict):
-                errors.append(invalid(p, req, "must be an object"))
+            shape = _requirement_shape(req, p)
+            if shape:
+                errors += shape
                 continue
             key, op, values = req.get("key"), req.get("operator"), req.get("values") or []
             if not key:
@@ -62,6 +63,28 @@ def node_selector_term_errors(term: Json, path: Path) -> list[FieldError]:
                         "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
                     )
                 )
+    return errors
+
+
+def _requirement_shape(req: Any, path: Path) -> list[FieldError]:
+    """A requirement must be ``{key: string, operator: string, values: [string]}`` before its
+    rules can be checked."""
+    if not isinstance(req, dict):
+        return [invalid(path, req, "must be an object")]
+    errors = [
+        invalid(path.child(field), req[field], "must be a string")
+        for field in ("key", "operator")
+        if req.get(field) is not None and not isinstance(req[field], str)
+    ]
+    values = req.get("values")
+    if values is not None and not isinstance(values, list):
+        errors.append(invalid(path.child("values"), values, "must be an array"))
+    elif values:
+        errors += [
+            invalid(path.child("values").index(j), v, "must be a string")
+            for j, v in enumerate(values)
+            if not isinstance(v, str)
+        ]
     return errors
 
 

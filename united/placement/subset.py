@@ -1,14 +1,14 @@
 """Place a pod template into a subset: node affinity, tolerations, then the subset patch.
 
-This is the part of a subset that acts on pods, kept apart from workloads so that the
-same code can serve UnitedDeployment children and, later, a WorkloadSpread admission
-webhook that patches pods of an existing workload.
+This is the part of a subset that acts on pods, kept apart from workloads: :func:`place`
+serves UnitedDeployment children, and its pieces (:func:`node_affinity`, :func:`require`,
+:func:`tolerate`) the WorkloadSpread admission webhook, which places each admitted pod.
 
-Order and rules follow the reference (sections 10.3 and 10.4): the subset's
-``nodeSelectorTerm.matchExpressions`` are ANDed into *every* required node-selector term
-(terms are ORed, so each must carry the constraint); ``matchFields`` are ignored; the
-subset's tolerations are appended; the patch is a strategic merge patch applied last, so
-it may override anything above.
+Order and rules of :func:`place` follow the UnitedDeployment reference (sections 10.3 and
+10.4): the subset's ``nodeSelectorTerm.matchExpressions`` are ANDed into *every* required
+node-selector term (terms are ORed, so each must carry the constraint); ``matchFields`` are
+ignored there (WorkloadSpread ANDs them too); the subset's tolerations are appended; the
+patch is a strategic merge patch applied last, so it may override anything above.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ def replicas_of(ws: WorkloadSpread, workload: Json | None) -> int:
     spec = workload.get("spec") or {}
     kind = ws.spec.target_ref.kind if ws.spec.target_ref else ""
     key = "parallelism" if kind == "Job" else "replicas"
-    value = spec.get(key, 1)
+    value = spec.get(key)
+    value = 1 if value is None else value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ManifestError([invalid(Path(f"{kind or 'workload'}.spec.{key}"), value, "must be a whole number")])
     return value

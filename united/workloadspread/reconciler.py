@@ -287,12 +287,17 @@ class Reconciler:
         self.resource = resource
         self.recorder = recorder
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._written: dict[str, Json] = {}
+        """The spread as our last status write returned it, by key: read instead of a cache
+        that has not shown that write yet, so the next pass neither repeats it nor 409s."""
 
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.spreads.get(key)
         if obj is None:
             self.caches.forget(key)
+            self._written.pop(key, None)
             return Result()
+        obj = self._freshest(key, obj)
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return Result()
         now = self.clock()
@@ -367,15 +372,39 @@ class Reconciler:
             await self.write_status(ws, decided.status)
         return Result(decided.requeue_after)
 
+    def _freshest(self, key: str, cached: Json) -> Json:
+        written = self._written.get(key)
+        if written is None or _uid(written) != _uid(cached) or rv_of(written) <= rv_of(cached):
+            self._written.pop(key, None)
+            return cached
+        return written
+
     async def write_status(self, ws: WorkloadSpread, status: Status) -> Json:
-        return await self.client.patch(
+        body = status_patch(ws, status)
+        log.info("status", workloadspread=ws.name, changed=sorted(body["status"])[:20])
+        answer = await self.client.patch(
             self.resource,
             ws.name,
-            status_patch(ws, status),
+            body,
             patch_type=PatchType.MERGE,
             namespace=ws.namespace,
             subresource="status",
         )
+        self._written[f"{ws.namespace}/{ws.name}"] = answer
+        return answer
+
+
+def rv_of(obj: Mapping[str, Any]) -> int:
+    """resourceVersions compared as integers: etcd revisions, the shortcut client-go's
+    expectations take too."""
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _uid(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def merge_patch_union(a: Json, b: Json) -> Json:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from united.uniteddeployment.adaptive import format_time, parse_time
+from united.workloadspread.injection import matched
 from united.workloadspread.model import WorkloadSpread
 
 Json = dict[str, Any]
@@ -100,6 +101,19 @@ def assess(ws: WorkloadSpread, index: int, pods: Sequence[Json], old: Sequence[J
         )
         return Assessment(_set(previous, True, SUFFICIENT, "", now), (), deadline, event)
     return Assessment(_set(previous, True, SUFFICIENT, "", now), (), deadline)
+
+
+def delete_failed(ws: WorkloadSpread, pod: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The Warning Event when deleting a failed pod did not work (the reference's wording)."""
+    found = matched(dict(pod))
+    subset = found.subset if found is not None else ""
+    name = (pod.get("metadata") or {}).get("name")
+    return (
+        "Warning",
+        "DeletePodFailed",
+        f"Failed to delete unschedulabe Pod {ws.namespace}/{name} in Subset {subset} of WorkloadSpread "
+        f"{ws.namespace}/{ws.name}",
+    )
 
 
 def unschedulable_since(pod: Mapping[str, Any]) -> float | None:

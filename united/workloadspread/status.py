@@ -88,16 +88,28 @@ def compute(
         entries = tuple(dataclasses.replace(e, conditions=tuple(schedulable.get(e.name, ()))) for e in entries)
         if version in buckets or any(e.replicas or e.creating_pods or e.deleting_pods for e in entries):
             versioned[version] = entries
+    lists = [aggregate, *versioned.values()]
+    creating = {
+        s.name: {k for entries in lists for e in entries if e.name == s.name for k in e.creating_pods}
+        for s in ws.spec.subsets
+    }
+    deleting = {k for entries in lists for e in entries for k in e.deleting_pods}
+    aggregate = tuple(
+        _explained(s, e, replicas=replicas, pending=len(creating[s.name]))
+        for s, e in zip(ws.spec.subsets, aggregate, strict=True)
+    )
     unplaced = sum(1 for p in merged.get(FAKE_SUBSET, ()) if is_active(p))
     extra: dict[str, Any] = {k: v for k, v in ws.status.extra.items() if k not in ("conditions", "unplacedReplicas")}
     extra["unplacedReplicas"] = unplaced
     status = Status(ws.generation, aggregate, versioned, extra)
-    extra["conditions"] = conditions(ws, _verdict(ws, aggregate, unplaced, problem), now=now)
+    pending = (sum(len(keys) for keys in creating.values()), len(deleting))
+    extra["conditions"] = conditions(ws, _verdict(ws, aggregate, unplaced, pending, problem), now=now)
     return Recount(status, counter.events, counter.requeue_after(), counter.failed)
 
 
 def stalled(ws: WorkloadSpread, errors: Sequence[FieldError], *, now: float, reason: str = "InvalidSpec") -> Status:
-    """The status of a spread the controller cannot act on: counts as they were, conditions say why."""
+    """The status of a spread the controller cannot act on (an invalid spec: the reconciler
+    passes the validation errors; ``now`` in epoch seconds): counts as they were, conditions say why."""
     message = "; ".join(str(e) for e in errors)
     extra = dict(ws.status.extra)
     extra["conditions"] = conditions(ws, _Verdict(Problem(reason, message)), now=now)
@@ -111,11 +123,17 @@ class _Verdict:
     ready: str = ""
 
 
-def _verdict(ws: WorkloadSpread, aggregate: Sequence[SubsetStatus], unplaced: int, problem: Problem | None) -> _Verdict:
+def _verdict(
+    ws: WorkloadSpread,
+    aggregate: Sequence[SubsetStatus],
+    unplaced: int,
+    pending: tuple[int, int],
+    problem: Problem | None,
+) -> _Verdict:
+    """``pending``: the webhook's creating and deleting records still open, over every list."""
     if problem is not None:
         return _Verdict(problem)
-    creating = sum(len(s.creating_pods) for s in aggregate)
-    deleting = sum(len(s.deleting_pods) for s in aggregate)
+    creating, deleting = pending
     if creating or deleting:
         return _Verdict(progress=f"{creating} pod(s) being created, {deleting} being deleted")
     if unplaced:
@@ -187,7 +205,6 @@ class _Counter:
                     self.events.append(a.event)
                 if a.deadline is not None:
                     self._expiries.append(a.deadline)
-                entry = self._explain(subset, entry)
             out.append(entry)
         return tuple(out)
 
@@ -254,17 +271,19 @@ class _Counter:
     def _event(self, reason: str, message: str) -> None:
         self.events.append(("Warning", reason, message))
 
-    def _explain(self, subset: Subset, entry: SubsetStatus) -> SubsetStatus:
-        reason, message = explain(subset, entry, replicas=self.replicas)
-        return dataclasses.replace(entry, reason=reason, message=message)
+
+def _explained(subset: Subset, entry: SubsetStatus, *, replicas: int, pending: int) -> SubsetStatus:
+    reason, message = explain(subset, entry, replicas=replicas, pending=pending)
+    return dataclasses.replace(entry, reason=reason, message=message)
 
 
-def explain(subset: Subset, entry: SubsetStatus, *, replicas: int) -> tuple[str, str]:
-    """Why a subset looks as it does: ``(reason, message)``."""
+def explain(subset: Subset, entry: SubsetStatus, *, replicas: int, pending: int) -> tuple[str, str]:
+    """Why a subset looks as it does: ``(reason, message)``; ``pending``: the webhook's open
+    bookings for the subset, in any version's list (the aggregate's own count none)."""
     limit = resolve(subset.max_replicas, replicas=replicas)
     minimum = resolve(subset.min_replicas, replicas=replicas) or 0
     n = entry.replicas
-    pending = len(entry.creating_pods)
+    room = None if limit is None else max(0, min(entry.missing_replicas, limit - n - pending))
     booked = f", {pending} being created" if pending else ""
     of_max = ""
     if limit is not None:
@@ -279,7 +298,7 @@ def explain(subset: Subset, entry: SubsetStatus, *, replicas: int) -> tuple[str,
         return "OverMaximum", f"{n} replicas, over {of_max}: the extra pods are removed first on scale-in"
     if limit is not None and limit == 0:
         return "Skipped", f"{of_max}: no pod is placed here"
-    if limit is not None and entry.missing_replicas == 0:
+    if room == 0:
         return "Full", f"{n} replica(s){booked}, {of_max}: new pods go to later subsets"
     if n < minimum:
         return (
@@ -290,4 +309,4 @@ def explain(subset: Subset, entry: SubsetStatus, *, replicas: int) -> tuple[str,
         return "Empty", "no pods yet: " + (f"{of_max}, room for {limit}" if limit is not None else "no maximum")
     if limit is None:
         return "NoMaximum", f"{n} replica(s){booked}; no maxReplicas: takes the pods earlier subsets have no room for"
-    return "Available", f"{n} replica(s){booked}, {of_max}: room for {entry.missing_replicas} more"
+    return "Available", f"{n} replica(s){booked}, {of_max}: room for {room} more"

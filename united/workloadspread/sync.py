@@ -7,8 +7,9 @@ delete (Adaptive), the Events, and when to run again. The steps are the referenc
 the target's pods, adoption of unplaced pods whose node fits a subset, deletion costs, the
 status recount, Adaptive rescheduling.
 
-A pass with nothing to change returns no costs, adoptions or deletions, no Events, and the
-input's status unchanged (``status == ws.status``), so the reconciler writes nothing.
+A spread being deleted is left alone. A pass with nothing to change returns no costs,
+adoptions or deletions, no Events, and the input's status unchanged (``status ==
+ws.status``), so the reconciler writes nothing.
 
 A ``targetFilter.replicasPathList`` that does not lead to integers in the workload stops the
 pass: the status gets ``Stalled`` (reason ``InvalidReplicasPath``) and a Warning Event once,
@@ -60,7 +61,7 @@ def sync(
     """One pass (module docstring)."""
     at = now.timestamp()
     target = ws.spec.target_ref
-    if target is None:
+    if target is None or ws.deleting:
         return Sync(ws.status)
     try:
         replicas = replicas_of(ws, workload)

@@ -157,12 +157,13 @@ def _target_ref(ref: TargetRef | None) -> list[FieldError]:
 
 
 def _subsets(spec: Spec) -> list[FieldError]:
-    """R2: names, placement, patch, then the replica bounds of every subset."""
+    """R2: each subset's name, placement, patch and replica bounds, in the reference's order."""
     if not spec.subsets:
         return [required(SUBSETS, "subsets number must >= 1 in WorkloadSpread")]
     if len(spec.subsets) > MAX_SUBSETS:
         return [too_many(SUBSETS, len(spec.subsets), MAX_SUBSETS)]
     kind = spec.target_ref.kind if spec.target_ref is not None else ""
+    bounds, whole = _bounds(spec.subsets, kind)
     errors: list[FieldError] = []
     names: set[str] = set()
     for i, s in enumerate(spec.subsets):
@@ -175,7 +176,8 @@ def _subsets(spec: Spec) -> list[FieldError]:
         errors += _placement(s, path)
         if s.patch is not None:
             errors += _patch(s.patch, path.child("patch"), kind)
-    return errors + _bounds(spec.subsets, kind)
+        errors += bounds[i]
+    return errors + whole
 
 
 def _placement(s: Subset, path: Path) -> list[FieldError]:
@@ -248,14 +250,16 @@ def _as(kind: type[T], value: Any) -> T:
     return value if isinstance(value, kind) else kind()
 
 
-def _bounds(subsets: tuple[Subset, ...], kind: str) -> list[FieldError]:
+def _bounds(subsets: tuple[Subset, ...], kind: str) -> tuple[list[list[FieldError]], list[FieldError]]:
     """``maxReplicas`` (R2 a-d and the 100 % rule) and our ``minReplicas``: one type (integer or
-    percentage) for all, integers for a StatefulSet, percentages that add up."""
+    percentage) for all, integers for a StatefulSet, percentages that add up. The errors of
+    each subset, and those of the list as a whole."""
     typed = next((v for s in subsets for v in (s.max_replicas, s.min_replicas) if v is not None), None)
-    errors: list[FieldError] = []
+    per: list[list[FieldError]] = [[] for _ in subsets]
     sums = {"maxReplicas": 0, "minReplicas": 0}
     over: set[str] = set()
     for i, s in enumerate(subsets):
+        errors = per[i]
         values: dict[str, int] = {}
         for field, value in (("maxReplicas", s.max_replicas), ("minReplicas", s.min_replicas)):
             if value is None:
@@ -280,15 +284,15 @@ def _bounds(subsets: tuple[Subset, ...], kind: str) -> list[FieldError]:
                     f"must be less than or equal to maxReplicas ({show(s.max_replicas)})",
                 )
             )
-    if not errors and isinstance(typed, str) and sums["maxReplicas"] < 100 and subsets[-1].max_replicas is not None:
-        errors.append(
-            invalid(
-                SUBSETS.index(0).child("maxReplicas"),
-                f"{sums['maxReplicas']}%",
-                "maxReplicas sum of all subsets must equal 100% when type is specified as percent",
-            )
+    if any(per) or not isinstance(typed, str) or sums["maxReplicas"] >= 100 or subsets[-1].max_replicas is None:
+        return per, []
+    return per, [
+        invalid(
+            SUBSETS.index(0).child("maxReplicas"),
+            f"{sums['maxReplicas']}%",
+            "maxReplicas sum of all subsets must equal 100% when type is specified as percent",
         )
-    return errors
+    ]
 
 
 def _bound_problem(field: str, value: IntOrStr, typed: IntOrStr | None, kind: str) -> str:

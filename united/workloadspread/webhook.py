@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -41,7 +41,7 @@ from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
 from united.workloadspread.model import WorkloadSpread, group_of
 from united.workloadspread.pods import replicas_of
-from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler, status_patch
+from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler, rv_of, status_patch
 from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
 
 log = structlog.get_logger(__name__)
@@ -246,7 +246,8 @@ class PodWebhook:
         written = self._written.get(key)
         if written is None:
             return ws
-        if _rv(written) <= _rv_text(ws.resource_version) or (written.get("metadata") or {}).get("uid") != ws.uid:
+        cached_rv = rv_of({"metadata": {"resourceVersion": ws.resource_version}})
+        if rv_of(written) <= cached_rv or (written.get("metadata") or {}).get("uid") != ws.uid:
             self._written.pop(key, None)
             return ws
         fresh = self._caches_admit(written)
@@ -258,19 +259,6 @@ class PodWebhook:
             return None
         outcome = found[0].admitted(obj)
         return outcome if isinstance(outcome, WorkloadSpread) else None
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    return _rv_text(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
-
-
-def _rv_text(text: str) -> int:
-    """resourceVersions compared as integers: etcd revisions, the shortcut client-go's
-    expectations take too."""
-    try:
-        return int(text)
-    except ValueError:
-        return 0
 
 
 __all__ = ["ATTEMPTS", "PodWebhook"]

@@ -34,7 +34,7 @@ def spread(name: str, target: str, maxima: list[int | None]) -> JSON:
         zone = f"zone-{'abc'[n]}"
         subset: JSON = {
             "name": zone,
-            "requiredNodeSelectorTerm": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]},
+            "requiredNodeSelector": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]},
             "patch": {"metadata": {"labels": {"e2e.united.dev/zone": zone}}},
         }
         if maximum is not None:
@@ -83,7 +83,24 @@ def active(pods: list[JSON]) -> list[JSON]:
 
 
 async def pods_of(kube: KubeClient, namespace: str, app: str) -> list[JSON]:
-    return active((await kube.list(PODS, namespace=namespace, label_selector=f"app={app}"))["items"])
+    return active((await kube.list(PODS, namespace=namespace, label_selector=f"app={app}")).items)
+
+
+def writes(spreading: Spreading) -> dict[str, int]:
+    return {r: n for r, n in spreading.writes_by_resource().items() if r != "leases"}
+
+
+async def quiet(spreading: Spreading) -> dict[str, int]:
+    """The controller's writes once they have stopped for 3 s."""
+
+    async def settled() -> dict[str, int]:
+        first = writes(spreading)
+        await asyncio.sleep(3)
+        assert writes(spreading) == first, "still writing"
+        return first
+
+    result: dict[str, int] = await eventually(settled, within=60, what="the controller stops writing")
+    return result
 
 
 async def webhook_ready(kube: KubeClient, spreading: Spreading) -> None:
@@ -114,7 +131,7 @@ async def test_pods_land_in_subset_order_in_their_zones_with_status_and_costs(
     await kube.create(WS, spread("web", "web", [2, 3, None]), namespace=namespace)
     await observed(kube, namespace, "web")
     await kube.create(DEPLOYMENTS, deployment("web", 8), namespace=namespace)
-    zones = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE) for n in (await kube.list(NODES))["items"]}
+    zones = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE) for n in (await kube.list(NODES)).items}
 
     async def placed() -> list[JSON]:
         pods = await pods_of(kube, namespace, "web")
@@ -151,19 +168,19 @@ async def test_pods_land_in_subset_order_in_their_zones_with_status_and_costs(
     assert {name_of(p) for p in pods} == {name_of(p) for p in await pods_of(kube, namespace, "web")}
 
     # Converged: a pass (a label on the spread queues one) writes nothing.
-    before = spreading.writes_by_resource()
+    before = await quiet(spreading)
     await kube.patch(WS, "web", {"metadata": {"labels": {"touched": "1"}}}, patch_type=PatchType.MERGE,
                      namespace=namespace)  # fmt: skip
     await asyncio.sleep(5)
-    after = spreading.writes_by_resource()
-    assert {r: n for r, n in after.items() if r != "leases"} == {r: n for r, n in before.items() if r != "leases"}
+    assert writes(spreading) == before
 
 
 async def test_pods_admitted_while_the_webhook_is_down_are_unplaced_and_cheapest(
     kube: KubeClient, namespace: str, spreading: Spreading
 ) -> None:
     await webhook_ready(kube, spreading)
-    await kube.create(WS, spread("down", "down", [2, None]), namespace=namespace)
+    # Both subsets full once the first 3 pods run: the later ones fit none, so none is adopted.
+    await kube.create(WS, spread("down", "down", [2, 1]), namespace=namespace)
     await observed(kube, namespace, "down")
     await kube.create(DEPLOYMENTS, deployment("down", 3), namespace=namespace)
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from united.placement.patch import PatchError
-from united.placement.subset import patch_text, place
+from united.placement.subset import node_affinity, patch_text, place, require, tolerate
 
 Doc = dict[str, Any]
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -300,3 +300,50 @@ def test_patch_text_escapes_like_the_api_server() -> None:
     text = patch_text(patch)
     assert text == '{"a":"é\\u003c\\u0026\\u003e\\u2028\\u2029","b":"q\\"\\\\"}'
     assert json.loads(text) == patch
+
+
+# The pieces the WorkloadSpread webhook places admitted pods with.
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def test_node_affinity_is_created_in_place_over_nulls() -> None:
+    spec: dict[str, Any] = {"affinity": None}
+    node = node_affinity(spec)
+    node["x"] = 1
+    assert spec == {"affinity": {"nodeAffinity": {"x": 1}}}
+    assert node_affinity({"affinity": {"nodeAffinity": {"kept": True}}}) == {"kept": True}
+
+
+def test_require_ands_expressions_and_fields_into_every_term() -> None:
+    host = {"key": "metadata.name", "operator": "In", "values": ["n1"]}
+    zone = {"key": "zone", "operator": "In", "values": ["a"]}
+    gpu = {"key": "gpu", "operator": "Exists"}
+    node: dict[str, Any] = {REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [gpu]}, {"matchFields": [host]}]}}
+    term = {"matchExpressions": [zone], "matchFields": [host]}
+    require(node, term)
+    assert node[REQUIRED]["nodeSelectorTerms"] == [
+        {"matchExpressions": [gpu, zone], "matchFields": [host]},
+        {"matchFields": [host, host], "matchExpressions": [zone]},
+    ]
+    node[REQUIRED]["nodeSelectorTerms"][0]["matchExpressions"][1]["values"].append("b")
+    assert term["matchExpressions"][0]["values"] == ["a"], "each term gets its own copy"
+
+
+def test_require_without_terms_makes_the_term_the_only_one() -> None:
+    node: dict[str, Any] = {}
+    require(node, {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]})
+    assert node == {
+        REQUIRED: {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}]
+        }
+    }
+
+
+def test_tolerate_appends_copies() -> None:
+    mine = {"key": "a", "operator": "Exists"}
+    spec: dict[str, Any] = {"tolerations": [mine]}
+    extra = ({"key": "b", "operator": "Exists"},)
+    tolerate(spec, extra)
+    assert spec["tolerations"] == [mine, {"key": "b", "operator": "Exists"}]
+    assert spec["tolerations"][1] is not extra[0]

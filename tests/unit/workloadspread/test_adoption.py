@@ -193,3 +193,14 @@ def test_tolerates(toleration: Json, taint: Json, expected: bool) -> None:
 )
 def test_term_matches(term: Json, expected: bool) -> None:
     assert term_matches(term, node("n1", labels={"zone": "a", "cpus": "16"})) is expected
+
+
+def test_a_patch_that_cannot_apply_scores_nothing() -> None:
+    ws = spread(subsets=[{"name": "x", "patch": {"spec": {"containers": {"name": "not-a-list"}}}}, {"name": "y"}])
+    assert subsets_of(adopt(ws, [pod("p", node="na")], nodes=NODES, replicas=1)) == {"p": "y"}
+
+
+def test_unknown_operator_matches_nothing() -> None:
+    assert not term_matches(
+        {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}, node("n", labels={"zone": "a"})
+    )

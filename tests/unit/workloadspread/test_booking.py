@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from united.workloadspread.booking import Booking, book_create, book_delete, resolve
@@ -286,8 +286,10 @@ def test_booking_is_pure() -> None:
 # recounting it as the reference does (including its deletingPods slot release, the worst
 # case). Whatever the interleaving, no subset ever holds more than its maximum.
 
-LIMITS = {"a": 2, "b": 1, "c": None}
+FIXED = {"a": 2, "b": 1, "c": None}
+PERCENT = {"a": "50%", "b": "25%", "c": None}
 NAMES = ("n0", "n1", "n2")
+VERSIONS = ("v1", "v2")
 
 
 @dataclasses.dataclass
@@ -295,89 +297,130 @@ class Pod:
     name: str
     key: str
     subset: str
+    version: str
     active: bool = True
 
 
-def recount(ws: WorkloadSpread, pods: list[Pod], now: datetime) -> WorkloadSpread:
+def recount(ws: WorkloadSpread, pods: list[Pod], now: datetime, replicas: int) -> WorkloadSpread:
     """The reference's per-subset status computation (section 3.7) over the simulated pods."""
-    old = {s.name: s for s in ws.status.versioned.get(VERSION, ())}
-    out = []
-    for name, limit in LIMITS.items():
-        o = old.get(name) or SubsetStatus(name)
-        creating = dict(o.creating_pods)
-        missing = -1 if limit is None else limit
-        active, deleting = 0, {}
-        for p in (p for p in pods if p.subset == name):
-            creating.pop(p.key, None)
-            if not p.active:
-                continue
-            active += 1
-            missing -= 1 if missing > 0 else 0
-            if p.name in o.deleting_pods and _at(o.deleting_pods[p.name]) + timedelta(seconds=15) >= now:
-                deleting[p.name] = o.deleting_pods[p.name]
-                missing += 1 if limit is not None and missing < limit else 0
-        kept = {k: t for k, t in creating.items() if _at(t) + timedelta(seconds=30) >= now}
-        missing -= min(len(kept), missing) if missing > 0 else 0
-        out.append(SubsetStatus(name, active, missing, kept, deleting))
-    return dataclasses.replace(ws, status=Status(versioned={VERSION: tuple(out)}))
+    versioned = {}
+    for version in VERSIONS:
+        old = {s.name: s for s in ws.status.versioned.get(version, ())}
+        out = []
+        for subset in ws.spec.subsets:
+            limit = resolve(subset.max_replicas, replicas=replicas)
+            o = old.get(subset.name) or SubsetStatus(subset.name)
+            creating = dict(o.creating_pods)
+            missing = -1 if limit is None else limit
+            active, deleting = 0, {}
+            for p in (p for p in pods if p.subset == subset.name and p.version == version):
+                creating.pop(p.key, None)
+                if not p.active:
+                    continue
+                active += 1
+                missing -= 1 if missing > 0 else 0
+                if p.name in o.deleting_pods and _at(o.deleting_pods[p.name]) + timedelta(seconds=15) >= now:
+                    deleting[p.name] = o.deleting_pods[p.name]
+                    missing += 1 if limit is not None and missing < limit else 0
+            kept = {k: t for k, t in creating.items() if _at(t) + timedelta(seconds=30) >= now}
+            missing -= min(len(kept), missing) if missing > 0 else 0
+            out.append(SubsetStatus(subset.name, active, missing, kept, deleting))
+        versioned[version] = tuple(out)
+    return dataclasses.replace(ws, status=Status(versioned=versioned))
 
 
 def _at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+CREATE = st.tuples(st.just("create"), st.sampled_from(("", *NAMES)), st.booleans(), st.sampled_from(VERSIONS))
+DELETE = st.tuples(st.just("delete"), st.integers(0, 20), st.booleans(), st.just(""))
+RECOUNT = st.tuples(st.just("recount"), st.just(0), st.booleans(), st.just(""))
+# Creations, deletions and recounts weigh double: over-filling takes several of them in a row.
 OPS = st.one_of(
-    st.tuples(st.just("create"), st.sampled_from(("", *NAMES)), st.booleans()),
-    st.tuples(st.just("delete"), st.integers(0, 20), st.booleans()),
-    st.tuples(st.just("finish"), st.integers(0, 20), st.booleans()),
-    st.tuples(st.just("recount"), st.just(0), st.booleans()),
-    st.tuples(st.just("tick"), st.integers(1, 40), st.booleans()),
+    CREATE,
+    CREATE,
+    DELETE,
+    DELETE,
+    RECOUNT,
+    RECOUNT,
+    st.tuples(st.just("finish"), st.integers(0, 20), st.booleans(), st.just("")),
+    st.tuples(st.just("tick"), st.integers(1, 20), st.booleans(), st.just("")),
+    st.tuples(st.just("scale"), st.integers(0, 8), st.booleans(), st.just("")),
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(OPS, max_size=60), st.booleans())
-def test_no_interleaving_over_fills_a_subset(ops: list[tuple[str, Any, bool]], with_minimum: bool) -> None:
-    """Creates (some refused after admission, some re-using names), deletions and evictions (some
-    refused), terminations, recounts and time passing: a subset's active pods plus the bookings
-    still pending for pods never created stay within its maximum."""
-    subsets = [{"name": n, **({} if m is None else {"maxReplicas": m})} for n, m in LIMITS.items()]
+REFUSED_EVICTION = [
+    ("create", "", False, "v1"),
+    ("create", "", False, "v1"),
+    ("delete", 0, True, ""),
+    ("recount", 0, False, ""),
+    ("create", "", False, "v1"),
+]
+
+
+@settings(max_examples=500, deadline=None)
+@example(REFUSED_EVICTION, False, FIXED)
+@given(st.lists(OPS, max_size=60), st.booleans(), st.sampled_from((FIXED, PERCENT)))
+def test_no_interleaving_over_fills_a_subset(
+    ops: list[tuple[str, Any, bool, str]], with_minimum: bool, limits: dict[str, Any]
+) -> None:
+    """Creates of two template versions (some refused after admission, some re-using names),
+    deletions and evictions (some refused), terminations, recounts, time passing and the target
+    scaling (percentages follow it): in each version, a subset's active pods plus the bookings
+    still pending for pods never created stay within its maximum. With percentages a scale-in
+    may leave a subset above its new maximum; then no pod may be added to it."""
+    subsets = [{"name": n, **({} if m is None else {"maxReplicas": m})} for n, m in limits.items()]
     if with_minimum:
         subsets[2]["minReplicas"] = 2
     ws = spread(*subsets)
     pods: list[Pod] = []
-    now = NOW
+    now, replicas = NOW, 4
     ids = uids()
-    for op, arg, refused in ops:
+    before = 0
+    for op, arg, refused, version in ops:
         if op == "create":
-            b = book_create(ws, pod(arg), replicas=3, now=now, new_uid=lambda: next(ids))
+            b = book_create(ws, pod(arg, version=version), replicas=replicas, now=now, new_uid=lambda: next(ids))
+            if b.subset is not None:
+                before = _held(ws, pods, b.subset, version)
             if b.status is not None:
                 ws = dataclasses.replace(ws, status=b.status)
-            taken = any(p.name == arg for p in pods)
-            if b.subset is not None and not refused and not taken:
+            if b.subset is not None and not refused and not any(p.name == arg for p in pods):
                 key = b.uid or arg
-                pods.append(Pod(arg or f"gen-{key}", key, b.subset))
+                pods.append(Pod(arg or f"gen-{key}", key, b.subset, version))
+            if b.subset is not None:
+                limit = resolve(ws.spec.subset(b.subset).max_replicas, replicas=replicas)  # type: ignore[union-attr]
+                after = _held(ws, pods, b.subset, version)
+                assert limit is None or after <= limit or after <= before, (b.subset, after, limit)
         elif op in ("delete", "finish"):
-            live = [p for p in pods if p.active] if op == "delete" else [p for p in pods if not p.active]
+            live = [p for p in pods if p.active == (op == "delete")]
             if not live:
                 continue
             target = live[arg % len(live)]
             if op == "finish":
                 pods.remove(target)
                 continue
-            b = book_delete(ws, pod(target.name, subset=target.subset), now=now)
+            b = book_delete(ws, pod(target.name, subset=target.subset, version=target.version), now=now)
             if b.status is not None:
                 ws = dataclasses.replace(ws, status=b.status)
             target.active = refused  # a refused deletion (PDB, another webhook) leaves the pod running
         elif op == "recount":
-            ws = recount(ws, pods, now)
-        else:
+            ws = recount(ws, pods, now, replicas)
+        elif op == "tick":
             now += timedelta(seconds=arg)
-        for name, limit in LIMITS.items():
-            if limit is None:
-                continue
-            active = sum(1 for p in pods if p.active and p.subset == name)
-            existing = {p.key for p in pods}
-            statuses = ws.status.versioned.get(VERSION, ())
-            pending = sum(1 for s in statuses if s.name == name for k in s.creating_pods if k not in existing)
-            assert active + pending <= limit, (name, active, pending, ws.status)
+        else:
+            replicas = arg
+        if limits is FIXED:
+            for name, limit in FIXED.items():
+                for v in VERSIONS:
+                    held = _held(ws, pods, name, v)
+                    assert limit is None or held <= limit, (name, v, held, ws.status)
+
+
+def _held(ws: WorkloadSpread, pods: list[Pod], subset: str, version: str) -> int:
+    """Active pods of the version in the subset, plus its bookings for pods that do not exist."""
+    active = sum(1 for p in pods if p.active and p.subset == subset and p.version == version)
+    existing = {p.key for p in pods}
+    statuses = ws.status.versioned.get(version, ())
+    pending = sum(1 for s in statuses if s.name == subset for k in s.creating_pods if k not in existing)
+    return active + pending

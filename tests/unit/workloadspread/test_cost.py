@@ -210,3 +210,8 @@ def test_property_every_count_keeps_the_ceiled_split(case: tuple[list[int | None
 def test_changes_only_where_different() -> None:
     pods = [pod("same", cost="300"), pod("other", cost="-100"), pod("bare"), pod("zero"), pod("unknown")]
     assert changes({"same": 300, "other": 200, "bare": 100, "zero": 0}, pods) == {"other": "200", "bare": "100"}
+
+
+def test_negative_or_bad_percentage_maximum_skips_the_subset() -> None:
+    ws = spread(subsets=[{"name": "a", "maxReplicas": "-10%"}, {"name": "b", "maxReplicas": "x%"}, {"name": "c"}])
+    assert costs(ws, {"v1": by_subset(a=1, b=1, c=1)}, replicas=30, latest="v1") == {"c0": 100}

@@ -153,3 +153,7 @@ def test_group_by_version_then_subset_with_unplaced_and_adopted() -> None:
         "v1": {"a": ["a1"], FAKE_SUBSET: ["gone", "bare"], "b": ["old"]},
         "v2": {"b": ["b1"]},
     }
+
+
+def test_null_replicas_is_the_api_servers_default() -> None:
+    assert replicas_of(spread("50%", None), {"spec": {"replicas": None}}) == 1

@@ -7,7 +7,7 @@ from typing import Any
 from tests.unit.workloadspread.factories import pod, spread
 from united.uniteddeployment.adaptive import format_time, parse_time
 from united.workloadspread.model import WorkloadSpread
-from united.workloadspread.reschedule import RECOVERY_WINDOW, assess, unschedulable_since, window
+from united.workloadspread.reschedule import RECOVERY_WINDOW, assess, delete_failed, unschedulable_since, window
 from united.workloadspread.status import compute
 
 T0 = "2026-03-01T10:00:00Z"
@@ -149,49 +149,49 @@ def test_status_marks_subset_deletes_pods_and_copies_condition_to_versions() -> 
     assert r.status.versioned["v1"][0].conditions == a.conditions
 
 
+MARK = {
+    "type": "Schedulable",
+    "status": "False",
+    "lastTransitionTime": T0,
+    "reason": "PodUnschedulable",
+    "message": "m",
+}
+
+
+def marked(*, seconds: int | None = 60, **status: Any) -> WorkloadSpread:
+    """Subsets ``a`` (max 2, marked unschedulable at T0) and ``b``; Adaptive unless ``seconds`` is None."""
+    entry = {"name": "a", "replicas": 0, "missingReplicas": 2, "conditions": [MARK]}
+    strategy = {"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": seconds}}}
+    return spread(2, None, status={"subsetStatuses": [entry], **status}, extra_spec=strategy if seconds else None)
+
+
 def test_status_requeues_at_the_pods_timeout_and_the_windows_end() -> None:
     ws = adaptive(2, None, seconds=60)
     r = compute(ws, {"v1": {"a": [stuck("p", since="2026-03-01T10:00:20Z")]}}, replicas=3, now=NOW + 30)
     assert r.failed == [] and r.requeue_after == 50
-    marked = {
-        "subsetStatuses": [
-            {
-                "name": "a",
-                "replicas": 0,
-                "missingReplicas": 2,
-                "conditions": [
-                    {
-                        "type": "Schedulable",
-                        "status": "False",
-                        "lastTransitionTime": T0,
-                        "reason": "PodUnschedulable",
-                        "message": "m",
-                    }
-                ],
-            }
-        ]
-    }
-    ws2 = spread(
-        2,
-        None,
-        status=marked,
-        extra_spec={"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 60}}},
-    )
-    assert compute(ws2, {}, replicas=3, now=NOW + 100).requeue_after == 200
+    assert compute(marked(), {}, replicas=3, now=NOW + 100).requeue_after == 200
 
 
 def test_conditions_removed_when_adaptive_is_off() -> None:
-    marked = {
-        "subsetStatuses": [
-            {
-                "name": "a",
-                "replicas": 0,
-                "missingReplicas": 2,
-                "conditions": [
-                    {"type": "Schedulable", "status": "False", "lastTransitionTime": T0, "reason": "PodUnschedulable"}
-                ],
-            }
-        ]
-    }
-    r = compute(spread(2, None, status=marked), {}, replicas=3, now=NOW)
+    r = compute(marked(seconds=None), {}, replicas=3, now=NOW)
     assert r.status.subset_statuses[0].conditions == ()
+
+
+def test_delete_failed_event_names_pod_and_subset() -> None:
+    assert delete_failed(adaptive(1, None), stuck("p")) == (
+        "Warning",
+        "DeletePodFailed",
+        "Failed to delete unschedulabe Pod default/p in Subset a of WorkloadSpread default/ws",
+    )
+
+
+def test_pending_pod_not_seen_by_the_scheduler_is_not_unschedulable() -> None:
+    fresh = pod("fresh", "a", phase="Pending", node=None, ready=None)
+    assert unschedulable_since(fresh) is None
+
+
+def test_status_sends_the_recovery_event_once() -> None:
+    ws = marked(versionedSubsetStatuses={"v1": [{"name": "a", "replicas": 0, "missingReplicas": 2}]})
+    r = compute(ws, {"v1": {"a": [pod("a0", "a")]}}, replicas=3, now=NOW + 301)
+    assert [e[1] for e in r.events] == ["RecoverSchedulable"]
+    assert r.status.subset_statuses[0].conditions[0]["status"] == "True"

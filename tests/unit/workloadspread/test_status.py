@@ -261,7 +261,11 @@ def test_a_problem_is_reported_in_conditions() -> None:
 def test_stalled_keeps_counts_and_says_why() -> None:
     raw = {"subsetStatuses": [{"name": "a", "replicas": 4, "missingReplicas": 0}], "unplacedReplicas": 1}
     ws = spread(2, status=raw)
-    s = stalled(ws, [FieldError("spec.subsets[0].maxReplicas", 'Invalid value: "x": bad')], now=at(0))
+    s = stalled(
+        ws,
+        [FieldError("spec.subsets[0].maxReplicas", 'Invalid value: "x": bad')],
+        now=at(0),
+    )
     assert s.subset_statuses == ws.status.subset_statuses and s.extra["unplacedReplicas"] == 1
     kinds = {c["type"]: (c["status"], c["reason"], c["message"]) for c in s.extra["conditions"]}
     message = 'spec.subsets[0].maxReplicas: Invalid value: "x": bad'
@@ -280,3 +284,33 @@ def test_no_change_pass_returns_the_same_status() -> None:
     first = compute(ws, pods, replicas=3, now=at(1)).status
     reparsed = spread(3, None, status=first.to_dict())
     assert compute(reparsed, pods, replicas=3, now=at(2)).status == reparsed.status
+
+
+def test_unreadable_record_time_expires_at_once() -> None:
+    raw = {"subsetStatuses": [{"name": "a", "replicas": 0, "missingReplicas": 2, "creatingPods": {"p": "yesterday"}}]}
+    r = compute(spread(3, status=raw), {}, replicas=3, now=at(0))
+    assert "creatingPods" not in entry(r.status, "a") and r.events[0][1] == "CreatePodFailed"
+
+
+def test_webhook_bookings_in_versioned_lists_count_as_pending() -> None:
+    """The webhook books only in versioned lists: the aggregate's reason and the conditions still see them."""
+    raw = {
+        "versionedSubsetStatuses": {
+            "v1": [
+                {
+                    "name": "a",
+                    "replicas": 1,
+                    "missingReplicas": 0,
+                    "creatingPods": {"web-x": T0},
+                    "deletingPods": {"a0": T0},
+                }
+            ],
+        }
+    }
+    r = compute(spread(2, None, status=raw), {"v1": {"a": [pod("a0", "a")]}}, replicas=3, now=at(1))
+    assert entry(r.status, "a")["reason"] == "Full"
+    assert (
+        entry(r.status, "a")["message"] == "1 replica(s), 1 being created, maxReplicas 2: new pods go to later subsets"
+    )
+    reconciling = r.status.extra["conditions"][1]
+    assert (reconciling["status"], reconciling["message"]) == ("True", "1 pod(s) being created, 1 being deleted")

@@ -7,6 +7,9 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.unit.workloadspread.factories import deployment, pod, replicaset, spread
 from united.workloadspread.adoption import adopted_subset
 from united.workloadspread.model import DELETION_COST_ANNOTATION, WorkloadSpread, parse
@@ -155,3 +158,104 @@ def test_adaptive_deletes_failed_pods() -> None:
 def test_no_target_ref_is_left_alone() -> None:
     ws = dataclasses.replace(spread(2), spec=dataclasses.replace(spread(2).spec, target_ref=None))
     assert_no_op(run(ws, [pod("a0", "a")]), ws)
+
+
+def test_adaptive_marked_subset_then_no_op_pass() -> None:
+    """Conditions in the aggregate and every versioned list survive a round trip unchanged."""
+    ws = spread(
+        2,
+        None,
+        extra_spec={"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}}},
+    )
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "lastTransitionTime": "2026-03-01T09:59:00Z",
+    }
+    pods = [
+        pod("stuck", "a", phase="Pending", node=None, ready=None, conditions=[cond]),
+        pod("b0", "b", version="v2", owner="uid-rs-v2"),
+    ]
+    first = run(ws, pods, replicasets=[replicaset("v1"), replicaset("v2")])
+    ws, pods = apply(ws, pods, first)
+    assert ws.status.versioned["v2"][0].conditions[0]["status"] == "False"
+    recount = run(ws, pods, now=NOW + timedelta(seconds=30), replicasets=[replicaset("v1"), replicaset("v2")])
+    assert recount.status.subset_statuses[0].replicas == 0  # the stuck pod was deleted
+    ws, pods = apply(ws, pods, recount)
+    later = run(ws, pods, now=NOW + timedelta(seconds=60), replicasets=[replicaset("v1"), replicaset("v2")])
+    assert_no_op(later, ws)
+    assert ws.status.subset_statuses[0].conditions[0]["status"] == "False"
+    assert later.requeue_after == 240
+
+
+def test_cloneset_surge_pods_are_their_own_version() -> None:
+    """kruise#834: a CloneSet's surge pod (new revision) is not over its subset's limit; old pods are reversed."""
+    ws = spread(3, None, kind="CloneSet", api_version="apps.kruise.io/v1alpha1")
+    cloneset = {
+        "metadata": {"name": "web", "uid": "uid-cs", "generation": 2},
+        "spec": {"replicas": 3},
+        "status": {"observedGeneration": 2, "updateRevision": "web-new"},
+    }
+
+    def member(name: str, revision: str) -> Json:
+        p = pod(name, "a", owner="uid-cs")
+        p["metadata"]["labels"] = {"controller-revision-hash": f"web-{revision}"}
+        return p
+
+    pods = [member("o1", "old"), member("o2", "old"), member("o3", "old"), member("n1", "new")]
+    result = sync(ws, pods=pods, workload=cloneset, replicasets=[], nodes={}, now=NOW)
+    assert result.costs == {"o1": "100", "o2": "100", "o3": "100", "n1": "200"}
+    assert sorted(result.status.versioned) == ["new", "old"]
+
+
+def test_a_spread_being_deleted_is_left_alone() -> None:
+    raw = copy.deepcopy(spread(2, None).raw)
+    raw["metadata"]["deletionTimestamp"] = "2026-03-01T10:00:00Z"
+    ws = parse(raw)
+    assert_no_op(run(ws, [pod("a0", "a"), pod("x")]), ws)
+
+
+MAXIMA = st.one_of(st.none(), st.integers(0, 4), st.sampled_from(["20%", "50%", "100%"]))
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[WorkloadSpread, list[Json], int]:
+    maxima = draw(st.lists(MAXIMA, min_size=1, max_size=3))
+    if any(isinstance(m, str) for m in maxima):
+        maxima = [m if m is None or isinstance(m, str) else f"{m * 25}%" for m in maxima]
+    subsets: list[Json] = []
+    for i, m in enumerate(maxima):
+        entry: Json = {
+            "name": "abc"[i],
+            "requiredNodeSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["abc"[i]]}]},
+        }
+        if m is not None:
+            entry["maxReplicas"] = m
+        subsets.append(entry)
+    ws = spread(subsets=subsets)
+    pods = []
+    for i in range(draw(st.integers(0, 8))):
+        placed = draw(st.sampled_from([None, "a", "b", "c", "gone"]))
+        version = draw(st.sampled_from(["v1", "v2"]))
+        node = draw(st.sampled_from([None, "node-a", "node-b", "node-z"]))
+        phase = draw(st.sampled_from(["Running", "Pending", "Succeeded"]))
+        pods.append(pod(f"p{i}", placed, version=version, owner=f"uid-rs-{version}", node=node, phase=phase))
+    return ws, pods, draw(st.integers(0, 10))
+
+
+ZONED = {f"node-{z}": {"metadata": {"name": f"node-{z}", "labels": {"zone": z}}} for z in "abz"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(worlds())
+def test_property_the_pass_after_a_converging_pass_writes_nothing(
+    world: tuple[WorkloadSpread, list[Json], int],
+) -> None:
+    ws, pods, replicas = world
+    rss = [replicaset("v1"), replicaset("v2")]
+    workload = deployment(replicas, template_hash="v2")
+    first = sync(ws, pods=pods, workload=workload, replicasets=rss, nodes=ZONED, now=NOW)
+    ws, pods = apply(ws, pods, first)
+    second = sync(ws, pods=pods, workload=workload, replicasets=rss, nodes=ZONED, now=NOW + timedelta(seconds=10))
+    assert_no_op(second, ws)

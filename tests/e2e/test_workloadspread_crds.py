@@ -1,0 +1,40 @@
+"""The WorkloadSpread CRDs on the real API server (1.20): both are accepted and Established
+(the compat one with its conversion webhook), a WorkloadSpread in each group is stored as
+sent, and everything the webhook and the controller write to ``status`` survives the
+server's structural pruning. (Reading a stored v1beta1 object as v1alpha1 goes through the
+conversion webhook the controller serves: tests/e2e/workloadspread.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.workloadspread.test_crds import written_status
+from tests.unit.workloadspread.test_validation import base
+from united import data
+from united.devcluster import crds
+from united.kube.client import CRDS, KubeClient, Resource
+from united.uniteddeployment.model import GROUP, KRUISE_GROUP
+from united.workloadspread.model import KRUISE_BETA
+
+pytestmark = pytest.mark.e2e
+
+UNITED = Resource(GROUP, "v1alpha1", "workloadspreads", True, "WorkloadSpread")
+KRUISE = Resource(KRUISE_GROUP, "v1beta1", "workloadspreads", True, "WorkloadSpread")
+
+
+@pytest.mark.parametrize(("resource", "api_version"), [(UNITED, f"{GROUP}/v1alpha1"), (KRUISE, KRUISE_BETA)])
+async def test_a_workload_spread_and_its_status_are_stored_as_written(
+    kube: KubeClient, namespace: str, resource: Resource, api_version: str
+) -> None:
+    await crds.install(kube, data.documents(*data.crds(GROUP), *data.crds(KRUISE_GROUP)))
+    compat = await kube.get(CRDS, f"workloadspreads.{KRUISE_GROUP}")
+    assert compat["spec"]["conversion"]["strategy"] == "Webhook"
+    doc = base(api_version)
+    doc["metadata"]["namespace"] = namespace
+    created = await kube.create(resource, doc, namespace=namespace)
+    assert created["spec"] == doc["spec"]
+    status = written_status(generations=True)
+    created["status"] = status
+    updated = await kube.replace(resource, created, namespace=namespace, subresource="status")
+    assert updated["status"] == status
+    assert (await kube.get(resource, doc["metadata"]["name"], namespace=namespace))["status"] == status
