@@ -5,6 +5,8 @@ after SIGTERM, nor after a Ctrl-C while starting, nor after a second Ctrl-C whil
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import signal
 import socket
 import sys
@@ -21,6 +23,7 @@ from united.devcluster.demo import READY_LINE
 from united.devcluster.nodes import SIMULATED_LABEL, is_pod_ready
 from united.devcluster.wait import eventually
 from united.kube.client import NODES, PODS, KubeClient, Resource
+from united.workloadspread.model import MATCHED_ANNOTATION
 
 pytestmark = pytest.mark.e2e
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
@@ -207,3 +210,32 @@ async def test_what_a_killed_process_left_is_removed_by_the_next_cluster() -> No
     finally:
         next_one.stop()
     assert not next_one.workdir.exists()
+
+
+async def test_demo_spreads_a_deployment_with_a_workloadspread_sample() -> None:
+    """``united demo --sample`` with a WorkloadSpread: the spread, then its Deployment, pods
+    placed by the webhook 4 / 4 / 2, and the table says so, from the status."""
+    sample = str(SAMPLES / "workloadspread" / "zones-max.yaml")
+    proc, lines = await run_until([sys.executable, "-m", "united", "demo", "--sample", sample], READY_LINE)
+    kubeconfig = Path(value(lines, "kubeconfig:"))
+    try:
+        async with await KubeClient.from_kubeconfig(kubeconfig) as client:
+
+            async def placed() -> None:
+                pods = (await client.list(PODS, namespace="demo", label_selector="app=web")).items
+                subsets = sorted(
+                    json.loads(p["metadata"]["annotations"][MATCHED_ANNOTATION])["subset"]
+                    for p in pods
+                    if is_pod_ready(p)
+                )
+                assert subsets == ["zone-a"] * 4 + ["zone-b"] * 4 + ["zone-c"] * 2, subsets
+
+            await eventually(placed, within=120, what="pods placed 4 / 4 / 2")
+            await read_until(proc, lines, "zone-c  2         4", within=60)
+    finally:
+        output = await interrupt(proc)
+    assert proc.returncode == 0, output
+    table = "\n".join(lines)
+    assert "web-zones (Deployment web): 10 pod(s) in subsets, 0 in none" in table
+    assert re.search(r"^zone-a  4         4    \S", table, re.MULTILINE), table
+    assert not kubeconfig.parent.exists()

@@ -26,15 +26,25 @@ from united import data
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds
 from united.devcluster.build import ProvisionError, provision
-from united.devcluster.cluster import ClusterError, LocalCluster
+from united.devcluster.cluster import HOST, ClusterError, LocalCluster, free_ports
 from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_nodes
 from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
-from united.kube.client import JSON, NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient, Resource
+from united.kube.client import (
+    JSON,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+    NAMESPACES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    KubeClient,
+    Resource,
+)
 from united.kube.errors import AlreadyExists, ApiError, NotFound
 from united.log import configure_logging
 from united.workloadspread.model import GROUP
+from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 UD_KIND, WS_KIND = "UnitedDeployment", "WorkloadSpread"
@@ -51,6 +61,7 @@ WORKLOAD_PLURALS = {
 }
 READY_LINE = "demo running; press Ctrl-C to stop and tear everything down"
 NAMESPACE = "demo"
+CONTROLLER_NAMESPACE = "united-system"
 DEFAULT_SAMPLE = "zones-percent"
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
 
@@ -131,9 +142,25 @@ async def _serve(
         async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes(doc))
             await _namespace(client)
-            manager = Manager(client, Settings(http_port=0, workers=2, discovery_interval=5))
+            # The pod webhooks, served here on loopback; the controller's own namespace (its
+            # certificate Secret) is excluded from them, so it is not the demo's.
+            port = free_ports(1)[0]
+            with contextlib.suppress(AlreadyExists):
+                await client.create(NAMESPACES, {"metadata": {"name": CONTROLLER_NAMESPACE}})
+            settings = Settings(
+                http_port=0,
+                workers=2,
+                discovery_interval=5,
+                controller_namespace=CONTROLLER_NAMESPACE,
+                webhook_port=port,
+                webhook_host=HOST,
+                webhook_url=f"https://{HOST}:{port}",
+            )
+            manager = Manager(client, settings)
             client.observer = manager.metrics.api.observe
             controller = asyncio.create_task(manager.run(), name="controller")
+            await eventually(lambda: _webhooks_trusted(client), within=60, what="the pod webhooks published",
+                             retry_on=(AssertionError, NotFound))  # fmt: skip
             group = str(doc["apiVersion"]).partition("/")[0]
             if group != GROUP:
                 _say(f"note: {path} is an {group} manifest; the demo serves {GROUP}, so it is applied as such")
@@ -162,6 +189,13 @@ async def _serve(
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(controller), timeout=1.0)
             return controller.result()
+
+
+async def _webhooks_trusted(client: KubeClient) -> None:
+    """The API server may call the pod webhooks: both configurations carry our CA."""
+    for resource in (MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS):
+        config = await client.get(resource, WEBHOOK_CONFIGURATIONS)
+        assert all(w["clientConfig"].get("caBundle") for w in config.get("webhooks") or []), "no caBundle yet"
 
 
 async def _namespace(client: KubeClient) -> None:
