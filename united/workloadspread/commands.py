@@ -77,19 +77,19 @@ def admit_command(args: argparse.Namespace) -> int:
     if percent and args.replicas is None:
         raise ManifestError([FieldError("--replicas", "Required value: a subset's replicas are a percentage")])
     now = datetime.now(UTC)
-    allowed, out = True, pod
+    out, subset = pod, None
     if args.operation == "CREATE":
         booking = _book_new(ws, pod, replicas=args.replicas or 0, now=now)
         if booking.subset is not None:
             try:
-                out = inject(pod, ws, booking.subset, uid=booking.uid)
+                out, subset = inject(pod, ws, booking.subset, uid=booking.uid), booking.subset
             except PatchError as e:
-                print(f"note: the subset patch cannot be applied, the pod is refused: {e}", file=sys.stderr)
-                allowed = False
+                print(f"note: the subset patch cannot be applied, the pod is admitted unplaced: {e}", file=sys.stderr)
     else:
         booking = book_delete(ws, pod, now=now)
+        subset = booking.subset
     status = booking.status if booking.status is not None else ws.status
-    result = {"allowed": allowed, "subset": booking.subset, "pod": out, "status": status.to_dict()}
+    result = {"subset": subset, "pod": out, "status": status.to_dict()}
     if args.output == "json":
         print_json(result)
     else:

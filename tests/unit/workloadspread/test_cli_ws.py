@@ -145,7 +145,7 @@ def test_admit_create_books_and_injects(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0
     doc = json.loads(out)
     assert set(doc) == {"allowed", "subset", "pod", "status"}
-    assert doc["allowed"] is True and doc["subset"] == "a"
+    assert doc["subset"] == "a"
     ann = json.loads(doc["pod"]["metadata"]["annotations"][MATCHED_ANNOTATION])
     assert ann["name"] == "spread" and ann["subset"] == "a" and ann["uid"]
     terms = doc["pod"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -185,7 +185,7 @@ def test_admit_delete_notes_the_pod(tmp_path: Path, capsys: pytest.CaptureFixtur
     ws, p = write(tmp_path, "ws.yaml", {**SPREAD, "status": status}), write(tmp_path, "p.yaml", running)
     code, out, _ = run(capsys, "admit", ws, p, "--operation", operation, "--replicas", "4")
     doc = json.loads(out)
-    assert code == 0 and doc["allowed"] is True and doc["subset"] == "a" and doc["pod"] == running
+    assert code == 0 and doc["subset"] == "a" and doc["pod"] == running
     entry = doc["status"]["versionedSubsetStatuses"]["abc"][0]
     assert list(entry["deletingPods"]) == ["web-abc-1"] and entry["missingReplicas"] == 0
 
@@ -200,16 +200,18 @@ def test_admit_leaves_pods_without_a_controller_alone(tmp_path: Path, capsys: py
     assert err.startswith("note: ")
 
 
-def test_admit_refuses_a_pod_the_patch_cannot_apply_to(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_admit_places_nowhere_a_pod_the_patch_cannot_apply_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A valid patch may still not apply to a given pod (here a container without a name,
-    which the API server would refuse anyway): the webhook denies the pod."""
+    which the API server would refuse anyway): like the webhook, admitted unplaced, untouched."""
     patch = {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}
     ws = {**SPREAD, "spec": {**SPREAD["spec"], "subsets": [{"name": "a", "maxReplicas": 1, "patch": patch}]}}
     nameless = {**POD, "spec": {"containers": [{"image": "nginx"}]}}
     code, out, err = run(capsys, "admit", write(tmp_path, "ws.yaml", ws), write(tmp_path, "p.yaml", nameless))
     doc = json.loads(out)
-    assert code == 0 and doc["allowed"] is False and doc["subset"] == "a" and doc["pod"] == nameless
-    assert "every element needs the merge key 'name'" in err
+    assert code == 0 and doc["subset"] is None and doc["pod"] == nameless
+    assert "admitted unplaced" in err and "every element needs the merge key 'name'" in err
 
 
 def test_admit_pod_must_be_a_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
