@@ -144,7 +144,7 @@ def test_admit_create_books_and_injects(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"allowed", "subset", "pod", "status"}
+    assert set(doc) == {"subset", "pod", "status"}
     assert doc["subset"] == "a"
     ann = json.loads(doc["pod"]["metadata"]["annotations"][MATCHED_ANNOTATION])
     assert ann["name"] == "spread" and ann["subset"] == "a" and ann["uid"]
