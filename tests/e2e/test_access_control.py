@@ -171,7 +171,7 @@ async def test_the_controller_may_do_what_workloadspread_needs_and_nothing_broad
                                    {"metadata": {"labels": {"x": "y"}}}, patch_type=PatchType.MERGE)
             with pytest.raises(Forbidden):
                 await client.get(SECRETS, "default-token", namespace="default")
-            with pytest.raises(NotFound):  # allowed: only the Secret is missing
+            with contextlib.suppress(NotFound):  # allowed (an earlier controller may have made it)
                 await client.get(SECRETS, "united-webhook-certs", namespace=SYSTEM)
 
             # `united run --webhook-url` (development) creates the configurations: a separate role.

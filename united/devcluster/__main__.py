@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
-from united.devcluster.cluster import ClusterError, LocalCluster, describe
+from united.devcluster.cluster import ClusterError, LocalCluster, describe, interrupts_deferred
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,7 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     time.sleep(2.0)
                     cluster.check_alive()
             except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see LocalCluster)
-                print("stopping", flush=True)
+                with interrupts_deferred():  # a second Ctrl-C once "stopping" shows waits for the stop
+                    print("stopping", flush=True)
+                    cluster.stop()
     except ClusterError as exc:
         print(str(exc), file=sys.stderr)
         return 1

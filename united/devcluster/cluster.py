@@ -504,7 +504,7 @@ class LocalCluster:
         """Stop exactly the processes this cluster started (newest first) and remove
         its files, except the logs when ``keep_logs`` is set. Ctrl-C and SIGTERM wait
         until it is done (a second Ctrl-C used to leave the keys behind); idempotent."""
-        with _interrupts_deferred():
+        with interrupts_deferred():
             for process in reversed(self._processes):
                 process.stop()
             self._processes.clear()
@@ -588,7 +588,7 @@ def _interrupt_on_sigterm() -> None:
 
 
 @contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[None]:
+def interrupts_deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM until the block is done, then deliver the first one caught to
     the handler that was in place, so a tear-down cannot be cut short half-way."""
     if threading.current_thread() is not threading.main_thread():

@@ -101,4 +101,6 @@ async def test_a_burst_with_the_controller_killed_midway_never_overfills(
                   recovered_seconds=round(recovered, 1))  # fmt: skip
     assert unplaced > 0, "the kill came too late to leave any pod unplaced"
     assert target.occupancy.violations == []
-    assert target.occupancy.unplaced() == unplaced
+    # Back up, the controller adopts what fits: an unplaced pod on a node of a subset with room.
+    assert target.occupancy.unplaced() <= unplaced
+    assert sum(target.occupancy.counts().values()) + target.occupancy.unplaced() == BURST
