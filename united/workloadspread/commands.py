@@ -89,7 +89,7 @@ def admit_command(args: argparse.Namespace) -> int:
         booking = book_delete(ws, pod, now=now)
         subset = booking.subset
     status = booking.status if booking.status is not None else ws.status
-    result = {"subset": subset, "pod": out, "status": status.to_dict()}
+    result = {"allowed": True, "subset": subset, "pod": out, "status": status.to_dict()}
     if args.output == "json":
         print_json(result)
     else:

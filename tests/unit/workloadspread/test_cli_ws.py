@@ -144,7 +144,7 @@ def test_admit_create_books_and_injects(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"subset", "pod", "status"}
+    assert set(doc) == {"allowed", "subset", "pod", "status"}
     assert doc["subset"] == "a"
     ann = json.loads(doc["pod"]["metadata"]["annotations"][MATCHED_ANNOTATION])
     assert ann["name"] == "spread" and ann["subset"] == "a" and ann["uid"]
@@ -210,7 +210,7 @@ def test_admit_places_nowhere_a_pod_the_patch_cannot_apply_to(
     nameless = {**POD, "spec": {"containers": [{"image": "nginx"}]}}
     code, out, err = run(capsys, "admit", write(tmp_path, "ws.yaml", ws), write(tmp_path, "p.yaml", nameless))
     doc = json.loads(out)
-    assert code == 0 and doc["subset"] is None and doc["pod"] == nameless
+    assert code == 0 and doc["allowed"] is True and doc["subset"] is None and doc["pod"] == nameless
     assert "admitted unplaced" in err and "every element needs the merge key 'name'" in err
 
 
