@@ -16,7 +16,7 @@ from tests.e2e.controller.helpers import IMAGE
 from tests.e2e.workloadspread.conftest import Spreading
 from united.controller.webhooks import MUTATING
 from united.devcluster.wait import eventually
-from united.kube.client import DEPLOYMENTS, NODES, PODS, KubeClient, PatchType
+from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, KubeClient, PatchType
 from united.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
 from united.workloadspread.reconciler import ws_resource
 from united.workloadspread.webhookconfig import NAME
@@ -215,3 +215,47 @@ async def test_pods_admitted_while_the_webhook_is_down_are_unplaced_and_cheapest
         assert costs == {"zone-a": "200", "zone-b": "100", None: "-300"}
 
     await eventually(reported, within=90, what="unplaced pods reported and cheapest after the restart")
+
+
+async def test_a_clone_set_scales_in_its_unplaced_pods_first_then_by_subset(
+    kube: KubeClient, namespace: str, spreading: Spreading
+) -> None:
+    """The real scale-in order (the simulated CloneSet honours pod-deletion-cost, as Kruise's
+    does; 1.20's ReplicaSet controller does not): the pods admitted while the webhook was down
+    go first, then the later subset's."""
+    await webhook_ready(kube, spreading)
+    ws = spread("cs", "cs", [2, 1])
+    ws["spec"]["targetRef"] = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"}
+    await kube.create(WS, ws, namespace=namespace)
+    await observed(kube, namespace, "cs")
+    clone_set = deployment("cs", 3, prefer="zone-c")
+    clone_set["apiVersion"], clone_set["kind"] = "apps.kruise.io/v1alpha1", "CloneSet"
+    await kube.create(CLONE_SETS, clone_set, namespace=namespace)
+
+    async def split(expected: dict[str | None, int]) -> None:
+        pods = await pods_of(kube, namespace, "cs")
+        assert Counter(subset_of(p) for p in pods) == expected
+
+    await eventually(lambda: split({"zone-a": 2, "zone-b": 1}), within=90, what="3 pods placed 2/1")
+    spreading.stop(signal.SIGKILL)
+    try:
+        await scale_clone_set(kube, namespace, 5)
+        await eventually(lambda: split({"zone-a": 2, "zone-b": 1, None: 2}), within=90,
+                         what="2 pods created unplaced while the webhook is down")  # fmt: skip
+    finally:
+        spreading.start()
+
+    async def costed() -> None:
+        costs = {subset_of(p): cost_of(p) for p in await pods_of(kube, namespace, "cs")}
+        assert costs == {"zone-a": "200", "zone-b": "100", None: "-300"}
+
+    await eventually(costed, within=90, what="deletion costs after the restart")
+    await scale_clone_set(kube, namespace, 3)
+    await eventually(lambda: split({"zone-a": 2, "zone-b": 1}), within=90, what="the unplaced pods removed first")
+    await scale_clone_set(kube, namespace, 2)
+    await eventually(lambda: split({"zone-a": 2}), within=90, what="then the later subset's pod")
+
+
+async def scale_clone_set(kube: KubeClient, namespace: str, replicas: int) -> None:
+    await kube.patch(CLONE_SETS, "cs", {"spec": {"replicas": replicas}}, namespace=namespace,
+                     patch_type=PatchType.MERGE, subresource="scale")  # fmt: skip
