@@ -289,6 +289,13 @@ class Manager:
             raise RuntimeError("not synced: " + ", ".join(waiting))
         return True
 
+    def _not_serving(self) -> bool:
+        """Readiness with ``--webhook-port``: the Service sends admission requests only to
+        Ready replicas, and one that is not listening yet would leave those pods unplaced."""
+        if self._webhooks is None:
+            raise RuntimeError("webhook server not listening yet")
+        return True
+
     async def run(self) -> int:
         """Run until a signal or ``request_stop()``; 0 on a clean stop, 1 if leadership was lost.
 
@@ -301,6 +308,8 @@ class Manager:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
         self.health.add_readiness_check("informers", self._not_synced)
+        if self.settings.webhook_port is not None:
+            self.health.add_readiness_check("webhooks", self._not_serving)
         try:
             await self.health.start(self.settings.http_host, self.settings.http_port)
         except OSError as exc:

@@ -5,6 +5,7 @@ what the webhook costs a pod, measured through its HTTPS server."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import signal
 import ssl
@@ -16,10 +17,13 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.controller.conftest import Controller, free_port
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, deployment, observed, pods_of, spread, subset_of, webhook_ready
+from united.devcluster.cluster import LocalCluster
 from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, REPLICA_SETS, KubeClient, PatchType
+from united.workloadspread.model import MATCHED_ANNOTATION
 
 pytestmark = pytest.mark.e2e
 
@@ -89,8 +93,15 @@ async def test_a_burst_with_the_controller_killed_midway_never_over_fills_a_subs
 
 
 def post(port: int, review: JSON) -> float:
-    """Seconds the webhook took to answer ``review`` over HTTPS (the test trusts any certificate:
-    trust is the API server's business, tested elsewhere)."""
+    """Seconds the webhook took to answer ``review`` over HTTPS."""
+    started = time.perf_counter()
+    answer(port, review)
+    return time.perf_counter() - started
+
+
+def answer(port: int, review: JSON) -> JSON:
+    """The webhook's response to ``review`` over HTTPS (the test trusts any certificate: trust
+    is the API server's business, tested elsewhere)."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -98,12 +109,24 @@ def post(port: int, review: JSON) -> float:
     request = urllib.request.Request(
         f"https://127.0.0.1:{port}/mutate-pods", data=body, headers={"Content-Type": "application/json"}
     )
-    started = time.perf_counter()
-    with urllib.request.urlopen(request, context=context, timeout=10) as answer:
-        reply = json.loads(answer.read())
-    took = time.perf_counter() - started
-    assert reply["response"]["allowed"], reply
-    return took
+    with urllib.request.urlopen(request, context=context, timeout=10) as reply:
+        response: JSON = json.loads(reply.read())["response"]
+    assert response["allowed"], response
+    return response
+
+
+def placed_in(response: JSON) -> str | None:
+    """The subset a mutating answer put the pod in (from its annotation), or None."""
+    if "patch" not in response:
+        return None
+    for op in json.loads(base64.b64decode(response["patch"])):
+        value = op.get("value")
+        if isinstance(value, dict) and MATCHED_ANNOTATION in value:
+            value = value[MATCHED_ANNOTATION]
+        elif not str(op.get("path", "")).endswith("matched-workloadspread"):
+            continue
+        return str(json.loads(value)["subset"])
+    return None
 
 
 def admission(namespace: str, name: str, owner: JSON) -> JSON:
@@ -156,3 +179,48 @@ async def test_admission_latency_of_untargeted_and_targeted_pods(
     await kube.delete(WS, "lat", namespace=namespace)  # its bookings never materialize: no expiry writes later
     print(f"\nadmission latency: untargeted {figures(untargeted)}; targeted with booking {figures(targeted)}")
     assert statistics.median(untargeted) < statistics.median(targeted), "an untargeted pod costs less"
+
+
+async def test_two_replicas_serving_one_burst_never_over_fill_a_subset(
+    kube: KubeClient, namespace: str, spreading: Spreading, cluster: LocalCluster
+) -> None:
+    """In-cluster every replica serves the webhook (the API server picks one per request through
+    the Service): a second ``united run`` serves beside the session's, and 60 admissions of one
+    spread's pods, six at a time, alternate between the two. Their bookings meet as status
+    conflicts (409), re-read and re-booked: no subset is booked past its maximum."""
+    await webhook_ready(kube, spreading)
+    await kube.create(WS, spread("two", "two", [25, 25]), namespace=namespace)
+    await observed(kube, namespace, "two")
+    await kube.create(DEPLOYMENTS, deployment("two", 0), namespace=namespace)
+
+    async def replicaset() -> JSON:
+        items = (await kube.list(REPLICA_SETS, namespace=namespace, label_selector="app=two")).items
+        assert len(items) == 1, items
+        return items[0]
+
+    owner = await eventually(replicaset, within=60, what="the ReplicaSet")
+    port = free_port()
+    second = Controller(cluster.admin_kubeconfig, name="second-replica", leader_elect=False,
+                        extra=("--webhook-port", str(port), "--webhook-host", "127.0.0.1"))  # fmt: skip
+    second.start()
+    try:
+        placed: list[str | None] = []
+
+        async def serving() -> None:
+            placed.append(placed_in(await asyncio.to_thread(answer, port, admission(namespace, "probe", owner))))
+            assert placed[-1] is not None, "the second replica's caches have not synced yet"
+
+        await eventually(serving, within=60, what="the second replica placing pods")
+        reviews = [(port if n % 2 else spreading.webhook_port, admission(namespace, f"two-{n}", owner))
+                   for n in range(60)]  # fmt: skip
+        conflicts = [c.counter("rest_client_requests_total", resource="workloadspreads/status", code="409")
+                     for c in (spreading, second)]  # fmt: skip
+        answers = await asyncio.gather(*(asyncio.to_thread(answer, *r) for r in reviews))
+        placed += [placed_in(a) for a in answers]
+        conflicts = [c.counter("rest_client_requests_total", resource="workloadspreads/status", code="409") - before
+                     for c, before in zip((spreading, second), conflicts, strict=True)]  # fmt: skip
+    finally:
+        second.stop()
+    booked = Counter(placed)
+    print(f"\ntwo replicas: booked {dict(booked)}, booking conflicts (409) per replica: {conflicts}")
+    assert booked == {"zone-a": 25, "zone-b": 25, None: len(placed) - 50}, booked

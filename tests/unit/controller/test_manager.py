@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+import pytest
+
 from tests.unit.runtime.test_leader import FakeLeases
 from united.controller.manager import Manager, Settings
 from united.kube import JSON, Fenced, KubeClient, Resource
@@ -125,3 +127,13 @@ async def test_a_kind_served_late_counts_in_readiness_and_gets_workers_only_once
     assert len(made._workers) == m.settings.workers
     made.abandon()
     await asyncio.gather(*made._workers, return_exceptions=True)
+
+
+def test_a_replica_serving_webhooks_is_ready_only_once_it_listens() -> None:
+    """The two-replica burst (tests/e2e/workloadspread/test_burst.py) posts as soon as /readyz
+    answers 200: a Ready replica that is not listening yet refused its connections."""
+    m = manager(Passes())
+    with pytest.raises(RuntimeError, match="not listening yet"):
+        m._not_serving()
+    m._webhooks = cast(Any, object())
+    assert m._not_serving()
