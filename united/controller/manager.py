@@ -136,6 +136,7 @@ class Manager:
         self._election: asyncio.Task[None] | None = None
         self._leading = False
         self._running = False
+        self._discovered = False
         self._deferred: list[Informer] | None = None
         """While a controller of a kind served late is made: its new informers, kept out of
         readiness until they sync."""
@@ -281,12 +282,15 @@ class Manager:
         self._stopping.set()
 
     def _not_synced(self) -> bool:
-        """Readiness: every informer in use has synced; else raise saying which have not, and why."""
+        """Readiness: the kinds were looked up once (child kinds synced or timed out) and every
+        informer in use has synced; else raise saying which have not, and why."""
         waiting = [
             f"{i.name} ({i.last_error or 'LIST in progress'})" for i in self.informers if not i.has_synced.is_set()
         ]
         if waiting:
             raise RuntimeError("not synced: " + ", ".join(waiting))
+        if not self._discovered:
+            raise RuntimeError("discovering kinds")
         return True
 
     def _not_serving(self) -> bool:
@@ -343,6 +347,7 @@ class Manager:
             self.health.watch_task(task.get_name(), task)
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
         await self._discover()
+        self._discovered = True
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))
         if self.settings.webhook_port is not None:
             self.health.watch_task("webhooks", self.spawn(self._serve_webhooks(), name="webhooks"))

@@ -137,3 +137,17 @@ def test_a_replica_serving_webhooks_is_ready_only_once_it_listens() -> None:
         m._not_serving()
     m._webhooks = cast(Any, object())
     assert m._not_serving()
+
+
+def test_ready_only_once_the_kinds_were_looked_up() -> None:
+    """Caches warm means the child kinds' too: until the first discovery ends (synced, or
+    timed out), a replica is not Ready (an outage right after Ready found it half started)."""
+    m = manager(Passes())
+    with pytest.raises(RuntimeError, match="not synced: "):
+        m._not_synced()
+    for informer in m.informers:
+        informer.has_synced.set()
+    with pytest.raises(RuntimeError, match="discovering kinds"):
+        m._not_synced()
+    m._discovered = True
+    assert m._not_synced()
