@@ -36,6 +36,7 @@ APT_PACKAGES = (
     "dpkg-dev",
     "rsync",
     "openssl",
+    "lua5.1",  # not for the build: the Argo CD health checks' tests (tests/unit/argocd)
 )
 REFLECT2_SOURCE = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
 REFLECT2_VENDORED = Path("vendor/github.com/modern-go/reflect2")

@@ -23,7 +23,7 @@ import yaml
 from united import __version__
 from united.api.field import ManifestError, Path, invalid
 from united.kube.client import CONTROLLER_REVISIONS, KubeClient, PatchType, Resource
-from united.kube.errors import ApiError, ConfigError, Conflict, Gone, NotFound, TransientError
+from united.kube.errors import ApiError, ConfigError, Conflict, Gone, TransientError
 from united.kubectl import rollback, rollout, summary
 from united.output import print_json, print_table
 from united.uniteddeployment.history import number as history_number
@@ -135,15 +135,6 @@ def _namespace(args: argparse.Namespace) -> str:
 
 def _display(resource: Resource, name: str) -> str:
     return f"{resource.kind.lower()}.{resource.group}/{name}"
-
-
-async def _get(client: KubeClient, resource: Resource, name: str, namespace: str) -> dict[str, Any]:
-    try:
-        return await client.get(resource, name, namespace=namespace)
-    except NotFound:
-        raise CommandError(
-            f'Error from server (NotFound): {resource.plural}.{resource.group} "{name}" not found'
-        ) from None
 
 
 def _connection_flags(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -280,7 +271,7 @@ def _status(args: argparse.Namespace) -> int:
     resource, name = target(args.name, group=args.api_group)
 
     async def work(client: KubeClient, namespace: str) -> int:
-        obj = await _get(client, resource, name, namespace)
+        obj = await client.get(resource, name, namespace=namespace)
         shown = summary.spread(obj) if resource.kind == SPREAD.kind else summary.united(obj)
         if args.output == "json":
             print_json(shown)
@@ -317,7 +308,7 @@ def _rollout_status(args: argparse.Namespace) -> int:
                 print(f"error: {found.message}" if found.state is rollout.State.FAILED else found.message, file=stream)
             return found
 
-        first = judge(await _get(client, resource, name, namespace))
+        first = judge(await client.get(resource, name, namespace=namespace))
         if first.state is not rollout.State.WAITING or not args.watch:
             return EXIT_FAILURE if first.state is rollout.State.FAILED else EXIT_OK
         try:
@@ -340,7 +331,7 @@ async def _watch(
     """Judge every change of the object until the verdict is final; a watch that ends or
     expires is resumed from a fresh read."""
     while True:
-        obj = await _get(client, resource, name, namespace)
+        obj = await client.get(resource, name, namespace=namespace)
         found = judge(obj)
         if found.state is not rollout.State.WAITING:
             return EXIT_FAILURE if found.state is rollout.State.FAILED else EXIT_OK
@@ -371,7 +362,7 @@ async def _patch_fresh(
     """Read, build a merge patch from what was read, write it guarded by that resourceVersion;
     read again when someone else wrote in between."""
     for attempt in range(_CONFLICT_ATTEMPTS):
-        obj = await _get(client, resource, name, namespace)
+        obj = await client.get(resource, name, namespace=namespace)
         try:
             patch = build(obj)
         except rollout.RolloutError as e:
@@ -417,7 +408,7 @@ def _undo(args: argparse.Namespace) -> int:
         raise ManifestError([invalid(Path("--to-revision"), args.to_revision, "must be 0 (previous) or more")])
 
     async def work(client: KubeClient, namespace: str) -> int:
-        obj = await _get(client, resource, name, namespace)
+        obj = await client.get(resource, name, namespace=namespace)
         listed = await client.list(CONTROLLER_REVISIONS, namespace=namespace)
         history = rollback.owned(listed.items, str(obj["metadata"].get("uid", "")))
         try:

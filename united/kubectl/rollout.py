@@ -140,10 +140,11 @@ def resume_mark(obj: Mapping[str, Any]) -> str | None:
 
 
 def resume_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The merge patch that resumes: operator pause off, and the current wave's pause over."""
+    """The merge patch that resumes: operator pause off, and the current wave's pause (or the
+    pause a stalled wave put the rollout in) over."""
     progressive = _progressive(obj, "resume")
     rollout = (obj.get("status") or {}).get("rollout") or {}
-    if progressive.get("paused") is not True and rollout.get("phase") != "Paused":
+    if progressive.get("paused") is not True and rollout.get("phase") not in ("Paused", "Stalled"):
         raise RolloutError("is not paused")
     patch: dict[str, Any] = {"spec": {"updateStrategy": {"progressive": {"paused": False}}}}
     mark = resume_mark(obj)

@@ -139,6 +139,12 @@ def test_resume_of_a_wave_pause_alone_writes_the_annotation() -> None:
     assert patch["metadata"]["annotations"] == {RESUME_ANNOTATION: "web-new/1"}
 
 
+def test_resume_retries_a_stalled_wave() -> None:
+    obj = progressive()
+    obj["status"]["rollout"]["phase"] = "Stalled"
+    assert resume_patch(obj)["metadata"]["annotations"] == {RESUME_ANNOTATION: "web-new/1"}
+
+
 def test_resume_refuses_a_rollout_that_is_not_paused() -> None:
     obj = progressive()
     obj["status"]["rollout"]["phase"] = "Progressing"
