@@ -152,6 +152,18 @@ def ready_since(pod: Mapping[str, Any]) -> float | None:
     return None
 
 
+def rolling_max_unavailable(child: Mapping[str, Any]) -> int:
+    """A Deployment child's rolling-update ``maxUnavailable`` as a pod count (percentages of its
+    replicas round down, as the Deployment controller does; 25% when unset)."""
+    spec = child.get("spec") or {}
+    value = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable", "25%")
+    if isinstance(value, int):
+        return max(value, 0)
+    text = str(value)
+    percent = int(text[:-1]) if text.endswith("%") and text[:-1].isdigit() else 0
+    return int(spec.get("replicas") or 0) * percent // 100
+
+
 def budget(progressive: Progressive, replicas: int) -> int:
     """``maxUnavailable`` of ``replicas``: percentages round down, at least 1 when replicas > 0."""
     value = progressive.max_unavailable if progressive.max_unavailable is not None else DEFAULT_MAX_UNAVAILABLE
