@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from united.uniteddeployment import rollout
+from united.uniteddeployment.adaptive import parse_time
 from united.uniteddeployment.model import Progressive, Wave, duration_seconds
 from united.uniteddeployment.rollout import Counts, SubsetFacts, decide
 
@@ -273,7 +274,7 @@ def pod(revision: str, *, ready_at: str | None, deleting: bool = False) -> dict[
 
 
 def test_counts_honour_min_ready_seconds() -> None:
-    now = rollout.parse_time("2027-01-01T00:01:00Z")
+    now = parse_time("2027-01-01T00:01:00Z")
     assert now is not None
     pods = [
         pod(NEW, ready_at="2027-01-01T00:00:00Z"),
