@@ -76,10 +76,11 @@ class Availability:
                 out[subset] += 1
         return out
 
-    def since(self, start: float) -> list[str]:
-        """The timeline from ``start`` as lines: seconds, unavailable pods, new pods per subset."""
+    def since(self, start: float) -> list[tuple[float, str]]:
+        """The timeline from ``start``: when, and a line of seconds, unavailable pods and pods at
+        the new revision per subset."""
         return [
-            f"+{at - start:6.1f}s unavailable={n} updated={dict(sorted(u.items()))}"
+            (at, f"+{at - start:6.1f}s unavailable={n} updated={dict(sorted(u.items()))}")
             for at, n, u in self.timeline
             if at >= start
         ]

@@ -87,6 +87,13 @@ async def start(kube: KubeClient, namespace: str, doc: JSON) -> tuple[str, Avail
     return first["status"]["updatedRevision"], Availability(dict.fromkeys(SUBSETS, 3))
 
 
+async def new_revision(kube: KubeClient, namespace: str, doc: JSON, old: str, watched: Availability) -> str:
+    """Wait for the controller to see the template change; count pods of its revision from now."""
+    obj = await eventually(lambda: rollout_of(kube, namespace, doc, old), within=STEP, what="new revision")
+    watched.revision = str(obj["status"]["updatedRevision"])
+    return watched.revision
+
+
 async def wait_phase(kube: KubeClient, namespace: str, doc: JSON, old: str, *, phase: str, wave: int) -> JSON:
     async def reached() -> JSON:
         obj = await rollout_of(kube, namespace, doc, old)
@@ -103,7 +110,7 @@ async def resume(kube: KubeClient, namespace: str, doc: JSON, revision: str, wav
 
 def report(title: str, watched: Availability, t0: float, marks: list[tuple[float, str]]) -> None:
     print(f"\n== {title}: peak unavailable {watched.peak} (budget {BUDGET}) over {watched.events} pod events")
-    lines = [(at, line) for at, line in zip((t for t, _, _ in watched.timeline if t >= t0), watched.since(t0))]
+    lines = watched.since(t0)
     lines += [(at, f"+{at - t0:6.1f}s -- {text}") for at, text in marks]
     for _, line in sorted(lines):
         print(line)
@@ -120,9 +127,8 @@ async def test_waves_in_order_with_pauses_under_the_budget(
     async with watching(kube, watched, namespace=namespace, selector="app=waves"):
         t0 = time.monotonic()
         await set_template(kube, namespace, doc, containers=image("2"))
+        new = await new_revision(kube, namespace, doc, old, watched)
         paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
-        new = paused["status"]["updatedRevision"]
-        watched.revision = new
         marks.append((time.monotonic(), "wave 0 done, paused until resumed"))
         assert paused["status"]["rollout"]["reason"] == "WavePaused"
         assert condition(paused, "Reconciling")["status"] == "False"
@@ -169,9 +175,8 @@ async def test_cloneset_waves_and_a_new_template_mid_rollout(
         first = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
         second_revision = first["status"]["updatedRevision"]
         await set_template(kube, namespace, doc, containers=image("3"))
+        newest = await new_revision(kube, namespace, doc, second_revision, watched)
         again = await wait_phase(kube, namespace, doc, second_revision, phase="Paused", wave=0)
-        newest = again["status"]["updatedRevision"]
-        watched.revision = newest
         assert again["status"]["rollout"]["revision"] == newest
         images = await images_by_subset(kube, namespace, doc)
         assert images == {
@@ -196,8 +201,8 @@ async def test_a_wave_that_never_becomes_ready_stalls_the_rollout(
     async with watching(kube, watched, namespace=namespace, selector="app=stuck"):
         t0 = time.monotonic()
         await set_template(kube, namespace, doc, nodeSelector={"united.dev/nowhere": "true"})
+        await new_revision(kube, namespace, doc, old, watched)
         stalled = await wait_phase(kube, namespace, doc, old, phase="Stalled", wave=0)
-        watched.revision = stalled["status"]["updatedRevision"]
     report("StatefulSet: wave 0's new pods never schedule", watched, t0, [])
     assert stalled["status"]["rollout"]["reason"] == "RolloutStuck"
     c = condition(stalled, "Stalled")
