@@ -19,10 +19,9 @@ from enum import StrEnum
 from typing import Any
 
 from united.api.field import FieldError, Path, invalid
+from united.uniteddeployment.model import PROGRESSIVE
+from united.uniteddeployment.rollout import COMPLETED, PAUSED, RESUME_ANNOTATION, STALLED
 
-RESUME_ANNOTATION = "rollout.apps.united.io/resume"
-"""``<revision>/<wave>``: the pause of every wave up to ``wave`` of that update revision is over."""
-PROGRESSIVE = "Progressive"
 _STRATEGY = Path("spec").child("updateStrategy")
 
 
@@ -66,14 +65,14 @@ def verdict(obj: Mapping[str, Any]) -> Verdict:
     generation = _int(meta.get("generation"))
     if _int(status.get("observedGeneration")) < generation:
         return Verdict(State.WAITING, f"Waiting for {name} spec update to be observed...")
-    stalled = condition(obj, "Stalled")
+    stalled = condition(obj, STALLED)
     rollout = status.get("rollout") if isinstance(status.get("rollout"), Mapping) else None
-    if stalled.get("status") == "True" or (rollout is not None and rollout.get("phase") == "Stalled"):
+    if stalled.get("status") == "True" or (rollout is not None and rollout.get("phase") == STALLED):
         why = stalled if stalled.get("status") == "True" else rollout or {}
         return Verdict(
             State.FAILED, f"{name} rollout stalled: {why.get('reason') or 'Stalled'}: {why.get('message', '')}"
         )
-    if rollout is not None and rollout.get("phase") != "Completed":
+    if rollout is not None and rollout.get("phase") != COMPLETED:
         wave = f"wave {_int(rollout.get('wave')) + 1} of {_int(rollout.get('waves'))}"
         phase = str(rollout.get("phase") or "Progressing")
         reason = f" ({rollout['reason']})" if rollout.get("reason") else ""
@@ -144,7 +143,7 @@ def resume_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
     pause a stalled wave put the rollout in) over."""
     progressive = _progressive(obj, "resume")
     rollout = (obj.get("status") or {}).get("rollout") or {}
-    if progressive.get("paused") is not True and rollout.get("phase") not in ("Paused", "Stalled"):
+    if progressive.get("paused") is not True and rollout.get("phase") not in (PAUSED, STALLED):
         raise RolloutError("is not paused")
     patch: dict[str, Any] = {"spec": {"updateStrategy": {"progressive": {"paused": False}}}}
     mark = resume_mark(obj)

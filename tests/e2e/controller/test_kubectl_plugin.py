@@ -181,3 +181,55 @@ async def test_errors_are_one_line_with_kubectls_exit_codes(
 
     usage = await kubectl("rollout", "status")
     assert usage.returncode == 2 and "Traceback" not in usage.stderr, usage
+
+
+async def test_pause_and_resume_a_progressive_rollout(
+    cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str
+) -> None:
+    """A wave's pause holds the rollout (Suspended for Argo CD, ``rollout status`` keeps waiting);
+    ``pause``/``resume`` write the spec field and the resume annotation the controller reads."""
+    kubectl = Kubectl(cluster, namespace)
+    doc = subsets("waves")
+    doc["spec"]["updateStrategy"] = {"type": "Progressive", "progressive": {"waves": [{"subsets": ["a"], "pause": {}}]}}
+    await kube.create(UD, doc, namespace=namespace)
+    await wait_ready(kube, namespace, doc)
+    pod_spec = {"containers": [{"name": "main", "image": "registry.invalid/united/app:2"}]}
+    await patch_ud(
+        kube, namespace, doc, {"spec": {"template": {"deploymentTemplate": {"spec": {"template": {"spec": pod_spec}}}}}}
+    )
+
+    async def rollout_is(reason: str) -> dict[str, Any]:
+        obj = await get_ud(kube, namespace, doc)
+        rollout = (obj.get("status") or {}).get("rollout") or {}
+        assert obj["status"].get("observedGeneration") == obj["metadata"]["generation"], "not observed yet"
+        assert (rollout.get("phase"), rollout.get("reason")) == ("Paused", reason), rollout
+        return obj
+
+    held = await eventually(lambda: rollout_is("WavePaused"), within=90, what="wave 0 paused")
+    assert health(held)[0] == "Suspended"
+    waiting = await kubectl("rollout", "status", "waves", "--timeout", "3s")
+    assert waiting.returncode == 1, waiting
+    assert "Paused (WavePaused), wave 1 of 2" in waiting.stdout
+
+    paused = await kubectl("rollout", "pause", "waves")
+    assert (paused.returncode, paused.stdout) == (0, "uniteddeployment.apps.united.io/waves paused\n"), paused
+    obj = await get_ud(kube, namespace, doc)
+    assert obj["spec"]["updateStrategy"]["progressive"]["paused"] is True
+    again = await kubectl("rollout", "pause", "waves")
+    assert (again.returncode, again.stderr) == (
+        1,
+        'error: uniteddeployments.apps.united.io "waves" is already paused\n',
+    ), again
+    assert health(await eventually(lambda: rollout_is("OperatorPaused"), within=60))[0] == "Suspended"
+
+    resumed = await kubectl("rollout", "resume", "waves")
+    assert (resumed.returncode, resumed.stdout) == (0, "uniteddeployment.apps.united.io/waves resumed\n"), resumed
+    obj = await get_ud(kube, namespace, doc)
+    assert obj["spec"]["updateStrategy"]["progressive"]["paused"] is False
+    revision = held["status"]["rollout"]["revision"]
+    assert obj["metadata"]["annotations"]["rollout.apps.united.io/resume"] == f"{revision}/0"
+    done = await kubectl("rollout", "status", "waves", "--timeout", "150s")
+    assert done.returncode == 0, done
+    final = await wait_ready(kube, namespace, doc)
+    assert final["status"]["rollout"]["phase"] == "Completed"
+    assert health(final)[0] == "Healthy"
