@@ -73,7 +73,7 @@ def verdict(obj: Mapping[str, Any]) -> Verdict:
             State.FAILED, f"{name} rollout stalled: {why.get('reason') or 'Stalled'}: {why.get('message', '')}"
         )
     if rollout is not None and rollout.get("phase") != COMPLETED:
-        wave = f"wave {_int(rollout.get('wave')) + 1} of {_int(rollout.get('waves'))}"
+        wave = f"wave {_int(rollout.get('wave'))} (of {_int(rollout.get('waves'))})"
         phase = str(rollout.get("phase") or "Progressing")
         reason = f" ({rollout['reason']})" if rollout.get("reason") else ""
         detail = f": {rollout['message']}" if rollout.get("message") else ""

@@ -118,7 +118,7 @@ def _rollout_line(rollout: Any) -> str:
         return NONE
     wave = rollout.get("wave")
     waves = rollout.get("waves")
-    position = f"wave {wave + 1} of {waves}" if isinstance(wave, int) and isinstance(waves, int) else NONE
+    position = f"wave {wave} (of {waves})" if isinstance(wave, int) and isinstance(waves, int) else NONE
     if isinstance(wave, int) and isinstance(waves, int) and wave >= waves:
         position = f"all {waves} waves done"
     reason = f" ({rollout['reason']})" if rollout.get("reason") else ""

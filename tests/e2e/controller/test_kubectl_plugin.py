@@ -44,8 +44,8 @@ class Kubectl:
         return await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, env=self.env, timeout=240)
 
 
-def subsets(name: str) -> dict[str, Any]:
-    return ud(name, [zone("a", "zone-a"), zone("b", "zone-b")], replicas=4)
+def subsets(name: str, variant: str = "deploymentTemplate") -> dict[str, Any]:
+    return ud(name, [zone("a", "zone-a"), zone("b", "zone-b")], replicas=4, variant=variant)
 
 
 def image_of(obj: dict[str, Any]) -> str:
@@ -189,13 +189,16 @@ async def test_pause_and_resume_a_progressive_rollout(
     """A wave's pause holds the rollout (Suspended for Argo CD, ``rollout status`` keeps waiting);
     ``pause``/``resume`` write the spec field and the resume annotation the controller reads."""
     kubectl = Kubectl(cluster, namespace)
-    doc = subsets("waves")
+    doc = subsets("waves", "statefulSetTemplate")
     doc["spec"]["updateStrategy"] = {"type": "Progressive", "progressive": {"waves": [{"subsets": ["a"], "pause": {}}]}}
     await kube.create(UD, doc, namespace=namespace)
     await wait_ready(kube, namespace, doc)
     pod_spec = {"containers": [{"name": "main", "image": "registry.invalid/united/app:2"}]}
     await patch_ud(
-        kube, namespace, doc, {"spec": {"template": {"deploymentTemplate": {"spec": {"template": {"spec": pod_spec}}}}}}
+        kube,
+        namespace,
+        doc,
+        {"spec": {"template": {"statefulSetTemplate": {"spec": {"template": {"spec": pod_spec}}}}}},
     )
 
     async def rollout_is(reason: str) -> dict[str, Any]:
@@ -209,7 +212,7 @@ async def test_pause_and_resume_a_progressive_rollout(
     assert health(held)[0] == "Suspended"
     waiting = await kubectl("rollout", "status", "waves", "--timeout", "3s")
     assert waiting.returncode == 1, waiting
-    assert "Paused (WavePaused), wave 1 of 2" in waiting.stdout
+    assert "Paused (WavePaused), wave 0 (of 2)" in waiting.stdout
 
     paused = await kubectl("rollout", "pause", "waves")
     assert (paused.returncode, paused.stdout) == (0, "uniteddeployment.apps.united.io/waves paused\n"), paused

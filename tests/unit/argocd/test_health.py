@@ -42,7 +42,7 @@ def test_every_health_of_the_contract_is_recorded() -> None:
 def test_a_wave_pause_is_suspended_with_the_rollouts_message() -> None:
     assert health(load("uniteddeployment-suspended-wave.yaml")) == (
         "Suspended",
-        "wave 0 (a): updated and ready; paused until `kubectl united rollout resume web`",
+        "wave 0 (a): 1/1 subsets updated and ready, paused until resumed",
     )
 
 

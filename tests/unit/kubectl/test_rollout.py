@@ -97,7 +97,7 @@ def test_progressive_rollout_phase_decides(phase: str, state: State) -> None:
     found = verdict(ud(rollout=rollout))
     assert found.state is state
     if phase == "Paused":
-        assert found.message.endswith("Paused (WavePaused), wave 2 of 3: m...")
+        assert found.message.endswith("Paused (WavePaused), wave 1 (of 3): m...")
 
 
 def test_completed_rollout_still_waits_for_ready_pods() -> None:

@@ -75,7 +75,7 @@ def test_united_header_says_where_the_rollout_is_and_what_blocks_it() -> None:
         "UnitedDeployment shop/web: generation 3, observed 3",
         "Replicas: 6 desired, 6 current, 5 ready, 4 updated",
         "Revision: web-new (current web-old), strategy Progressive",
-        "Rollout: Paused (WavePaused), wave 2 of 3: wave 1 (zone-a): pause 60s",
+        "Rollout: Paused (WavePaused), wave 1 (of 3): wave 1 (zone-a): pause 60s",
         "Conditions: Ready=False,Reconciling=False,Stalled=False",
         "  Ready: subset b: 1 of 2 ready",
     ]
