@@ -25,6 +25,7 @@ from united.api.field import ManifestError, Path, invalid
 from united.kube.client import CONTROLLER_REVISIONS, KubeClient, PatchType, Resource
 from united.kube.errors import ApiError, ConfigError, Conflict, Gone, TransientError
 from united.kubectl import rollback, rollout, summary
+from united.log import configure_logging
 from united.output import print_json, print_table
 from united.uniteddeployment.history import number as history_number
 from united.uniteddeployment.model import GROUP, KRUISE_GROUP
@@ -224,6 +225,7 @@ def _boolean(text: str) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    configure_logging(level="ERROR", log_format="console")  # the client's retries are not news to a user
     try:
         result: int = args.func(args)
         return result

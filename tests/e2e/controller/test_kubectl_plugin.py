@@ -169,7 +169,11 @@ async def test_errors_are_one_line_with_kubectls_exit_codes(
     cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str
 ) -> None:
     kubectl = Kubectl(cluster, namespace)
-    missing = await kubectl("status", "nope")
+    listed = await asyncio.to_thread(
+        subprocess.run, [str(kubectl.binary), "plugin", "list"], capture_output=True, text=True, env=kubectl.env
+    )
+    assert str(PLUGIN) in listed.stdout, listed
+    missing = await kubectl("status", "nope", "--request-timeout", "20s")
     assert (missing.returncode, missing.stdout) == (1, "")
     assert missing.stderr == 'Error from server (NotFound): uniteddeployments.apps.united.io "nope" not found\n'
     doc = subsets("manual")

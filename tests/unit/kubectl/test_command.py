@@ -99,3 +99,21 @@ def test_plan_is_united_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "-f", str(SAMPLE), "--replicas", "5", "-o", "json"]) == 0
     out = capsys.readouterr().out
     assert '"replicas": 5' in out and '"name": "zone-a"' in out
+
+
+def test_an_unreachable_server_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The client's retries are logged at debug level: not shown to a kubectl user."""
+    config = tmp_path / "config"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c",
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+            }
+        )
+    )
+    assert main(["status", "web", "--kubeconfig", str(config)]) == EXIT_FAILURE
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "Unable to connect to the server: cannot reach http://127.0.0.1:1: connection refused\n")
