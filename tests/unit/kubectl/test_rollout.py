@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from united.kubectl.rollout import (
     RESUME_ANNOTATION,
@@ -17,6 +19,8 @@ from united.kubectl.rollout import (
     resume_patch,
     verdict,
 )
+
+STATUSES = Path(__file__).resolve().parents[1] / "argocd" / "statuses"
 
 
 def cond(kind: str, status: bool, reason: str = "R", message: str = "") -> dict[str, Any]:
@@ -163,3 +167,22 @@ def test_resume_mark_before_a_rollout_status_uses_the_update_revision_and_wave_0
 def test_paused_reads_the_spec_field() -> None:
     assert paused(progressive(paused=True))
     assert not paused(progressive())
+
+
+@pytest.mark.parametrize(
+    ("recorded", "state", "says"),
+    [
+        ("uniteddeployment-progressing", State.WAITING, "2 of 4 updated replicas are ready"),
+        ("uniteddeployment-healthy", State.DONE, "successfully rolled out"),
+        ("uniteddeployment-degraded", State.FAILED, "rollout stalled: InvalidSpec: "),
+        ("uniteddeployment-suspended-wave", State.WAITING, "Paused (WavePaused), wave 0 (of 2)"),
+        ("uniteddeployment-suspended", State.WAITING, "Paused (OperatorPaused)"),
+        ("uniteddeployment-degraded-rolloutstuck", State.FAILED, "rollout stalled: RolloutStuck: wave 0 (a)"),
+    ],
+)
+def test_statuses_recorded_from_the_controller(recorded: str, state: State, says: str) -> None:
+    """The statuses the Argo CD check is tested on (tests/unit/argocd/statuses), from the real controller."""
+    obj = yaml.safe_load((STATUSES / f"{recorded}.yaml").read_text())
+    found = verdict(obj)
+    assert found.state is state
+    assert says in found.message, found.message
