@@ -27,7 +27,6 @@ from united.kube.errors import ApiError, ConfigError, Conflict, Gone, TransientE
 from united.kubectl import rollback, rollout, summary
 from united.log import configure_logging
 from united.output import print_json, print_table
-from united.uniteddeployment.history import number as history_number
 from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -359,10 +358,12 @@ async def _patch_fresh(
     resource: Resource,
     name: str,
     namespace: str,
-    build: Callable[[Mapping[str, Any]], dict[str, Any]],
-) -> dict[str, Any]:
-    """Read, build a merge patch from what was read, write it guarded by that resourceVersion;
-    read again when someone else wrote in between."""
+    build: Callable[[Mapping[str, Any]], Any],
+    *,
+    patch_type: PatchType = PatchType.MERGE,
+) -> dict[str, Any] | None:
+    """Read, build a patch from what was read (None: nothing to write), write it guarded by that
+    resourceVersion; read again when someone else wrote in between."""
     for attempt in range(_CONFLICT_ATTEMPTS):
         obj = await client.get(resource, name, namespace=namespace)
         try:
@@ -370,8 +371,12 @@ async def _patch_fresh(
         except rollout.RolloutError as e:
             text = str(e)
             raise CommandError(text if ":" in text else f'{resource.plural}.{resource.group} "{name}" {text}') from None
+        except rollback.RevisionError as e:
+            raise CommandError(str(e)) from None
+        if patch is None:
+            return None
         try:
-            return await client.patch(resource, name, patch, patch_type=PatchType.MERGE, namespace=namespace)
+            return await client.patch(resource, name, patch, patch_type=patch_type, namespace=namespace)
         except Conflict:
             if attempt + 1 == _CONFLICT_ATTEMPTS:
                 raise
@@ -393,7 +398,7 @@ def _pause_or_resume(
 
     async def work(client: KubeClient, namespace: str) -> int:
         written = await _patch_fresh(client, resource, name, namespace, build)
-        if rollout.paused(written) != paused:
+        if written is None or rollout.paused(written) != paused:
             raise CommandError(
                 "the API server dropped spec.updateStrategy.progressive.paused: its UnitedDeployment CRD "
                 "predates progressive rollouts; install this version's CRD (united install)"
@@ -410,31 +415,23 @@ def _undo(args: argparse.Namespace) -> int:
         raise ManifestError([invalid(Path("--to-revision"), args.to_revision, "must be 0 (previous) or more")])
 
     async def work(client: KubeClient, namespace: str) -> int:
-        obj = await client.get(resource, name, namespace=namespace)
-        listed = await client.list(CONTROLLER_REVISIONS, namespace=namespace)
-        history = rollback.owned(listed.items, str(obj["metadata"].get("uid", "")))
-        try:
-            chosen = rollback.choose(
-                history, (obj.get("spec") or {}).get("template") or {}, to_revision=args.to_revision
-            )
-        except rollback.RevisionError as e:
-            raise CommandError(str(e)) from None
-        if chosen is None:
+        revisions = (await client.list(CONTROLLER_REVISIONS, namespace=namespace)).items
+        restored: list[int] = []
+
+        def build(obj: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+            found = rollback.undo_patch(obj, revisions, to_revision=args.to_revision)
+            if found is None:
+                return None
+            restored.append(found[1])
+            return found[0]
+
+        if await _patch_fresh(client, resource, name, namespace, build, patch_type=PatchType.JSON) is None:
             print(
                 f"{_display(resource, name)} skipped rollback "
                 f"(current template already matches revision {args.to_revision})"
             )
-            return EXIT_OK
-        try:
-            template = rollback.template_of(chosen)
-        except rollback.RevisionError as e:
-            raise CommandError(str(e)) from None
-        ops: list[dict[str, Any]] = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]},
-            {"op": "replace", "path": "/spec/template", "value": template},
-        ]
-        await client.patch(resource, name, ops, patch_type=PatchType.JSON, namespace=namespace)
-        print(f"{_display(resource, name)} rolled back to revision {history_number(chosen)}")
+        else:
+            print(f"{_display(resource, name)} rolled back to revision {restored[-1]}")
         return EXIT_OK
 
     return _on_cluster(args, work)

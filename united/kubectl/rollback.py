@@ -73,3 +73,21 @@ def choose(history: list[Json], spec_template: Mapping[str, Any], *, to_revision
         if not same(rev):
             return rev
     raise RevisionError("no rollout history found" if not history else "no previous revision to roll back to")
+
+
+def undo_patch(
+    obj: Mapping[str, Any], revisions: Iterable[Mapping[str, Any]], *, to_revision: int = 0
+) -> tuple[list[Json], int] | None:
+    """The JSON patch that restores the chosen revision's template into ``obj`` and that revision's
+    number; None when the template is that revision's already. The patch carries the resourceVersion
+    read, so the API server refuses it (Conflict) if the object changed since."""
+    meta = obj.get("metadata") or {}
+    history = owned(revisions, str(meta.get("uid", "")))
+    chosen = choose(history, (obj.get("spec") or {}).get("template") or {}, to_revision=to_revision)
+    if chosen is None:
+        return None
+    ops = [
+        {"op": "replace", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion", "")},
+        {"op": "replace", "path": "/spec/template", "value": template_of(chosen)},
+    ]
+    return ops, number(chosen)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from united.kubectl.rollback import RevisionError, choose, owned, template_of
+from united.kubectl.rollback import RevisionError, choose, owned, template_of, undo_patch
 from united.uniteddeployment import revision
 from united.uniteddeployment.model import Template
 
@@ -68,3 +68,18 @@ def test_template_of_drops_the_patch_marker_and_round_trips() -> None:
     assert template_of(HISTORY[0]) == template("v1")
     with pytest.raises(RevisionError, match="holds no UnitedDeployment template"):
         template_of({"metadata": {"name": "x"}, "data": {"spec": {}}})
+
+
+def test_undo_patch_replaces_the_template_guarded_by_the_resource_version() -> None:
+    obj = {"metadata": {"uid": UID, "resourceVersion": "41"}, "spec": {"template": template("v3")}}
+    assert undo_patch(obj, HISTORY) == (
+        [
+            {"op": "replace", "path": "/metadata/resourceVersion", "value": "41"},
+            {"op": "replace", "path": "/spec/template", "value": template("v2")},
+        ],
+        2,
+    )
+    assert undo_patch(obj, HISTORY, to_revision=3) is None
+    stranger = {**obj, "metadata": {"uid": "uid-other", "resourceVersion": "41"}}
+    with pytest.raises(RevisionError, match="no rollout history found"):
+        undo_patch(stranger, HISTORY)
