@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -173,6 +174,14 @@ def test_a_finished_deployment_gets_its_own_strategy_back() -> None:
     d = run(strategy(max_unavailable=2), facts)
     assert d.targets["canary"] == rollout.Target(NEW, 0, None, "Updated")
     assert d.targets["a"].revision == NEW
+
+
+def test_a_finished_deployment_not_yet_observed_keeps_its_own_strategy() -> None:
+    finished = deploy(revision=NEW, max_unavailable=0, updated_available=4)
+    unsettled = dataclasses.replace(finished, settled=False)
+    d = run(strategy(max_unavailable=2), {"canary": unsettled, "a": deploy(), "b": deploy()})
+    assert d.targets["canary"] == rollout.Target(NEW, 0, None, "Updated")
+    assert d.status["wave"] == 0
 
 
 def test_an_indefinite_pause_holds_until_the_annotation_names_the_wave() -> None:
