@@ -215,7 +215,7 @@ def decide(
     events: list[tuple[str, str, str]] = []
     if not same and previous.get("revision"):
         events.append(("Normal", "RolloutStarted", f"rolling out revision {revision} from wave 0 of {total}"))
-    if progressed_at is None or progress > previous_progress:
+    if progressed_at is None or any(n > before for n, before in zip(progress, previous_progress, strict=True)):
         progressed_at = now
 
     def done(name: str) -> bool:

@@ -238,6 +238,8 @@ def test_progress_restarts_the_deadline() -> None:
     later = run(progressive, facts, previous=d.status, now=T0 + 90, progress=(1, 1), previous_progress=(0, 0))
     assert later.status["lastProgressTime"] == rollout.rfc3339(T0 + 90)
     assert run(progressive, facts, previous=later.status, now=T0 + 150).status["phase"] == "Progressing"
+    readier = run(progressive, facts, previous=later.status, now=T0 + 150, progress=(0, 2), previous_progress=(1, 1))
+    assert readier.status["lastProgressTime"] == rollout.rfc3339(T0 + 150)
 
 
 def test_operator_pause_holds_everything_where_it_is() -> None:
