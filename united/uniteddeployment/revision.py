@@ -100,8 +100,9 @@ def _prune(value: Any) -> Any:
 def template_of(stored: Any, variant: str) -> Template | None:
     """The template a revision's Data holds for ``variant`` (None when it holds another kind or
     is malformed): what a subset held back by a Progressive rollout is rendered from."""
-    parsed = json.loads(stored) if isinstance(stored, bytes | str) else stored
-    held = (((parsed or {}).get("spec") or {}).get("template") or {}).get(variant) if isinstance(parsed, dict) else None
+    held = json.loads(stored) if isinstance(stored, bytes | str) else stored
+    for key in ("spec", "template", variant):
+        held = held.get(key) if isinstance(held, dict) else None
     if not isinstance(held, dict) or not isinstance(held.get("spec"), dict):
         return None
     metadata = held.get("metadata")

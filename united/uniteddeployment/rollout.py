@@ -89,11 +89,14 @@ class SubsetFacts:
     counts: Counts = Counts()
 
     def done(self, revision: str) -> bool:
-        """Every pod of the subset runs ``revision`` and is available."""
-        if not self.exists:
-            return self.replicas == 0
+        """Every pod of the subset runs ``revision`` and is available, as its workload says too."""
+        return self.replaced(revision) and self.settled if self.exists else self.replicas == 0
+
+    def replaced(self, revision: str) -> bool:
+        """Every pod of the subset runs ``revision`` and is available (whatever its workload has
+        observed: a finished Deployment's own strategy coming back must not make it roll again)."""
         c = self.counts
-        return self.revision == revision and self.settled and c.stale == 0 and c.updated_available >= self.replicas
+        return self.exists and self.revision == revision and c.stale == 0 and c.updated_available >= self.replicas
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +215,7 @@ def decide(
     events: list[tuple[str, str, str]] = []
     if not same and previous.get("revision"):
         events.append(("Normal", "RolloutStarted", f"rolling out revision {revision} from wave 0 of {total}"))
-    if progressed_at is None or progress > previous_progress:
+    if progressed_at is None or any(n > before for n, before in zip(progress, previous_progress, strict=True)):
         progressed_at = now
 
     def done(name: str) -> bool:
@@ -309,7 +312,7 @@ def _targets(
             continue
         f, c = got, got.counts
         i = index[name]
-        finished = f.done(revision)
+        finished = f.replaced(revision)
         state = UPDATED if finished else PENDING if i > wave else UPDATING
         active = i == wave and not holding
         if f.partitioned:

@@ -90,6 +90,9 @@ async def _feed(kube: KubeClient, watched: Availability, namespace: str, selecto
     listing = await kube.list(PODS, namespace=namespace, label_selector=selector)
     for pod in listing.items:
         watched.observe("ADDED", pod)
+    # The LIST is one moment, not a sequence of events: count from its whole state.
+    watched.peak = watched.unavailable()
+    del watched.timeline[:-1]
     listed.set()
     version = listing.resource_version
     while True:

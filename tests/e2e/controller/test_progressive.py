@@ -9,6 +9,7 @@ timeline (``-s``) for the notes.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.e2e.controller.availability import Availability, watching
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import (
     CHILDREN,
+    DEPLOYMENTS,
     EVENTS,
     condition,
     get_ud,
@@ -29,6 +31,7 @@ from tests.e2e.controller.helpers import (
     wait_ready,
     zone,
 )
+from tests.e2e.controller.test_controller import quiescent
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
@@ -140,15 +143,17 @@ async def test_waves_in_order_with_pauses_under_the_budget(
             "b": {"registry.invalid/united/app:1"},
             "c": {"registry.invalid/united/app:1"},
         }
-        children = {subset_of(c): c for c in (await kube.list(CHILDREN[variant], namespace=namespace)).items}
-        held = {
-            n: pod_spec({"spec": {"template": {variant: c}}})["containers"][0]["image"] for n, c in children.items()
-        }
-        assert held == {
-            "a": "registry.invalid/united/app:2",
-            "b": "registry.invalid/united/app:1",
-            "c": "registry.invalid/united/app:1",
-        }, "children of later waves keep the template of the revision they run"
+        if variant == "deploymentTemplate":
+            children = {subset_of(c): c for c in (await kube.list(CHILDREN[variant], namespace=namespace)).items}
+            held = {n: c["spec"]["template"]["spec"]["containers"][0]["image"] for n, c in children.items()}
+            assert held == {
+                "a": "registry.invalid/united/app:2",
+                "b": "registry.invalid/united/app:1",
+                "c": "registry.invalid/united/app:1",
+            }, "Deployments of later waves keep the template of the revision they run"
+        else:
+            partitions = {s["name"]: s["partition"] for s in paused["status"]["subsetStatuses"]}
+            assert partitions == {"a": 0, "b": 3, "c": 3}
         await resume(kube, namespace, doc, new, 0)
         marks.append((time.monotonic(), "resume annotation for wave 0"))
         done = await wait_phase(kube, namespace, doc, old, phase="Completed", wave=3)
@@ -219,3 +224,31 @@ async def test_a_wave_that_never_becomes_ready_stalls_the_rollout(
         assert {s["name"]: s["updatedReplicas"] for s in obj["status"]["subsetStatuses"]}["b"] == 0
 
     await eventually(held, within=10, what="still stalled")
+
+
+async def test_an_operator_pause_holds_every_deployment_then_the_rollout_settles(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("held", "deploymentTemplate", [], paused=True)
+    old, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=held"):
+        t0 = time.monotonic()
+        await set_template(kube, namespace, doc, containers=image("2"))
+        await new_revision(kube, namespace, doc, old, watched)
+        paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
+        assert paused["status"]["rollout"]["reason"] == "OperatorPaused"
+        await asyncio.sleep(3)
+        children = (await kube.list(DEPLOYMENTS, namespace=namespace)).items
+        assert {c["spec"]["template"]["spec"]["containers"][0]["image"] for c in children} == {
+            "registry.invalid/united/app:1"
+        }
+        assert watched.updated() == dict.fromkeys(SUBSETS, 0)
+        await patch_ud(kube, namespace, doc, {"spec": {"updateStrategy": {"progressive": {"paused": False}}}})
+        await wait_phase(kube, namespace, doc, old, phase="Completed", wave=1)
+    report("Deployment: paused by the operator, then resumed (one implicit wave)", watched, t0, [])
+    assert watched.peak <= BUDGET, watched.since(t0)
+    before = await quiescent(controller)
+    await asyncio.sleep(5)
+    after = controller.writes_by_resource()
+    changed = {r: after.get(r, 0) - n for r, n in before.items() if r != "leases" and after.get(r, 0) != n}
+    assert changed == {}, f"a completed rollout kept writing: {changed}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -175,6 +176,14 @@ def test_a_finished_deployment_gets_its_own_strategy_back() -> None:
     assert d.targets["a"].revision == NEW
 
 
+def test_a_finished_deployment_not_yet_observed_keeps_its_own_strategy() -> None:
+    finished = deploy(revision=NEW, max_unavailable=0, updated_available=4)
+    unsettled = dataclasses.replace(finished, settled=False)
+    d = run(strategy(max_unavailable=2), {"canary": unsettled, "a": deploy(), "b": deploy()})
+    assert d.targets["canary"] == rollout.Target(NEW, 0, None, "Updated")
+    assert d.status["wave"] == 0
+
+
 def test_an_indefinite_pause_holds_until_the_annotation_names_the_wave() -> None:
     progressive = strategy(Wave(("canary",), pause=True), Wave(("a",)), max_unavailable=2)
     facts = {"canary": sts(released=4, updated_available=4), "a": sts(), "b": sts()}
@@ -229,6 +238,8 @@ def test_progress_restarts_the_deadline() -> None:
     later = run(progressive, facts, previous=d.status, now=T0 + 90, progress=(1, 1), previous_progress=(0, 0))
     assert later.status["lastProgressTime"] == rollout.rfc3339(T0 + 90)
     assert run(progressive, facts, previous=later.status, now=T0 + 150).status["phase"] == "Progressing"
+    readier = run(progressive, facts, previous=later.status, now=T0 + 150, progress=(0, 2), previous_progress=(1, 1))
+    assert readier.status["lastProgressTime"] == rollout.rfc3339(T0 + 150)
 
 
 def test_operator_pause_holds_everything_where_it_is() -> None:
