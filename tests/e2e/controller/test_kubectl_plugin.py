@@ -48,6 +48,15 @@ def subsets(name: str, variant: str = "deploymentTemplate") -> dict[str, Any]:
     return ud(name, [zone("a", "zone-a"), zone("b", "zone-b")], replicas=4, variant=variant)
 
 
+def second_image(variant: str) -> dict[str, Any]:
+    """The merge patch to image tag 2 (a new template, so a new revision)."""
+    pod_spec = {
+        "containers": [{"name": "main", "image": "registry.invalid/united/app:2"}],
+        "terminationGracePeriodSeconds": 0,
+    }
+    return {"spec": {"template": {variant: {"spec": {"template": {"spec": pod_spec}}}}}}
+
+
 def image_of(obj: dict[str, Any]) -> str:
     return str(obj["spec"]["template"]["deploymentTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"])
 
@@ -129,11 +138,7 @@ async def test_undo_restores_the_previous_template_then_a_given_revision(
     doc = subsets("undo")
     await kube.create(UD, doc, namespace=namespace)
     first = (await wait_ready(kube, namespace, doc))["status"]["updatedRevision"]
-    container = {"name": "main", "image": "registry.invalid/united/app:2"}
-    pod_spec = {"containers": [container], "terminationGracePeriodSeconds": 0}
-    await patch_ud(
-        kube, namespace, doc, {"spec": {"template": {"deploymentTemplate": {"spec": {"template": {"spec": pod_spec}}}}}}
-    )
+    await patch_ud(kube, namespace, doc, second_image("deploymentTemplate"))
 
     async def second_ready() -> str:
         obj = await wait_ready(kube, namespace, doc)
@@ -187,23 +192,18 @@ async def test_errors_are_one_line_with_kubectls_exit_codes(
     assert usage.returncode == 2 and "Traceback" not in usage.stderr, usage
 
 
+@pytest.mark.parametrize("variant", ["deploymentTemplate", "statefulSetTemplate"])
 async def test_pause_and_resume_a_progressive_rollout(
-    cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str
+    cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str, variant: str
 ) -> None:
     """A wave's pause holds the rollout (Suspended for Argo CD, ``rollout status`` keeps waiting);
     ``pause``/``resume`` write the spec field and the resume annotation the controller reads."""
     kubectl = Kubectl(cluster, namespace)
-    doc = subsets("waves", "statefulSetTemplate")
+    doc = subsets("waves", variant)
     doc["spec"]["updateStrategy"] = {"type": "Progressive", "progressive": {"waves": [{"subsets": ["a"], "pause": {}}]}}
     await kube.create(UD, doc, namespace=namespace)
     await wait_ready(kube, namespace, doc)
-    pod_spec = {"containers": [{"name": "main", "image": "registry.invalid/united/app:2"}]}
-    await patch_ud(
-        kube,
-        namespace,
-        doc,
-        {"spec": {"template": {"statefulSetTemplate": {"spec": {"template": {"spec": pod_spec}}}}}},
-    )
+    await patch_ud(kube, namespace, doc, second_image(variant))
 
     async def rollout_is(reason: str) -> dict[str, Any]:
         obj = await get_ud(kube, namespace, doc)
@@ -240,3 +240,28 @@ async def test_pause_and_resume_a_progressive_rollout(
     final = await wait_ready(kube, namespace, doc)
     assert final["status"]["rollout"]["phase"] == "Completed"
     assert health(final)[0] == "Healthy"
+
+
+async def test_rollout_status_fails_when_a_wave_stalls_and_resume_retries_it(
+    cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str, sim: Simulation
+) -> None:
+    kubectl = Kubectl(cluster, namespace)
+    doc = subsets("stuck", "statefulSetTemplate")
+    progressive = {"waves": [{"subsets": ["a"]}], "progressDeadlineSeconds": 5}
+    doc["spec"]["updateStrategy"] = {"type": "Progressive", "progressive": progressive}
+    await kube.create(UD, doc, namespace=namespace)
+    await wait_ready(kube, namespace, doc)
+    await sim.set_zone_pods_ready("zone-a", False)
+    await patch_ud(kube, namespace, doc, second_image("statefulSetTemplate"))
+
+    failed = await kubectl("rollout", "status", "stuck", "--timeout", "150s")
+    assert failed.returncode == 1, failed
+    assert 'error: uniteddeployment "stuck" rollout stalled: RolloutStuck: wave 0 (a)' in failed.stderr, failed
+    obj = await get_ud(kube, namespace, doc)
+    assert obj["status"]["rollout"]["phase"] == "Stalled"
+    assert health(obj)[0] == "Degraded"
+
+    resumed = await kubectl("rollout", "resume", "stuck")
+    assert resumed.returncode == 0, resumed
+    annotations = (await get_ud(kube, namespace, doc))["metadata"]["annotations"]
+    assert annotations["rollout.apps.united.io/resume"] == f"{obj['status']['rollout']['revision']}/0"
