@@ -8,16 +8,8 @@ import pytest
 import yaml
 
 from united.api.field import ManifestError
-from united.kubectl.command import (
-    EXIT_FAILURE,
-    EXIT_USAGE,
-    context_namespace,
-    duration,
-    kubeconfig_path,
-    main,
-    parser,
-    target,
-)
+from united.kubectl.command import EXIT_FAILURE, EXIT_USAGE, main, parser, target
+from united.kubectl.connection import context_namespace, duration, kubeconfig_path
 
 SAMPLE = Path(__file__).resolve().parents[3] / "manifests" / "samples" / "zones-percent.yaml"
 
