@@ -382,7 +382,7 @@ def schedule_strategy_schema() -> Schema:
     )
 
 
-def spec_schema() -> Schema:
+def spec_schema(*, progressive: bool = True) -> Schema:
     return obj(
         {
             "replicas": int32(
@@ -407,7 +407,7 @@ def spec_schema() -> Schema:
             ),
             "updateStrategy": obj(
                 {
-                    "type": string("Manual (the default; '' means Manual).", enum=["Manual", ""]),
+                    **update_types(progressive=progressive),
                     "manualUpdate": obj(
                         {
                             "partitions": map_of(
@@ -433,6 +433,65 @@ def spec_schema() -> Schema:
     )
 
 
+def update_types(*, progressive: bool) -> Schema:
+    """``updateStrategy.type`` and, in our group only, ``progressive`` (OpenKruise has no such
+    strategy: the compat CRD refuses it rather than roll everything at once)."""
+    if not progressive:
+        return {"type": string("Manual (the default; '' means Manual).", enum=["Manual", ""])}
+    wave = obj(
+        {
+            "subsets": array(string(), "Subsets updated together in this wave.", minItems=1),
+            "pause": obj(
+                {
+                    "duration": int_or_string(
+                        "How long to wait after the wave: a duration (60s, 5m, 1h30m) or seconds."
+                    ),
+                },
+                "Wait after this wave: {} until resumed (annotation rollout.apps.united.io/resume: "
+                "<revision>/<wave>), or for duration.",
+            ),
+        },
+        "One wave of a progressive rollout.",
+        required=["subsets"],
+    )
+    return {
+        "type": string(
+            "Manual (the default; '' means Manual) or Progressive (waves under one budget).",
+            enum=["Manual", "Progressive", ""],
+        ),
+        "progressive": obj(
+            {
+                "paused": boolean("Hold the rollout where it is."),
+                "waves": array(wave, "Waves in order; subsets named in none form a last wave."),
+                "maxUnavailable": int_or_string(
+                    "Pods that may be unavailable across all subsets during the rollout: a number or a "
+                    "percentage of spec.replicas (rounded down, at least 1). Defaults to 25%."
+                ),
+                "progressDeadlineSeconds": int32(
+                    "Seconds without progress before the rollout is Stalled. Defaults to 600.", minimum=1
+                ),
+            },
+            "Parameters of the Progressive update strategy.",
+        ),
+    }
+
+
+def rollout_status_schema() -> Schema:
+    return obj(
+        {
+            "revision": string("The revision being rolled out (status.updatedRevision)."),
+            "wave": int32("0-based index of the current wave; equals waves when Completed."),
+            "waves": int32("Number of waves, the implicit last one included."),
+            "phase": string("Progressing, Paused, Completed or Stalled."),
+            "reason": string("Why: WavePaused, OperatorPaused, RolloutStuck."),
+            "message": string("Human-readable progress of the current wave."),
+            "since": date_time("When the current phase or wave started."),
+            "lastProgressTime": date_time("When the rollout last progressed (for the deadline)."),
+        },
+        "Progress of a Progressive rollout; absent for other strategies.",
+    )
+
+
 def subset_status_schema() -> Schema:
     return obj(
         {
@@ -451,6 +510,7 @@ def subset_status_schema() -> Schema:
             ),
             "reason": string("Machine-readable reason for the subset's state."),
             "message": string("Human-readable details about the subset's state."),
+            "rollout": string("Progressive rollout: Pending, Updating or Updated."),
             "conditions": list_map(
                 condition("A subset condition (e.g. Schedulable).", with_generation=False),
                 ["type"],
@@ -492,6 +552,7 @@ def status_schema() -> Schema:
             "subsetStatuses": list_map(
                 subset_status_schema(), ["name"], "Observed state per subset."
             ),
+            "rollout": rollout_status_schema(),
             "conditions": list_map(
                 condition("A UnitedDeployment condition.", with_generation=True),
                 ["type"],
@@ -502,14 +563,14 @@ def status_schema() -> Schema:
     )
 
 
-def ud_schema() -> Schema:
+def ud_schema(*, progressive: bool = True) -> Schema:
     """The openAPIV3Schema shared by every served version of both CRDs."""
     return obj(
         {
             "apiVersion": string("Versioned schema of this object."),
             "kind": string("REST resource kind: UnitedDeployment."),
             "metadata": {"type": "object"},
-            "spec": spec_schema(),
+            "spec": spec_schema(progressive=progressive),
             "status": status_schema(),
         },
         "UnitedDeployment runs one workload template as several child workloads (subsets) spread "
@@ -548,12 +609,12 @@ def subresources() -> Schema:
     }
 
 
-def version(name: str, storage: bool) -> Schema:
+def version(name: str, storage: bool, *, progressive: bool = True) -> Schema:
     return {
         "name": name,
         "served": True,
         "storage": storage,
-        "schema": {"openAPIV3Schema": ud_schema()},
+        "schema": {"openAPIV3Schema": ud_schema(progressive=progressive)},
         "subresources": subresources(),
         "additionalPrinterColumns": printer_columns(),
     }
@@ -600,7 +661,10 @@ def united_crd() -> Schema:
 def kruise_compat_crd() -> Schema:
     return crd(
         KRUISE_GROUP,
-        [version("v1alpha1", storage=False), version("v1beta1", storage=True)],
+        [
+            version("v1alpha1", storage=False, progressive=False),
+            version("v1beta1", storage=True, progressive=False),
+        ],
         conversion={"strategy": "None"},
     )
 

@@ -464,7 +464,27 @@ def test_all_versions_share_one_schema_subresources_and_columns() -> None:
     _, reference = versions[0]
     for name, version in versions[1:]:
         for key in ("schema", "subresources", "additionalPrinterColumns"):
-            assert version[key] == reference[key], f"{name}: {key} differs"
+            assert without_update_types(version[key]) == without_update_types(reference[key]), f"{name}: {key} differs"
+
+
+def without_update_types(node: Obj) -> Obj:
+    """A version's schema but for ``updateStrategy.type`` and ``progressive``: only our group
+    offers the Progressive strategy."""
+    if "openAPIV3Schema" not in node:
+        return node
+    out = copy.deepcopy(node)
+    strategy = out["openAPIV3Schema"]["properties"]["spec"]["properties"]["updateStrategy"]["properties"]
+    strategy.pop("type")
+    strategy.pop("progressive", None)
+    return out
+
+
+def test_only_our_group_offers_the_progressive_strategy() -> None:
+    for name, version in all_versions():
+        strategy = resolve(version["schema"]["openAPIV3Schema"], ".spec.updateStrategy")["properties"]
+        ours = name.startswith("apps.united.io/")
+        assert ("progressive" in strategy) is ours, name
+        assert strategy["type"]["enum"] == (["Manual", "Progressive", ""] if ours else ["Manual", ""]), name
 
 
 @pytest.mark.parametrize(("name", "version"), all_versions(), ids=[n for n, _ in all_versions()])
@@ -619,6 +639,8 @@ def test_every_int_or_string_node_is_a_replica_field() -> None:
         f"{prefix}.maxReplicas",
         f"{prefix}.minReplicas",
         f"{prefix}.replicas",
+        ".spec.updateStrategy.progressive.maxUnavailable",
+        ".spec.updateStrategy.progressive.waves.items.pause.duration",
     ]
 
 
@@ -722,7 +744,7 @@ def test_topology_schema() -> None:
 
 def test_update_strategy_schema() -> None:
     strategy = resolve(united_schema(), ".spec.updateStrategy")["properties"]
-    assert strategy["type"]["enum"] == ["Manual", ""]
+    assert strategy["type"]["enum"] == ["Manual", "Progressive", ""]
     partitions = strategy["manualUpdate"]["properties"]["partitions"]
     assert partitions["additionalProperties"]["format"] == "int32"
 
@@ -1006,6 +1028,16 @@ EXPECTED_STATUS: dict[str, tuple[str, str | None]] = {
     "subsetStatuses[].partitionApplied": ("boolean", None),
     "subsetStatuses[].reason": ("string", None),
     "subsetStatuses[].message": ("string", None),
+    "subsetStatuses[].rollout": ("string", None),
+    "rollout": ("object", None),
+    "rollout.revision": ("string", None),
+    "rollout.wave": ("integer", "int32"),
+    "rollout.waves": ("integer", "int32"),
+    "rollout.phase": ("string", None),
+    "rollout.reason": ("string", None),
+    "rollout.message": ("string", None),
+    "rollout.since": ("string", "date-time"),
+    "rollout.lastProgressTime": ("string", "date-time"),
     "subsetStatuses[].conditions": ("array", None),
     "subsetStatuses[].conditions[].type": ("string", None),
     "subsetStatuses[].conditions[].status": ("string", None),

@@ -37,6 +37,9 @@ APT_PACKAGES = (
     "rsync",
     "openssl",
 )
+TEST_APT_PACKAGES = ("lua5.1",)
+"""Not for the build (``united demo`` does not need them): what the tests run besides the control
+plane, e.g. Debian's Lua 5.1 for the Argo CD health check (tests/unit/argocd). ``.ci/run`` installs both."""
 REFLECT2_SOURCE = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
 REFLECT2_VENDORED = Path("vendor/github.com/modern-go/reflect2")
 OPENAPI_NULL_CHECK = "data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data))"

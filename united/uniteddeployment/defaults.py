@@ -20,7 +20,6 @@ from united.uniteddeployment.model import (
     ScheduleStrategy,
     Spec,
     UnitedDeployment,
-    UpdateStrategy,
 )
 
 DEFAULT_REPLICAS = 1
@@ -39,7 +38,7 @@ def spec_defaults(spec: Spec) -> Spec:
     if update.type == "":
         update = dataclasses.replace(update, type=MANUAL)
     if update.type == MANUAL and update.partitions is None:
-        update = UpdateStrategy(type=MANUAL, partitions={})
+        update = dataclasses.replace(update, partitions={})
     subsets = spec.subsets
     if any(s.elastic for s in subsets) and not any(s.replicas is not None for s in subsets):
         subsets = tuple(dataclasses.replace(s, min_replicas=0) if s.min_replicas is None else s for s in subsets)

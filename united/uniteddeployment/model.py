@@ -12,6 +12,7 @@ The same model reads ``apps.united.io/v1alpha1`` and OpenKruise's ``apps.kruise.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ TEMPLATE_VARIANTS = (STATEFUL_SET, ADVANCED_STATEFUL_SET, CLONE_SET, DEPLOYMENT)
 ADAPTIVE = "Adaptive"
 FIXED = "Fixed"
 MANUAL = "Manual"
+PROGRESSIVE = "Progressive"
 
 Json = dict[str, Any]
 
@@ -95,9 +97,28 @@ class ScheduleStrategy:
 
 
 @dataclass(frozen=True, slots=True)
+class Wave:
+    """One step of a progressive rollout: its subsets update together, then it may pause."""
+
+    subsets: tuple[str, ...] = ()
+    pause: bool = False
+    pause_seconds: int | None = None
+    """A timed pause; None with ``pause`` means until resumed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progressive:
+    paused: bool = False
+    waves: tuple[Wave, ...] = ()
+    max_unavailable: IntOrStr | None = None
+    progress_deadline_seconds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class UpdateStrategy:
     type: str = ""
     partitions: Mapping[str, int] | None = None
+    progressive: Progressive | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,9 +363,10 @@ def _duration(r: Reader, adaptive: Json, path: Path) -> int | None:
 
 
 def _update(r: Reader, value: Any, path: Path) -> UpdateStrategy:
-    raw = r.obj(value, path, frozenset({"type", "manualUpdate"}))
+    raw = r.obj(value, path, frozenset({"type", "manualUpdate", "progressive"}))
     if raw is None:
         return UpdateStrategy()
+    progressive = _progressive(r, raw.get("progressive"), path.child("progressive"))
     mp = path.child("manualUpdate")
     manual = r.obj(raw.get("manualUpdate"), mp, frozenset({"partitions"}))
     partitions: dict[str, int] | None = None
@@ -356,4 +378,55 @@ def _update(r: Reader, value: Any, path: Path) -> UpdateStrategy:
             n = r.int32(v, pp.key(k))
             if n is not None:
                 partitions[k] = n
-    return UpdateStrategy(type=r.string(raw.get("type"), path.child("type")) or "", partitions=partitions)
+    return UpdateStrategy(
+        type=r.string(raw.get("type"), path.child("type")) or "", partitions=partitions, progressive=progressive
+    )
+
+
+def _progressive(r: Reader, value: Any, path: Path) -> Progressive | None:
+    known = frozenset({"paused", "waves", "maxUnavailable", "progressDeadlineSeconds"})
+    raw = r.obj(value, path, known)
+    if raw is None:
+        return None
+    waves = []
+    wp = path.child("waves")
+    for i, item in enumerate(r.array(raw.get("waves"), wp) or []):
+        p = wp.index(i)
+        wave = r.obj(item, p, frozenset({"subsets", "pause"})) or {}
+        names = tuple(
+            r.string(n, p.child("subsets").index(j)) or ""
+            for j, n in enumerate(r.array(wave.get("subsets"), p.child("subsets")) or [])
+        )
+        pause = r.obj(wave.get("pause"), p.child("pause"), frozenset({"duration"}))
+        seconds = None
+        if pause is not None and pause.get("duration") is not None:
+            dp = p.child("pause").child("duration")
+            try:
+                seconds = duration_seconds(pause["duration"])
+            except ValueError as e:
+                r.fail(invalid(dp, pause["duration"], str(e)))
+        waves.append(Wave(subsets=names, pause=pause is not None, pause_seconds=seconds))
+    return Progressive(
+        paused=bool(r.boolean(raw.get("paused"), path.child("paused"))),
+        waves=tuple(waves),
+        max_unavailable=r.int_or_str(raw.get("maxUnavailable"), path.child("maxUnavailable")),
+        progress_deadline_seconds=r.int32(raw.get("progressDeadlineSeconds"), path.child("progressDeadlineSeconds")),
+    )
+
+
+_DURATION = re.compile(r"^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$")
+
+
+def duration_seconds(value: Any) -> int:
+    """A pause duration in whole seconds: an integer, or a Go duration string of hours,
+    minutes and seconds (``90s``, ``5m``, ``1h30m``). Fractions and smaller units are refused:
+    a pause is checked to the second."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError("must be greater than or equal to 0")
+        return value
+    match = _DURATION.match(value) if isinstance(value, str) and value else None
+    if match is None:
+        raise ValueError("must be a duration such as 60s, 5m or 1h30m, or an integer number of seconds")
+    h, m, s = (int(g or 0) for g in match.groups())
+    return h * 3600 + m * 60 + s

@@ -32,14 +32,23 @@ from united.kube.errors import AlreadyExists, namespace_terminating
 from united.placement.selector import parse as parse_selector
 from united.runtime.controller import RetryableError
 from united.runtime.metrics import SubsetReplicas
-from united.uniteddeployment import adaptive, history, revision
+from united.uniteddeployment import adaptive, history, revision, rollout
 from united.uniteddeployment.admission import admission
 from united.uniteddeployment.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
 from united.uniteddeployment.children import Claim, claim, deleting, name_of, strays, uid_of
 from united.uniteddeployment.diff import child_patch, identified, immutable_changes, merge_patch
 from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.model import TEMPLATE_VARIANTS, Subset, UnitedDeployment
+from united.uniteddeployment.model import (
+    DEPLOYMENT,
+    PROGRESSIVE,
+    TEMPLATE_VARIANTS,
+    Progressive,
+    Subset,
+    Template,
+    UnitedDeployment,
+)
 from united.uniteddeployment.render import KINDS, Rendered, owner_reference, spec_digest
+from united.uniteddeployment.render import render as render_child
 from united.uniteddeployment.render.blueprints import Blueprints
 from united.uniteddeployment.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
 
@@ -353,6 +362,7 @@ class _Pass:
         per pass (a new UD with 3 subsets gets one ``SuccessfulCreate``, not three)."""
         self.writes = 0
         self.requeue_after: float | None = None
+        self.update_revision = ""
 
     def event(self, type_: str, reason: str, message: str) -> None:
         self.r.recorder.event(self.obj, type_, reason, message)
@@ -376,7 +386,7 @@ class _Pass:
             return Result()
         owner = owner_reference(self.ud)
         plan_ = await self.revisions(owner)
-        updated = plan_.updated
+        updated = self.update_revision = plan_.updated
         resource = resource_of(variant)
         claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
         await self.recover(resource, claimed)
@@ -410,7 +420,22 @@ class _Pass:
                 self.event(d.event.type, d.event.reason, d.event.message)
         await self.label_pods(decisions)
         overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
-        applied = await self.children(resource, claimed, plan, updated, overrides)
+        wave = self.rollout(claimed.by_subset, pods, plan, updated, seconds)
+        held: dict[str, str] = {}
+        if wave is not None:
+            targets = wave.targets
+            plan = dataclasses.replace(
+                plan,
+                subsets=tuple(
+                    dataclasses.replace(a, partition=targets[a.name].partition) if a.name in targets else a
+                    for a in plan.subsets
+                ),
+            )
+            overrides |= {n: t.max_unavailable for n, t in targets.items() if t.max_unavailable}
+            held = {n: t.revision for n, t in targets.items() if t.revision != updated}
+            for type_, reason, message in wave.events:
+                self.event(type_, reason, message)
+        applied = await self.children(resource, claimed, plan, updated, overrides, held)
         extra = await self.cleanup(resource, variant, claimed)
         for reason, messages in self.done.items():
             self.event("Normal", reason, "; ".join(messages))
@@ -420,6 +445,8 @@ class _Pass:
             problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False)
         elif self.immutable:
             problem = Problem("ImmutableField", "; ".join(self.immutable))
+        elif wave is not None and wave.status["phase"] == rollout.STALLED:
+            problem = Problem(rollout.ROLLOUT_STUCK, wave.status["message"])
         selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
         facts = Facts(
             generation=self.generation,
@@ -437,6 +464,8 @@ class _Pass:
             problem=problem,
             extra_children=extra,
             schedulable={n: d.condition.to_dict() for n, d in decisions.items() if d.condition is not None},
+            rollout=wave.status if wave is not None else None,
+            rollout_states={n: t.state for n, t in wave.targets.items()} if wave is not None else {},
         )
         status = compute(facts)
         if self.r.gauges is not None:
@@ -448,10 +477,16 @@ class _Pass:
                     for s in status["subsetStatuses"]
                 },
             )
-        if not self.writes or self.errors or _schedulable(status) != _schedulable(self.previous):
-            # The Schedulable conditions are the memory of adaptive scheduling (when a subset
-            # was marked): they are written in the same pass as the child writes they cause,
-            # or the next pass would not know why a subset was capped.
+        if (
+            not self.writes
+            or self.errors
+            or _schedulable(status) != _schedulable(self.previous)
+            or status.get("rollout") != self.previous.get("rollout")
+        ):
+            # The Schedulable conditions and status.rollout are the memory of adaptive
+            # scheduling (when a subset was marked) and of a rollout (its wave, since when):
+            # they are written in the same pass as the child writes they cause, or the next
+            # pass would not know why a subset was capped or when a pause began.
             await self.r._write_status(self.key, self.obj, self.previous, status)
         if self.errors:
             raise RetryableError("; ".join(self.errors))
@@ -459,6 +494,8 @@ class _Pass:
         deadline = min((d.deadline for d in decisions.values() if d.deadline is not None), default=None)
         if deadline is not None:
             delays.append(max(0.0, deadline - seconds) + DEADLINE_MARGIN)
+        if wave is not None and wave.requeue_after is not None:
+            delays.append(wave.requeue_after)
         return Result(requeue_after=min(delays, default=None))
 
     def candidates(self, store: Store) -> list[Json]:
@@ -568,6 +605,75 @@ class _Pass:
             )
             grown = True
         return allocate(self.ud.spec, state) if grown else plan
+
+    def rollout(
+        self,
+        by_subset: Mapping[str, Json],
+        pods: Mapping[str, list[Json]],
+        plan: Plan,
+        updated: str,
+        seconds: float,
+    ) -> rollout.Decision | None:
+        """A Progressive rollout's decision for this pass (None for other strategies), from
+        each subset's child and pods."""
+        if self.ud.spec.update.type != PROGRESSIVE:
+            return None
+        template = self.ud.spec.template
+        assert template is not None
+        kind = KINDS[template.variant]
+        min_ready = template.spec.get("minReadySeconds")
+        facts = {}
+        for a in plan.subsets:
+            counts = rollout.counts(
+                pods.get(a.name, []),
+                revision_label=self.keys.revision,
+                updated=updated,
+                min_ready_seconds=min_ready if isinstance(min_ready, int) else 0,
+                now=seconds,
+            )
+            child = by_subset.get(a.name)
+            partitioned = template.variant != DEPLOYMENT
+            if child is None:
+                facts[a.name] = rollout.SubsetFacts(a.replicas, partitioned, exists=False, counts=counts)
+                continue
+            meta = child.get("metadata") or {}
+            replicas = int((child.get("spec") or {}).get("replicas") or 0)
+            facts[a.name] = rollout.SubsetFacts(
+                a.replicas,
+                partitioned,
+                revision=(meta.get("labels") or {}).get(self.keys.revision),
+                child_replicas=replicas,
+                partition=kind.read_partition(child) or 0,
+                max_unavailable=rollout.rolling_max_unavailable(child),
+                settled=int((child.get("status") or {}).get("observedGeneration") or 0)
+                >= int(meta.get("generation") or 0),
+                counts=counts,
+            )
+        return rollout.decide(
+            self.ud.spec.update.progressive or Progressive(),
+            replicas=plan.replicas,
+            revision=updated,
+            facts=facts,
+            subsets=[s.name for s in self.ud.spec.subsets],
+            previous=self.previous.get("rollout") or {},
+            progress=(
+                sum(f.counts.updated for f in facts.values()),
+                sum(f.counts.updated_ready for f in facts.values()),
+            ),
+            previous_progress=(
+                int(self.previous.get("updatedReplicas") or 0),
+                int(self.previous.get("updatedReadyReplicas") or 0),
+            ),
+            annotations=self.ud.annotations,
+            now=seconds,
+        )
+
+    def held_template(self, name: str) -> Template | None:
+        """The template of revision ``name``, from the revision cache; None when it is gone."""
+        template = self.ud.spec.template
+        assert template is not None
+        stored = self.r.caches.revisions.get(f"{self.namespace}/{name}")
+        return revision.template_of((stored or {}).get("data"), template.variant) if stored else None
 
     async def label_pods(self, decisions: Mapping[str, adaptive.Decision]) -> None:
         """Reservation: set the reserved-pod label where it changed (a merge patch of one label;
@@ -699,7 +805,13 @@ class _Pass:
         self.rechecked = True
 
     async def children(
-        self, resource: Resource, claimed: Any, plan: Plan, updated: str, overrides: Mapping[str, int]
+        self,
+        resource: Resource,
+        claimed: Any,
+        plan: Plan,
+        updated: str,
+        overrides: Mapping[str, int],
+        held: Mapping[str, str],
     ) -> dict[str, bool]:
         applied: dict[str, bool] = {}
         kind = KINDS[resource_variant(resource)]
@@ -707,7 +819,9 @@ class _Pass:
             await asyncio.sleep(0)  # one subset's render and diff per step of the loop
             a = plan[subset.name]
             live = claimed.by_subset.get(subset.name)
-            rendered, overridden = self.render(subset, a, updated, overrides.get(subset.name, 0), live)
+            rendered, overridden = self.render(
+                subset, a, held.get(subset.name, updated), overrides.get(subset.name, 0), live
+            )
             applied[subset.name] = rendered.partition_applied
             if live is None:
                 if subset.name in claimed.terminating:
@@ -771,7 +885,17 @@ class _Pass:
     ) -> tuple[Rendered, bool]:
         """The child of ``subset`` with its reservation override (and whether it has one). From
         the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
-        then reads nothing of the pod template, which that child lacks; in full otherwise."""
+        then reads nothing of the pod template, which that child lacks; in full otherwise. A
+        child held at an older revision (a Progressive rollout) is rendered in full from that
+        revision's template."""
+        template = self.held_template(updated) if updated != self.update_revision else None
+        if template is not None:
+            ud = dataclasses.replace(self.ud, spec=dataclasses.replace(self.ud.spec, templates=(template,)))
+            rendered = render_child(
+                ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=updated, keys=self.keys
+            )
+            return rendered, self.override(rendered.object, override)
+        updated = self.update_revision
         complete = live is None
         while True:
             rendered = self.r.blueprints.render(

@@ -95,3 +95,15 @@ def _prune(value: Any) -> Any:
     if isinstance(value, list):
         return [_prune(v) for v in value]
     return value
+
+
+def template_of(stored: Any, variant: str) -> Template | None:
+    """The template a revision's Data holds for ``variant`` (None when it holds another kind or
+    is malformed): what a subset held back by a Progressive rollout is rendered from."""
+    held = json.loads(stored) if isinstance(stored, bytes | str) else stored
+    for key in ("spec", "template", variant):
+        held = held.get(key) if isinstance(held, dict) else None
+    if not isinstance(held, dict) or not isinstance(held.get("spec"), dict):
+        return None
+    metadata = held.get("metadata")
+    return Template(variant=variant, metadata=metadata if isinstance(metadata, dict) else {}, spec=held["spec"])

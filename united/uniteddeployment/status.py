@@ -70,6 +70,10 @@ class Facts:
     """Children still to delete (removed subsets, duplicates, other kinds)."""
     schedulable: Mapping[str, Json] = field(default_factory=dict)
     """Adaptive scheduling: each subset's ``Schedulable`` condition (``subsetStatuses[].conditions``)."""
+    rollout: Json | None = None
+    """A Progressive rollout's ``status.rollout`` (:mod:`united.uniteddeployment.rollout`)."""
+    rollout_states: Mapping[str, str] = field(default_factory=dict)
+    """A Progressive rollout: where each subset is (``subsetStatuses[].rollout``)."""
 
 
 def hpa_selector(selector: Mapping[str, Any] | None, *, reserved_label: str | None = None) -> str:
@@ -153,6 +157,8 @@ def compute(facts: Facts) -> Json:
         "updatedRevision": updated,
         "currentPartitions": {s["name"]: s["partition"] for s in subsets},
     }
+    if facts.rollout is not None:
+        status["rollout"] = dict(facts.rollout)
     status["conditions"] = _conditions(facts, status, subsets)
     return status
 
@@ -179,6 +185,8 @@ def _subset_statuses(facts: Facts) -> list[Json]:
             "reason": a.reason,
             "message": message,
         }
+        if a.name in facts.rollout_states:
+            entry["rollout"] = facts.rollout_states[a.name]
         if a.name in facts.schedulable:
             entry["conditions"] = [dict(facts.schedulable[a.name])]
         out.append(entry)
@@ -212,7 +220,14 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
     problem = facts.problem
     progress = None if facts.plan is None else _converged(facts, subsets)
     stalled = problem is not None and problem.stalled
-    if stalled and problem is not None:
+    rollout = facts.rollout or {}
+    if rollout.get("phase") == "Paused" and problem is None:
+        # Suspended, not progressing: GitOps tools must not wait on a rollout held on purpose.
+        reason = str(rollout.get("reason") or "Paused")
+        stalled_c = (False, reason, "")
+        reconciling_c = (False, reason, str(rollout.get("message") or ""))
+        ready_c = (False, reason, str(rollout.get("message") or ""))
+    elif stalled and problem is not None:
         stalled_c = (True, problem.reason, problem.message)
         reconciling_c = (False, "Stalled", problem.message)
         ready_c = (False, problem.reason, problem.message)

@@ -64,7 +64,9 @@ from united.uniteddeployment.model import (
     CLONE_SET,
     DEPLOYMENT,
     FIXED,
+    GROUP,
     MANUAL,
+    PROGRESSIVE,
     STATEFUL_SET,
     TEMPLATE_VARIANTS,
     Spec,
@@ -118,7 +120,7 @@ def checks(ud: UnitedDeployment) -> Iterator[list[FieldError]]:
         names: set[str] = set()
         for i, s in enumerate(spec.subsets):
             yield _subset(ud, keys, template, i, s, names)
-    yield errors + _update_strategy(spec)
+    yield errors + _update_strategy(spec, ud.group) + _progressive(ud)
 
 
 def validate_update(old: UnitedDeployment, new: UnitedDeployment) -> list[FieldError]:
@@ -470,12 +472,13 @@ def _patch(spec: Spec, template: Template, s: Subset, keys: Keys, path: Path) ->
     return errors
 
 
-def _update_strategy(spec: Spec) -> list[FieldError]:
+def _update_strategy(spec: Spec, group: str) -> list[FieldError]:
     path = SPEC.child("updateStrategy")
     errors: list[FieldError] = []
     kind = spec.update.type or MANUAL
-    if kind != MANUAL:
-        errors.append(not_supported(path.child("type"), spec.update.type, (MANUAL,)))
+    supported = (MANUAL, PROGRESSIVE) if group == GROUP else (MANUAL,)
+    if kind not in supported:
+        errors.append(not_supported(path.child("type"), spec.update.type, supported))
     names = {s.name for s in spec.subsets}
     ppath = path.child("manualUpdate").child("partitions")
     for name, value in (spec.update.partitions or {}).items():
@@ -484,6 +487,74 @@ def _update_strategy(spec: Spec) -> list[FieldError]:
         if value < 0:
             errors.append(invalid(ppath.key(name), value, "must be greater than or equal to 0"))
     return errors
+
+
+def _progressive(ud: UnitedDeployment) -> list[FieldError]:
+    """The Progressive strategy: ours only (OpenKruise's CRD and controllers know no such type, so
+    an ``apps.kruise.io`` manifest asking for it would roll everything at once there), with
+    waves naming existing subsets at most once, a budget that parses, and child update
+    strategies that can be held back."""
+    spec = ud.spec
+    path = SPEC.child("updateStrategy")
+    ppath = path.child("progressive")
+    progressive = spec.update.progressive
+    if spec.update.type != PROGRESSIVE:
+        if progressive is not None:
+            return [forbidden(ppath, "may only be set with type Progressive")]
+        return []
+    if ud.group != GROUP:
+        return []
+    errors: list[FieldError] = []
+    if spec.update.partitions:
+        errors.append(forbidden(path.child("manualUpdate"), "may not be combined with type Progressive"))
+    if progressive is None:
+        return errors
+    names = {s.name for s in spec.subsets}
+    seen: set[str] = set()
+    for i, wave in enumerate(progressive.waves):
+        wpath = ppath.child("waves").index(i).child("subsets")
+        if not wave.subsets:
+            errors.append(required(wpath, "a wave names at least one subset"))
+        for j, name in enumerate(wave.subsets):
+            if name in seen:
+                errors.append(duplicate(wpath.index(j), name))
+            elif name not in names:
+                errors.append(invalid(wpath.index(j), name, "not a subset of spec.topology.subsets"))
+            seen.add(name)
+    value = progressive.max_unavailable
+    if value is not None:
+        try:
+            resolve(spec.replicas or 0, value)
+        except ValueError:
+            errors.append(
+                invalid(ppath.child("maxUnavailable"), value, "must be an integer >= 0 or a percentage from 0% to 100%")
+            )
+    deadline = progressive.progress_deadline_seconds
+    if deadline is not None and deadline <= 0:
+        errors.append(invalid(ppath.child("progressDeadlineSeconds"), deadline, "must be greater than 0"))
+    if spec.schedule.reserves:
+        errors.append(
+            forbidden(
+                SPEC.child("topology").child("scheduleStrategy").child("adaptive").child("reserveUnschedulablePods"),
+                "may not be combined with a Progressive update: both set the children's maxUnavailable",
+            )
+        )
+    template = spec.template
+    if template is not None:
+        errors += _held_back(template)
+    return errors
+
+
+def _held_back(template: Template) -> list[FieldError]:
+    """A child whose update strategy takes no partition or rolling ``maxUnavailable``
+    (``OnDelete``, ``Recreate``) cannot be rolled wave by wave under a budget."""
+    field = "strategy" if template.variant == DEPLOYMENT else "updateStrategy"
+    strategy = template.spec.get(field)
+    kind = strategy.get("type") if isinstance(strategy, dict) else None
+    if kind in (None, "", "RollingUpdate") or template.variant == CLONE_SET:
+        return []
+    path = SPEC.child("template").child(template.variant).child("spec").child(field).child("type")
+    return [invalid(path, kind, "a Progressive update needs RollingUpdate")]
 
 
 STATEFUL_SET_MUTABLE = frozenset(

@@ -266,3 +266,12 @@ def test_same_keeps_list_order() -> None:
     containers = stored["spec"]["template"][DEPLOYMENT]["spec"]["template"]["spec"]["containers"]
     containers.reverse()
     assert not revision.same(stored, t)
+
+
+def test_a_revision_gives_back_its_template_for_its_kind_only() -> None:
+    template = Template("deploymentTemplate", {"labels": {"app": "web"}}, {"template": {"spec": {"containers": []}}})
+    stored = revision.data(template)
+    assert revision.template_of(stored, "deploymentTemplate") == template
+    assert revision.template_of(json.loads(stored), "deploymentTemplate") == template
+    assert revision.template_of(stored, "statefulSetTemplate") is None
+    assert revision.template_of({"spec": "garbage"}, "deploymentTemplate") is None

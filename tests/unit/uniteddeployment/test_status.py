@@ -155,3 +155,31 @@ def test_schedulable_conditions_go_to_their_subsets() -> None:
     a, b = status["subsetStatuses"]
     assert "conditions" not in a
     assert b["conditions"] == [cond]
+
+
+ROLLOUT = {"revision": "web-r2", "wave": 0, "waves": 2, "phase": "Progressing", "message": "wave 0 (a): 0/1"}
+
+
+def test_a_progressive_rollout_is_reported_with_each_subset_s_place() -> None:
+    views = {"a": ChildView("a1", 2, 2, 2, 2, 2), "b": ChildView("b1", 3, 3, 3, 0, 0)}
+    status = compute(facts(children=views, rollout=ROLLOUT, rollout_states={"a": "Updated", "b": "Pending"}))
+    assert status["rollout"] == ROLLOUT
+    assert [s["rollout"] for s in status["subsetStatuses"]] == ["Updated", "Pending"]
+    plain = compute(facts(children=views))
+    assert "rollout" not in plain and all("rollout" not in s for s in plain["subsetStatuses"])
+
+
+def test_a_paused_rollout_is_not_reconciling_nor_stalled() -> None:
+    views = {"a": ChildView("a1", 2, 2, 2, 2, 2), "b": ChildView("b1", 3, 3, 3, 0, 0)}
+    paused = {**ROLLOUT, "phase": "Paused", "reason": "WavePaused", "message": "paused until resumed"}
+    status = compute(facts(children=views, rollout=paused))
+    assert conditions(status) == {
+        "Ready": ("False", "WavePaused"),
+        "Reconciling": ("False", "WavePaused"),
+        "Stalled": ("False", "WavePaused"),
+        "UnitedDeploymentUpdated": ("False", "UnitedDeploymentRevisionUpdating"),
+    }
+    stuck = compute(
+        facts(children=views, rollout={**ROLLOUT, "phase": "Stalled"}, problem=Problem("RolloutStuck", "x"))
+    )
+    assert conditions(stuck)["Stalled"] == ("True", "RolloutStuck")

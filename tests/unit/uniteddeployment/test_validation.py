@@ -312,7 +312,7 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     (
         "update type",
         lambda d: d["spec"].update(updateStrategy={"type": "Auto"}),
-        'spec.updateStrategy.type: Unsupported value: "Auto": supported values: "Manual"',
+        'spec.updateStrategy.type: Unsupported value: "Auto": supported values: "Manual", "Progressive"',
     ),
     (
         "partition of unknown subset",

@@ -1,0 +1,254 @@
+"""Progressive rollouts on the local control plane (issue 13, item 1).
+
+Three subsets in zones ``zone-a`` … ``zone-c`` of the node simulator, 3 replicas each, a budget
+of 2 unavailable pods. Every pod event is counted (:mod:`tests.e2e.controller.availability`),
+so the budget is checked at every moment, not at each poll. StatefulSets run on the real
+kube-controller-manager, Deployments too; CloneSets on the simulator. Each test prints its
+timeline (``-s``) for the notes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e.controller.availability import Availability, watching
+from tests.e2e.controller.conftest import Controller
+from tests.e2e.controller.helpers import (
+    CHILDREN,
+    DEPLOYMENTS,
+    EVENTS,
+    condition,
+    get_ud,
+    patch_ud,
+    pods_of,
+    resource_for,
+    subset_of,
+    ud,
+    wait_ready,
+    zone,
+)
+from tests.e2e.controller.test_controller import quiescent
+from united.devcluster.simulation import Simulation
+from united.devcluster.wait import eventually
+from united.kube.client import JSON, KubeClient
+from united.uniteddeployment.rollout import RESUME_ANNOTATION
+
+pytestmark = pytest.mark.e2e
+
+STEP = 180.0
+"""Seconds any one step may take: far above what it needs, on a loaded machine."""
+BUDGET = 2
+SUBSETS = ("a", "b", "c")
+
+
+def progressive_ud(name: str, variant: str, waves: list[JSON], **progressive: Any) -> JSON:
+    subsets = [zone(s, f"zone-{s}", replicas=3) for s in SUBSETS]
+    strategy = {"type": "Progressive", "progressive": {"waves": waves, "maxUnavailable": BUDGET, **progressive}}
+    return ud(name, subsets, replicas=9, variant=variant, updateStrategy=strategy)
+
+
+def pod_spec(obj: JSON) -> JSON:
+    variant = next(iter(obj["spec"]["template"]))
+    spec: JSON = obj["spec"]["template"][variant]["spec"]["template"]["spec"]
+    return spec
+
+
+async def set_template(kube: KubeClient, namespace: str, doc: JSON, **changes: Any) -> None:
+    obj = await get_ud(kube, namespace, doc)
+    template = obj["spec"]["template"]
+    pod_spec(obj).update(changes)
+    await patch_ud(kube, namespace, doc, {"spec": {"template": template}})
+
+
+def image(tag: str) -> list[JSON]:
+    return [{"name": "main", "image": f"registry.invalid/united/app:{tag}"}]
+
+
+async def rollout_of(kube: KubeClient, namespace: str, doc: JSON, old: str) -> JSON:
+    obj = await get_ud(kube, namespace, doc)
+    status = obj.get("status") or {}
+    assert status.get("updatedRevision") not in (None, old), "new revision not seen yet"
+    assert status.get("observedGeneration") == obj["metadata"]["generation"], "status not caught up"
+    return obj
+
+
+async def images_by_subset(kube: KubeClient, namespace: str, doc: JSON) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {s: set() for s in SUBSETS}
+    for p in await pods_of(kube, namespace, doc["metadata"]["name"]):
+        out[p["metadata"]["labels"]["apps.united.io/subset-name"]].add(p["spec"]["containers"][0]["image"])
+    return out
+
+
+async def start(kube: KubeClient, namespace: str, doc: JSON) -> tuple[str, Availability]:
+    await kube.create(resource_for(doc), doc, namespace=namespace)
+    first = await wait_ready(kube, namespace, doc, within=STEP)
+    assert first["status"]["rollout"]["phase"] == "Completed"
+    return first["status"]["updatedRevision"], Availability(dict.fromkeys(SUBSETS, 3))
+
+
+async def new_revision(kube: KubeClient, namespace: str, doc: JSON, old: str, watched: Availability) -> str:
+    """Wait for the controller to see the template change; count pods of its revision from now."""
+    obj = await eventually(lambda: rollout_of(kube, namespace, doc, old), within=STEP, what="new revision")
+    watched.revision = str(obj["status"]["updatedRevision"])
+    return watched.revision
+
+
+async def wait_phase(kube: KubeClient, namespace: str, doc: JSON, old: str, *, phase: str, wave: int) -> JSON:
+    async def reached() -> JSON:
+        obj = await rollout_of(kube, namespace, doc, old)
+        r = obj["status"]["rollout"]
+        assert (r["phase"], r["wave"]) == (phase, wave), r
+        return obj
+
+    return await eventually(reached, within=STEP, what=f"rollout {phase} at wave {wave}")
+
+
+async def resume(kube: KubeClient, namespace: str, doc: JSON, revision: str, wave: int) -> None:
+    await patch_ud(kube, namespace, doc, {"metadata": {"annotations": {RESUME_ANNOTATION: f"{revision}/{wave}"}}})
+
+
+def report(title: str, watched: Availability, t0: float, marks: list[tuple[float, str]]) -> None:
+    print(f"\n== {title}: peak unavailable {watched.peak} (budget {BUDGET}) over {watched.events} pod events")
+    lines = watched.since(t0)
+    lines += [(at, f"+{at - t0:6.1f}s -- {text}") for at, text in marks]
+    for _, line in sorted(lines):
+        print(line)
+
+
+@pytest.mark.parametrize("variant", ["statefulSetTemplate", "deploymentTemplate"])
+async def test_waves_in_order_with_pauses_under_the_budget(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str, variant: str
+) -> None:
+    waves = [{"subsets": ["a"], "pause": {}}, {"subsets": ["b"], "pause": {"duration": "8s"}}]
+    doc = progressive_ud("waves", variant, waves)
+    old, watched = await start(kube, namespace, doc)
+    marks: list[tuple[float, str]] = []
+    async with watching(kube, watched, namespace=namespace, selector="app=waves"):
+        t0 = time.monotonic()
+        await set_template(kube, namespace, doc, containers=image("2"))
+        new = await new_revision(kube, namespace, doc, old, watched)
+        paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
+        marks.append((time.monotonic(), "wave 0 done, paused until resumed"))
+        assert paused["status"]["rollout"]["reason"] == "WavePaused"
+        assert condition(paused, "Reconciling")["status"] == "False"
+        states = {s["name"]: s["rollout"] for s in paused["status"]["subsetStatuses"]}
+        assert states == {"a": "Updated", "b": "Pending", "c": "Pending"}
+        images = await images_by_subset(kube, namespace, doc)
+        assert images == {
+            "a": {"registry.invalid/united/app:2"},
+            "b": {"registry.invalid/united/app:1"},
+            "c": {"registry.invalid/united/app:1"},
+        }
+        if variant == "deploymentTemplate":
+            children = {subset_of(c): c for c in (await kube.list(CHILDREN[variant], namespace=namespace)).items}
+            held = {n: c["spec"]["template"]["spec"]["containers"][0]["image"] for n, c in children.items()}
+            assert held == {
+                "a": "registry.invalid/united/app:2",
+                "b": "registry.invalid/united/app:1",
+                "c": "registry.invalid/united/app:1",
+            }, "Deployments of later waves keep the template of the revision they run"
+        else:
+            partitions = {s["name"]: s["partition"] for s in paused["status"]["subsetStatuses"]}
+            assert partitions == {"a": 0, "b": 3, "c": 3}
+        await resume(kube, namespace, doc, new, 0)
+        marks.append((time.monotonic(), "resume annotation for wave 0"))
+        done = await wait_phase(kube, namespace, doc, old, phase="Completed", wave=3)
+        marks.append((time.monotonic(), "Completed"))
+    report(f"{variant}: waves [a] pause {{}}, [b] pause 8s, [c]", watched, t0, marks)
+    assert watched.peak <= BUDGET, watched.since(t0)
+    assert set().union(*(await images_by_subset(kube, namespace, doc)).values()) == {"registry.invalid/united/app:2"}
+    assert watched.first_updated["a"] < watched.first_updated["b"] < watched.first_updated["c"]
+    assert watched.all_ready["a"] <= watched.first_updated["b"], "wave 1 started before wave 0 was ready"
+    gap = watched.first_updated["c"] - watched.all_ready["b"]
+    assert gap >= 6.5, f"wave 2 started {gap:.1f}s after wave 1 was ready; the pause is 8s"
+    assert done["status"]["rollout"]["waves"] == 3
+    assert condition(done, "Ready")["status"] == "True"
+
+
+async def test_cloneset_waves_and_a_new_template_mid_rollout(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("clones", "cloneSetTemplate", [{"subsets": ["a"], "pause": {}}, {"subsets": ["b"]}])
+    old, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=clones"):
+        t0 = time.monotonic()
+        await set_template(kube, namespace, doc, containers=image("2"))
+        first = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
+        second_revision = first["status"]["updatedRevision"]
+        await set_template(kube, namespace, doc, containers=image("3"))
+        newest = await new_revision(kube, namespace, doc, second_revision, watched)
+        again = await wait_phase(kube, namespace, doc, second_revision, phase="Paused", wave=0)
+        assert again["status"]["rollout"]["revision"] == newest
+        images = await images_by_subset(kube, namespace, doc)
+        assert images == {
+            "a": {"registry.invalid/united/app:3"},
+            "b": {"registry.invalid/united/app:1"},
+            "c": {"registry.invalid/united/app:1"},
+        }
+        partitions = {s["name"]: s["partition"] for s in again["status"]["subsetStatuses"]}
+        assert partitions == {"a": 0, "b": 3, "c": 3}
+        await resume(kube, namespace, doc, newest, 0)
+        await wait_phase(kube, namespace, doc, second_revision, phase="Completed", wave=3)
+    report("CloneSet: v2 paused at wave 0, then v3 from wave 0", watched, t0, [])
+    assert watched.peak <= BUDGET, watched.since(t0)
+    assert watched.all_ready["a"] <= watched.first_updated["b"] and watched.all_ready["b"] <= watched.first_updated["c"]
+
+
+async def test_a_wave_that_never_becomes_ready_stalls_the_rollout(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("stuck", "statefulSetTemplate", [{"subsets": ["a"]}], progressDeadlineSeconds=15)
+    old, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=stuck"):
+        t0 = time.monotonic()
+        await set_template(kube, namespace, doc, nodeSelector={"united.dev/nowhere": "true"})
+        await new_revision(kube, namespace, doc, old, watched)
+        stalled = await wait_phase(kube, namespace, doc, old, phase="Stalled", wave=0)
+    report("StatefulSet: wave 0's new pods never schedule", watched, t0, [])
+    assert stalled["status"]["rollout"]["reason"] == "RolloutStuck"
+    c = condition(stalled, "Stalled")
+    assert (c["status"], c["reason"]) == ("True", "RolloutStuck")
+    events = (await kube.list(EVENTS, namespace=namespace)).items
+    assert any(e["reason"] == "RolloutStuck" and e["type"] == "Warning" for e in events)
+    per = {s["name"]: (s["updatedReplicas"], s["partition"]) for s in stalled["status"]["subsetStatuses"]}
+    assert per["b"] == (0, 3) and per["c"] == (0, 3), per
+    assert watched.peak <= BUDGET
+
+    async def held() -> None:
+        obj = await get_ud(kube, namespace, doc)
+        assert obj["status"]["rollout"]["phase"] == "Stalled"
+        assert {s["name"]: s["updatedReplicas"] for s in obj["status"]["subsetStatuses"]}["b"] == 0
+
+    await eventually(held, within=10, what="still stalled")
+
+
+async def test_an_operator_pause_holds_every_deployment_then_the_rollout_settles(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("held", "deploymentTemplate", [], paused=True)
+    old, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=held"):
+        t0 = time.monotonic()
+        await set_template(kube, namespace, doc, containers=image("2"))
+        await new_revision(kube, namespace, doc, old, watched)
+        paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
+        assert paused["status"]["rollout"]["reason"] == "OperatorPaused"
+        await asyncio.sleep(3)
+        children = (await kube.list(DEPLOYMENTS, namespace=namespace)).items
+        assert {c["spec"]["template"]["spec"]["containers"][0]["image"] for c in children} == {
+            "registry.invalid/united/app:1"
+        }
+        assert watched.updated() == dict.fromkeys(SUBSETS, 0)
+        await patch_ud(kube, namespace, doc, {"spec": {"updateStrategy": {"progressive": {"paused": False}}}})
+        await wait_phase(kube, namespace, doc, old, phase="Completed", wave=1)
+    report("Deployment: paused by the operator, then resumed (one implicit wave)", watched, t0, [])
+    assert watched.peak <= BUDGET, watched.since(t0)
+    before = await quiescent(controller)
+    await asyncio.sleep(5)
+    after = controller.writes_by_resource()
+    changed = {r: after.get(r, 0) - n for r, n in before.items() if r != "leases" and after.get(r, 0) != n}
+    assert changed == {}, f"a completed rollout kept writing: {changed}"
