@@ -252,3 +252,31 @@ async def test_an_operator_pause_holds_every_deployment_then_the_rollout_settles
     after = controller.writes_by_resource()
     changed = {r: after.get(r, 0) - n for r, n in before.items() if r != "leases" and after.get(r, 0) != n}
     assert changed == {}, f"a completed rollout kept writing: {changed}"
+
+
+async def test_removing_a_subset_grows_the_others_first_and_drains_it_last(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("moving", "deploymentTemplate", [])
+    _, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=moving"):
+        t0 = time.monotonic()
+        subsets = [zone("a", "zone-a", replicas=5), zone("b", "zone-b", replicas=4)]
+        await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": subsets}}})
+
+        async def moved() -> None:
+            children = {subset_of(c): c for c in (await kube.list(DEPLOYMENTS, namespace=namespace)).items}
+            assert set(children) == {"a", "b"}, sorted(children)
+            obj = await get_ud(kube, namespace, doc)
+            assert condition(obj, "Ready")["status"] == "True"
+            assert {s["name"]: s["readyReplicas"] for s in obj["status"]["subsetStatuses"]} == {"a": 5, "b": 4}
+
+        await eventually(moved, within=STEP, what="subset c drained and deleted, a and b grown")
+    lines = [f"+{at - t0:6.1f}s ready={sum(r.values())} {r}" for at, r in watched.readiness if at >= t0]
+    print(f"\n== Deployment: subset c removed (a 3->5, b 3->4); fewest ready pods {watched.lowest_ready}")
+    print("\n".join(lines))
+    assert watched.lowest_ready is not None and watched.lowest_ready >= 9 - BUDGET, lines
+    events = (await kube.list(EVENTS, namespace=namespace)).items
+    assert any("of removed subset c: draining from 3 to" in e["message"] for e in events), [
+        e["message"] for e in events
+    ]
