@@ -280,3 +280,29 @@ async def test_removing_a_subset_grows_the_others_first_and_drains_it_last(
     assert any("of removed subset c: draining from 3 to" in e["message"] for e in events), [
         e["message"] for e in events
     ]
+
+
+async def test_a_percentage_shift_grows_the_receiver_before_the_donor_shrinks(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    subsets = [zone("a", "zone-a", replicas="75%"), zone("b", "zone-b")]
+    strategy = {"type": "Progressive", "progressive": {"maxUnavailable": 1}}
+    doc = ud("shifting", subsets, replicas=8, updateStrategy=strategy)
+    await kube.create(resource_for(doc), doc, namespace=namespace)
+    await wait_ready(kube, namespace, doc, within=STEP)
+    watched = Availability({"a": 6, "b": 2})
+    async with watching(kube, watched, namespace=namespace, selector="app=shifting"):
+        t0 = time.monotonic()
+        subsets[0]["replicas"] = "25%"
+        await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": subsets}}})
+
+        async def shifted() -> None:
+            obj = await get_ud(kube, namespace, doc)
+            assert condition(obj, "Ready")["status"] == "True"
+            assert {s["name"]: s["readyReplicas"] for s in obj["status"]["subsetStatuses"]} == {"a": 2, "b": 6}
+
+        await eventually(shifted, within=STEP, what="a 6 -> 2, b 2 -> 6")
+    lines = [f"+{at - t0:6.1f}s ready={sum(r.values())} {r}" for at, r in watched.readiness if at >= t0]
+    print(f"\n== Deployment: a 75% -> 25% of 8, budget 1; fewest ready pods {watched.lowest_ready}")
+    print("\n".join(lines))
+    assert watched.lowest_ready is not None and watched.lowest_ready >= 8 - 1, lines
