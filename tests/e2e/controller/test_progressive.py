@@ -85,8 +85,14 @@ async def images_by_subset(kube: KubeClient, namespace: str, doc: JSON) -> dict[
 
 async def start(kube: KubeClient, namespace: str, doc: JSON) -> tuple[str, Availability]:
     await kube.create(resource_for(doc), doc, namespace=namespace)
-    first = await wait_ready(kube, namespace, doc, within=STEP)
-    assert first["status"]["rollout"]["phase"] == "Completed"
+    await wait_ready(kube, namespace, doc, within=STEP)
+
+    async def completed() -> JSON:
+        obj = await get_ud(kube, namespace, doc)
+        assert obj["status"]["rollout"]["phase"] == "Completed", obj["status"]["rollout"]
+        return obj
+
+    first = await eventually(completed, within=STEP, what="first rollout Completed")
     return first["status"]["updatedRevision"], Availability(dict.fromkeys(SUBSETS, 3))
 
 
@@ -306,3 +312,20 @@ async def test_a_percentage_shift_grows_the_receiver_before_the_donor_shrinks(
     print(f"\n== Deployment: a 75% -> 25% of 8, budget 1; fewest ready pods {watched.lowest_ready}")
     print("\n".join(lines))
     assert watched.lowest_ready is not None and watched.lowest_ready >= 8 - 1, lines
+
+
+async def test_a_wave_waits_for_min_ready_seconds(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("slow", "deploymentTemplate", [{"subsets": ["a"]}])
+    doc["spec"]["template"]["deploymentTemplate"]["spec"]["minReadySeconds"] = 4
+    old, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=slow"):
+        t0 = time.monotonic()
+        await set_template(kube, namespace, doc, containers=image("2"))
+        await new_revision(kube, namespace, doc, old, watched)
+        await wait_phase(kube, namespace, doc, old, phase="Completed", wave=2)
+    report("Deployment: minReadySeconds 4, waves [a], [b, c]", watched, t0, [])
+    gap = min(watched.first_updated["b"], watched.first_updated["c"]) - watched.all_ready["a"]
+    assert gap >= 2.5, f"wave 1 started {gap:.1f}s after wave 0 was Ready; minReadySeconds is 4"
+    assert watched.peak <= BUDGET, watched.since(t0)
