@@ -935,21 +935,20 @@ class _Pass:
         return applied
 
     def render(
-        self, subset: Subset, a: Allocation, updated: str, override: int, live: Json | None
+        self, subset: Subset, a: Allocation, revision_name: str, override: int, live: Json | None
     ) -> tuple[Rendered, bool]:
         """The child of ``subset`` with its reservation override (and whether it has one). From
         the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
         then reads nothing of the pod template, which that child lacks; in full otherwise. A
         child held at an older revision (a Progressive rollout) is rendered in full from that
-        revision's template."""
-        template = self.held_template(updated) if updated != self.update_revision else None
+        revision's template (``revision_name``; the updated revision's when it is gone)."""
+        template = self.held_template(revision_name) if revision_name != self.update_revision else None
         if template is not None:
             ud = dataclasses.replace(self.ud, spec=dataclasses.replace(self.ud.spec, templates=(template,)))
             rendered = render_child(
-                ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=updated, keys=self.keys
+                ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=revision_name, keys=self.keys
             )
             return rendered, self.override(rendered.object, override)
-        updated = self.update_revision
         complete = live is None
         while True:
             rendered = self.r.blueprints.render(
@@ -958,7 +957,7 @@ class _Pass:
                 subset=subset,
                 replicas=a.replicas,
                 partition=a.partition,
-                revision=updated,
+                revision=self.update_revision,
                 keys=self.keys,
                 complete=complete,
             )
@@ -968,7 +967,7 @@ class _Pass:
             complete = True
 
     def override(self, child: Json, value: int) -> bool:
-        """Write a reservation ``maxUnavailable`` into a rendered child and fold it into the
+        """Write a reservation's or a rollout's ``maxUnavailable`` into a rendered child and fold it into the
         child's spec digest, so the diff sees it come and go like any other rendered change
         (when it goes, the template's own strategy is written back)."""
         template = self.ud.spec.template
