@@ -35,6 +35,8 @@ from tests.e2e.controller.test_controller import quiescent
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
+from united.uniteddeployment import revision
+from united.uniteddeployment.model import parse
 from united.uniteddeployment.rollout import RESUME_ANNOTATION
 
 pytestmark = pytest.mark.e2e
@@ -57,11 +59,15 @@ def pod_spec(obj: JSON) -> JSON:
     return spec
 
 
-async def set_template(kube: KubeClient, namespace: str, doc: JSON, **changes: Any) -> None:
+async def set_template(kube: KubeClient, namespace: str, doc: JSON, **changes: Any) -> str:
+    """Change the pod template; the name of the revision it makes (before the controller acts)."""
     obj = await get_ud(kube, namespace, doc)
     template = obj["spec"]["template"]
     pod_spec(obj).update(changes)
-    await patch_ud(kube, namespace, doc, {"spec": {"template": template}})
+    patched = await patch_ud(kube, namespace, doc, {"spec": {"template": template}})
+    parsed = parse(patched).spec.template
+    assert parsed is not None
+    return revision.name(doc["metadata"]["name"], parsed, int(patched["status"].get("collisionCount") or 0))
 
 
 def image(tag: str) -> list[JSON]:
@@ -96,10 +102,14 @@ async def start(kube: KubeClient, namespace: str, doc: JSON) -> tuple[str, Avail
     return first["status"]["updatedRevision"], Availability(dict.fromkeys(SUBSETS, 3))
 
 
-async def new_revision(kube: KubeClient, namespace: str, doc: JSON, old: str, watched: Availability) -> str:
-    """Wait for the controller to see the template change; count pods of its revision from now."""
+async def new_template(
+    kube: KubeClient, namespace: str, doc: JSON, old: str, watched: Availability, **changes: Any
+) -> str:
+    """Change the pod template, counting the pods of its revision from before the controller
+    acts; return that revision once the controller has seen it."""
+    watched.revision = await set_template(kube, namespace, doc, **changes)
     obj = await eventually(lambda: rollout_of(kube, namespace, doc, old), within=STEP, what="new revision")
-    watched.revision = str(obj["status"]["updatedRevision"])
+    assert obj["status"]["updatedRevision"] == watched.revision
     return watched.revision
 
 
@@ -135,8 +145,7 @@ async def test_waves_in_order_with_pauses_under_the_budget(
     marks: list[tuple[float, str]] = []
     async with watching(kube, watched, namespace=namespace, selector="app=waves"):
         t0 = time.monotonic()
-        await set_template(kube, namespace, doc, containers=image("2"))
-        new = await new_revision(kube, namespace, doc, old, watched)
+        new = await new_template(kube, namespace, doc, old, watched, containers=image("2"))
         paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
         marks.append((time.monotonic(), "wave 0 done, paused until resumed"))
         assert paused["status"]["rollout"]["reason"] == "WavePaused"
@@ -185,8 +194,7 @@ async def test_cloneset_waves_and_a_new_template_mid_rollout(
         await set_template(kube, namespace, doc, containers=image("2"))
         first = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
         second_revision = first["status"]["updatedRevision"]
-        await set_template(kube, namespace, doc, containers=image("3"))
-        newest = await new_revision(kube, namespace, doc, second_revision, watched)
+        newest = await new_template(kube, namespace, doc, second_revision, watched, containers=image("3"))
         again = await wait_phase(kube, namespace, doc, second_revision, phase="Paused", wave=0)
         assert again["status"]["rollout"]["revision"] == newest
         images = await images_by_subset(kube, namespace, doc)
@@ -211,8 +219,7 @@ async def test_a_wave_that_never_becomes_ready_stalls_the_rollout(
     old, watched = await start(kube, namespace, doc)
     async with watching(kube, watched, namespace=namespace, selector="app=stuck"):
         t0 = time.monotonic()
-        await set_template(kube, namespace, doc, nodeSelector={"united.dev/nowhere": "true"})
-        await new_revision(kube, namespace, doc, old, watched)
+        await new_template(kube, namespace, doc, old, watched, nodeSelector={"united.dev/nowhere": "true"})
         stalled = await wait_phase(kube, namespace, doc, old, phase="Stalled", wave=0)
     report("StatefulSet: wave 0's new pods never schedule", watched, t0, [])
     assert stalled["status"]["rollout"]["reason"] == "RolloutStuck"
@@ -239,8 +246,7 @@ async def test_an_operator_pause_holds_every_deployment_then_the_rollout_settles
     old, watched = await start(kube, namespace, doc)
     async with watching(kube, watched, namespace=namespace, selector="app=held"):
         t0 = time.monotonic()
-        await set_template(kube, namespace, doc, containers=image("2"))
-        await new_revision(kube, namespace, doc, old, watched)
+        await new_template(kube, namespace, doc, old, watched, containers=image("2"))
         paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
         assert paused["status"]["rollout"]["reason"] == "OperatorPaused"
         await asyncio.sleep(3)
@@ -322,8 +328,7 @@ async def test_a_wave_waits_for_min_ready_seconds(
     old, watched = await start(kube, namespace, doc)
     async with watching(kube, watched, namespace=namespace, selector="app=slow"):
         t0 = time.monotonic()
-        await set_template(kube, namespace, doc, containers=image("2"))
-        await new_revision(kube, namespace, doc, old, watched)
+        await new_template(kube, namespace, doc, old, watched, containers=image("2"))
         await wait_phase(kube, namespace, doc, old, phase="Completed", wave=2)
     report("Deployment: minReadySeconds 4, waves [a], [b, c]", watched, t0, [])
     gap = min(watched.first_updated["b"], watched.first_updated["c"]) - watched.all_ready["a"]
