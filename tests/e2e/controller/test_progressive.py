@@ -273,8 +273,26 @@ async def test_removing_a_subset_grows_the_others_first_and_drains_it_last(
     _, watched = await start(kube, namespace, doc)
     async with watching(kube, watched, namespace=namespace, selector="app=moving"):
         t0 = time.monotonic()
+        await sim.set_zone_full("zone-a")
+        await sim.set_zone_full("zone-b")
         subsets = [zone("a", "zone-a", replicas=5), zone("b", "zone-b", replicas=4)]
         await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": subsets}}})
+
+        async def draining() -> None:
+            obj = await get_ud(kube, namespace, doc)
+            c = next(s for s in obj["status"]["subsetStatuses"] if s["name"] == "c")
+            assert (c["rollout"], c["reason"], c["desired"]) == ("Draining", "draining", 1), c
+            children = {
+                subset_of(c): c["spec"]["replicas"] for c in (await kube.list(DEPLOYMENTS, namespace=namespace)).items
+            }
+            assert children == {"a": 5, "b": 4, "c": 1}, children
+
+        # The receivers' new pods cannot schedule: c gives only what the budget allows, and stays.
+        await eventually(draining, within=STEP, what="subset c draining, one replica kept")
+        await asyncio.sleep(3)
+        await draining()
+        await sim.set_zone_full("zone-a", False)
+        await sim.set_zone_full("zone-b", False)
 
         async def moved() -> None:
             children = {subset_of(c): c for c in (await kube.list(DEPLOYMENTS, namespace=namespace)).items}
@@ -285,7 +303,10 @@ async def test_removing_a_subset_grows_the_others_first_and_drains_it_last(
 
         await eventually(moved, within=STEP, what="subset c drained and deleted, a and b grown")
     lines = [f"+{at - t0:6.1f}s ready={sum(r.values())} {r}" for at, r in watched.readiness if at >= t0]
-    print(f"\n== Deployment: subset c removed (a 3->5, b 3->4); fewest ready pods {watched.lowest_ready}")
+    print(
+        "\n== Deployment: subset c removed (a 3->5, b 3->4), zones a and b full at first;"
+        f" fewest ready pods {watched.lowest_ready}"
+    )
     print("\n".join(lines))
     assert watched.lowest_ready is not None and watched.lowest_ready >= 9 - BUDGET, lines
     events = (await kube.list(EVENTS, namespace=namespace)).items
