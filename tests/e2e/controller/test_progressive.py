@@ -374,3 +374,22 @@ async def test_a_scale_down_is_not_held_back_by_unavailable_pods(
 
     # 6 of 9 pods unavailable: a shift would wait; the HPA's scale-down does not.
     await eventually(scaled, within=30, what="every subset scaled to 1 at once")
+
+
+async def test_undo_mid_rollout_rolls_back_only_what_had_moved(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("undo", "deploymentTemplate", [{"subsets": ["a"], "pause": {}}])
+    first, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=undo"):
+        t0 = time.monotonic()
+        second = await new_template(kube, namespace, doc, first, watched, containers=image("2"))
+        await wait_phase(kube, namespace, doc, first, phase="Paused", wave=0)
+        # What `kubectl united rollout undo` does: the previous revision's template back in spec.
+        back = await new_template(kube, namespace, doc, second, watched, containers=image("1"))
+        assert back == first, "the old revision is reused, not a new one made"
+        done = await wait_phase(kube, namespace, doc, second, phase="Completed", wave=2)
+    report("Deployment: undo while paused after wave 0", watched, t0, [])
+    assert done["status"]["rollout"]["revision"] == first
+    assert set().union(*(await images_by_subset(kube, namespace, doc)).values()) == {"registry.invalid/united/app:1"}
+    assert watched.peak <= BUDGET, watched.since(t0)
