@@ -722,8 +722,13 @@ def test_an_unknown_sample_is_one_line_exit_2() -> None:
     assert r.errors[0].startswith("NAME: no sample 'nope'; known: arch-patch, ")
 
 
-@pytest.mark.parametrize(("group", "crd"), [(GROUP, "crds/apps.united.io_uniteddeployments.yaml"),
-                                            (KRUISE_GROUP, "crds/compat/apps.kruise.io_uniteddeployments.yaml")])
+@pytest.mark.parametrize(
+    ("group", "crd"),
+    [
+        (GROUP, "crds/apps.united.io_uniteddeployments.yaml"),
+        (KRUISE_GROUP, "crds/compat/apps.kruise.io_uniteddeployments.yaml"),
+    ],
+)
 def test_install_print_is_the_crd_and_the_rendered_overlay(group: str, crd: str) -> None:
     r = united("install", "--api-group", group, "--print")
     assert (r.code, r.err) == (0, "")
@@ -754,12 +759,18 @@ def test_install_without_a_reachable_cluster_is_one_line_exit_2(tmp_path: Path) 
 
     kubeconfig = tmp_path / "kubeconfig"
     server = f"https://127.0.0.1:{_closed_port()}"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-    }))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+            }
+        )
+    )
     down = united("install", "--kubeconfig", str(kubeconfig))
     assert (down.code, down.out) == (2, "")
     assert len(down.errors) == 1, down.err

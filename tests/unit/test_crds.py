@@ -298,9 +298,7 @@ def structural_problems(schema: Obj, path: str = "<root>") -> list[str]:
             problems.append(f"{where}: arrays must declare items")
         if "items" in node and not isinstance(node["items"], dict):
             problems.append(f"{where}: items must be a single schema")
-        if (type_ is not None and type_ != "object") and (
-            "properties" in node or "additionalProperties" in node
-        ):
+        if (type_ is not None and type_ != "object") and ("properties" in node or "additionalProperties" in node):
             problems.append(f"{where}: properties on a non-object")
         for name in node.get("required", []):
             if name not in node.get("properties", {}):
@@ -341,9 +339,7 @@ def structural_problems(schema: Obj, path: str = "<root>") -> list[str]:
                 elif key not in items.get("required", []) and "default" not in prop:
                     problems.append(f"{where}: map key {key!r} must be required or defaulted")
         map_type = node.get("x-kubernetes-map-type")
-        if map_type is not None and (
-            map_type not in ("granular", "atomic") or node.get("type") != "object"
-        ):
+        if map_type is not None and (map_type not in ("granular", "atomic") or node.get("type") != "object"):
             problems.append(f"{where}: bad x-kubernetes-map-type {map_type!r}")
 
     def check_default(node: Obj, where: str) -> None:
@@ -432,9 +428,7 @@ def test_crd_file_is_one_v1_crd(path: Path) -> None:
 
 def test_united_crd_versions() -> None:
     spec = crd_for_group("apps.united.io")["spec"]
-    assert [(v["name"], v["served"], v["storage"]) for v in spec["versions"]] == [
-        ("v1alpha1", True, True)
-    ]
+    assert [(v["name"], v["served"], v["storage"]) for v in spec["versions"]] == [("v1alpha1", True, True)]
 
 
 def test_kruise_compat_crd_versions_and_conversion() -> None:
@@ -629,11 +623,7 @@ def test_structural_lint_accepts_escapes() -> None:
 
 
 def test_every_int_or_string_node_is_a_replica_field() -> None:
-    nodes = [
-        where
-        for where, node in walk_nodes(united_schema())
-        if node.get("x-kubernetes-int-or-string")
-    ]
+    nodes = [where for where, node in walk_nodes(united_schema()) if node.get("x-kubernetes-int-or-string")]
     prefix = ".spec.topology.subsets.items"
     assert sorted(nodes) == [
         f"{prefix}.maxReplicas",
@@ -971,9 +961,7 @@ def test_minimal_ud_is_valid() -> None:
     [(mutate, expected) for _, mutate, expected in BAD_MANIFESTS],
     ids=[name for name, _, _ in BAD_MANIFESTS],
 )
-def test_bad_manifest_is_rejected_on_the_expected_field(
-    mutate: Callable[[Obj], None], expected: Problem
-) -> None:
+def test_bad_manifest_is_rejected_on_the_expected_field(mutate: Callable[[Obj], None], expected: Problem) -> None:
     ud = minimal_ud()
     mutate(ud)
     assert api_server_problems(ud, united_schema()) == [expected]
@@ -1298,12 +1286,7 @@ def test_hpa_sample_targets_an_autoscalable_sample() -> None:
     assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
     target = hpa["spec"]["scaleTargetRef"]
     assert (target["apiVersion"], target["kind"]) == ("apps.united.io/v1alpha1", "UnitedDeployment")
-    (ud,) = [
-        doc
-        for path in ud_sample_paths()
-        for doc in ud_docs(path)
-        if doc["metadata"]["name"] == target["name"]
-    ]
+    (ud,) = [doc for path in ud_sample_paths() for doc in ud_docs(path) if doc["metadata"]["name"] == target["name"]]
     # any replica count in [min, max] must keep the spec valid (reference section 13)
     for replicas in (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"], 137):
         scaled = copy.deepcopy(ud)

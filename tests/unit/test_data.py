@@ -39,8 +39,13 @@ def test_every_repository_file_is_shipped_byte_for_byte() -> None:
         assert (data.ROOT / relative).read_bytes() == (REPO / relative).read_bytes()
 
 
-@pytest.mark.parametrize(("group", "path"), [(GROUP, "crds/apps.united.io_uniteddeployments.yaml"),
-                                             (KRUISE_GROUP, "crds/compat/apps.kruise.io_uniteddeployments.yaml")])
+@pytest.mark.parametrize(
+    ("group", "path"),
+    [
+        (GROUP, "crds/apps.united.io_uniteddeployments.yaml"),
+        (KRUISE_GROUP, "crds/compat/apps.kruise.io_uniteddeployments.yaml"),
+    ],
+)
 def test_crd_of_each_group(group: str, path: str) -> None:
     (crd,) = data.documents(data.crd(group))
     assert crd["spec"]["group"] == group
@@ -52,7 +57,8 @@ def test_crds_of_each_group_are_every_kind(group: str, directory: str) -> None:
     paths = [f"{directory}/{group}_{plural}.yaml" for plural in ("uniteddeployments", "workloadspreads")]
     assert [p.read_bytes() for p in data.crds(group)] == [(REPO / p).read_bytes() for p in paths]
     assert [d["spec"]["names"]["kind"] for d in data.documents(*data.crds(group))] == [
-        "UnitedDeployment", "WorkloadSpread",
+        "UnitedDeployment",
+        "WorkloadSpread",
     ]
 
 
@@ -74,13 +80,27 @@ def test_unknown_sample_names_the_known_ones() -> None:
 def test_controller_is_the_crds_then_the_base_kustomization() -> None:
     docs = data.controller(GROUP)
     assert [d["kind"] for d in docs] == [
-        "CustomResourceDefinition", "CustomResourceDefinition",
-        "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service",
-        "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "CustomResourceDefinition",
+        "CustomResourceDefinition",
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "Service",
+        "Service",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
     ]
     assert [(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in docs[:2]] == [
-        (GROUP, "UnitedDeployment"), (GROUP, "WorkloadSpread"),
+        (GROUP, "UnitedDeployment"),
+        (GROUP, "WorkloadSpread"),
     ]
     assert all(d["metadata"]["namespace"] == "united-system" for d in docs if d["kind"] in ("Role", "Deployment"))
 

@@ -22,27 +22,37 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_resources_in_order_and_the_namespace_on_namespaced_objects_only(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {
-        "base/kustomization.yaml": "namespace: ns\nresources: [role.yaml, sa.yaml, d.yaml]\n",
-        "base/role.yaml": ROLE, "base/sa.yaml": SERVICE_ACCOUNT, "base/d.yaml": DEPLOYMENT,
-    })
+    root = _tree(
+        tmp_path,
+        {
+            "base/kustomization.yaml": "namespace: ns\nresources: [role.yaml, sa.yaml, d.yaml]\n",
+            "base/role.yaml": ROLE,
+            "base/sa.yaml": SERVICE_ACCOUNT,
+            "base/d.yaml": DEPLOYMENT,
+        },
+    )
     objects = build(root, "base")
     assert [(o["kind"], o["metadata"].get("namespace")) for o in objects] == [
-        ("ClusterRole", None), ("ServiceAccount", "ns"), ("Deployment", "ns"),
+        ("ClusterRole", None),
+        ("ServiceAccount", "ns"),
+        ("Deployment", "ns"),
     ]
 
 
 def test_an_overlay_patches_its_base_and_adds_resources(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {
-        "base/kustomization.yaml": "namespace: ns\nresources: [d.yaml]\n",
-        "base/d.yaml": DEPLOYMENT,
-        "over/kustomization.yaml": (
-            "bases: [../base]\nresources: [role.yaml]\npatchesJson6902:\n"
-            "- target: {group: apps, version: v1, kind: Deployment, name: d, namespace: ns}\n  path: p.yaml\n"
-        ),
-        "over/role.yaml": ROLE,
-        "over/p.yaml": "- {op: replace, path: /spec/replicas, value: 3}\n",
-    })
+    root = _tree(
+        tmp_path,
+        {
+            "base/kustomization.yaml": "namespace: ns\nresources: [d.yaml]\n",
+            "base/d.yaml": DEPLOYMENT,
+            "over/kustomization.yaml": (
+                "bases: [../base]\nresources: [role.yaml]\npatchesJson6902:\n"
+                "- target: {group: apps, version: v1, kind: Deployment, name: d, namespace: ns}\n  path: p.yaml\n"
+            ),
+            "over/role.yaml": ROLE,
+            "over/p.yaml": "- {op: replace, path: /spec/replicas, value: 3}\n",
+        },
+    )
     objects = build(root, "over")
     assert [o["kind"] for o in objects] == ["Deployment", "ClusterRole"]
     assert objects[0]["spec"]["replicas"] == 3

@@ -21,8 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     prov = commands.add_parser("provision", help="build or confirm the cached binaries")
     prov.add_argument("--force", action="store_true", help="rebuild even if the cache is complete")
-    prov.add_argument("--check", action="store_true",
-                      help="only report whether the cache is complete (exit 1 if not)")
+    prov.add_argument("--check", action="store_true", help="only report whether the cache is complete (exit 1 if not)")
     commands.add_parser("start", help="start a control plane and wait for Ctrl-C")
     args = parser.parse_args(argv)
 

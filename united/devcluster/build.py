@@ -334,7 +334,7 @@ class _Builder:
         so the vendored OpenAPI type check ``DeepEqual(Zero(T), ValueOf(v))`` calls every
         empty string in a custom resource ``null`` and rejects it ("must be of type string").
         Built with the Go of its day, that comparison only ever matched ``nil``; say so."""
-        self.report("[4/6] patch: OpenAPI validation treats \"\" as null under Go >= 1.18")
+        self.report('[4/6] patch: OpenAPI validation treats "" as null under Go >= 1.18')
         patched = []
         for relative in OPENAPI_TYPE_CHECKS:
             path = tree / relative

@@ -79,27 +79,65 @@ def generate(
     extensions.write_text(serving_extensions(hosts))
 
     def run(*args: str) -> None:
-        result = subprocess.run(
-            [openssl, *args], capture_output=True, text=True, check=False, cwd=directory
-        )
+        result = subprocess.run([openssl, *args], capture_output=True, text=True, check=False, cwd=directory)
         if result.returncode != 0:
             raise CertificateError(f"openssl {args[0]} failed: {result.stderr.strip()}")
 
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "3650",
-        "-subj", "/CN=united-devcluster-ca",
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-sha256",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=united-devcluster-ca",
         # Python >= 3.13 verifies strictly (VERIFY_X509_STRICT): a CA must state its key usage.
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        "-keyout", str(certs.ca_key), "-out", str(certs.ca_cert))
-    run("req", "-new", "-newkey", "rsa:2048", "-nodes", "-sha256",
-        "-subj", "/CN=kube-apiserver",
-        "-keyout", str(certs.serving_key), "-out", str(csr))
-    run("x509", "-req", "-sha256", "-days", "365", "-in", str(csr),
-        "-CA", str(certs.ca_cert), "-CAkey", str(certs.ca_key), "-CAcreateserial",
-        "-extfile", str(extensions), "-out", str(certs.serving_cert))
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        "-keyout",
+        str(certs.ca_key),
+        "-out",
+        str(certs.ca_cert),
+    )
+    run(
+        "req",
+        "-new",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-sha256",
+        "-subj",
+        "/CN=kube-apiserver",
+        "-keyout",
+        str(certs.serving_key),
+        "-out",
+        str(csr),
+    )
+    run(
+        "x509",
+        "-req",
+        "-sha256",
+        "-days",
+        "365",
+        "-in",
+        str(csr),
+        "-CA",
+        str(certs.ca_cert),
+        "-CAkey",
+        str(certs.ca_key),
+        "-CAcreateserial",
+        "-extfile",
+        str(extensions),
+        "-out",
+        str(certs.serving_cert),
+    )
     run("genrsa", "-out", str(certs.service_account_key), "2048")
-    run("rsa", "-in", str(certs.service_account_key), "-pubout",
-        "-out", str(certs.service_account_pub))
+    run("rsa", "-in", str(certs.service_account_key), "-pubout", "-out", str(certs.service_account_pub))
     for path in (certs.ca_key, certs.serving_key, certs.service_account_key):
         path.chmod(0o600)
     return certs

@@ -102,8 +102,7 @@ def _crd(kind: str, plural: str, short: Sequence[str], versions: Sequence[str]) 
                     "additionalPrinterColumns": [
                         {"name": "Desired", "type": "integer", "jsonPath": ".spec.replicas"},
                         {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
-                        {"name": "Updated", "type": "integer",
-                         "jsonPath": ".status.updatedReplicas"},
+                        {"name": "Updated", "type": "integer", "jsonPath": ".status.updatedReplicas"},
                     ],
                 }
                 for i, version in enumerate(versions)
@@ -142,8 +141,7 @@ async def install(client: KubeClient, crds: Sequence[JSON], *, within: float = 3
             await client.create(CRDS, crd)
         except AlreadyExists:
             live = await client.get(CRDS, name)
-            body = {**crd, "metadata": {**crd["metadata"],
-                                        "resourceVersion": live["metadata"]["resourceVersion"]}}
+            body = {**crd, "metadata": {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
             await client.replace(CRDS, body)
 
     async def established() -> None:
@@ -151,5 +149,4 @@ async def install(client: KubeClient, crds: Sequence[JSON], *, within: float = 3
             live = await client.get(CRDS, crd["metadata"]["name"])
             assert is_established(live), f"CRD {crd['metadata']['name']} not established yet"
 
-    await eventually(established, within=within, what="CRDs established",
-                     retry_on=(AssertionError, NotFound))
+    await eventually(established, within=within, what="CRDs established", retry_on=(AssertionError, NotFound))

@@ -78,9 +78,7 @@ def render_kubeconfig(
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {"name": cluster, "cluster": {"server": server, "certificate-authority": str(ca_cert)}}
-        ],
+        "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority": str(ca_cert)}}],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": f"{user}@{cluster}", "context": context}],
         "current-context": f"{user}@{cluster}",

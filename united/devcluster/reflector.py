@@ -81,9 +81,7 @@ class Reflector:
                 delay = min(delay * 2, self.max_retry_delay)
 
     async def _relist(self) -> str:
-        listed = await self.client.list(
-            self.resource, namespace=self.namespace, label_selector=self.label_selector
-        )
+        listed = await self.client.list(self.resource, namespace=self.namespace, label_selector=self.label_selector)
         fresh = {object_key(obj): obj for obj in listed.items}
         vanished = [obj for key, obj in self.cache.items() if key not in fresh]
         self.cache = fresh

@@ -51,8 +51,7 @@ class Simulation:
 
     def start(self, *, timeout: float = 90.0) -> None:
         """Start the thread; return when the nodes exist and the watches have synced."""
-        self._thread = threading.Thread(target=self._main, name="devcluster-simulation",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._main, name="devcluster-simulation", daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout):
             raise TimeoutError(f"simulation did not start within {timeout:g}s")

@@ -27,12 +27,7 @@ class SourceEntry:
     def covers(self, kind: str, suite: str, component: str) -> bool:
         """Whether this entry provides ``kind`` (``deb``/``deb-src``) of suite/component."""
         enabled = self.options.get("Enabled", "yes").lower() != "no"
-        return (
-            enabled
-            and kind in self.types
-            and suite in self.suites
-            and component in self.components
-        )
+        return enabled and kind in self.types and suite in self.suites and component in self.components
 
 
 def parse_deb822(text: str) -> list[SourceEntry]:
@@ -52,11 +47,7 @@ def parse_deb822(text: str) -> list[SourceEntry]:
             fields[last] = value.strip()
         if "Types" not in fields or "URIs" not in fields:
             continue
-        options = {
-            k: v
-            for k, v in fields.items()
-            if k not in ("Types", "URIs", "Suites", "Components")
-        }
+        options = {k: v for k, v in fields.items() if k not in ("Types", "URIs", "Suites", "Components")}
         entries.append(
             SourceEntry(
                 types=tuple(fields["Types"].split()),

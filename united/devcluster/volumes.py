@@ -26,9 +26,7 @@ from .reflector import Reflector, object_key
 log = logging.getLogger(__name__)
 
 PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
-PERSISTENT_VOLUME_CLAIMS = Resource(
-    "", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim"
-)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
 PROVISIONER = "devcluster.united.dev/simulated"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 SIMULATED_VOLUME_LABEL = "volume.united.dev/simulated"
@@ -92,16 +90,15 @@ class VolumeProvisioner(Background):
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self._claims = Reflector(client, PERSISTENT_VOLUME_CLAIMS, self._on_claim)
-        self._volumes = Reflector(client, PERSISTENT_VOLUMES, self._on_volume,
-                                  label_selector=f"{SIMULATED_VOLUME_LABEL}=true")
+        self._volumes = Reflector(
+            client, PERSISTENT_VOLUMES, self._on_volume, label_selector=f"{SIMULATED_VOLUME_LABEL}=true"
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         """Start watching; returns once both watches have listed once."""
         self._tasks = [asyncio.create_task(r.run()) for r in (self._claims, self._volumes)]
-        await asyncio.wait_for(
-            asyncio.gather(self._claims.synced.wait(), self._volumes.synced.wait()), timeout=60
-        )
+        await asyncio.wait_for(asyncio.gather(self._claims.synced.wait(), self._volumes.synced.wait()), timeout=60)
 
     async def _on_claim(self, event: str, claim: JSON) -> None:
         if event == "DELETED" or not wants_volume(claim):
@@ -116,5 +113,4 @@ class VolumeProvisioner(Background):
         _, name = object_key(volume)
         uid = (volume.get("metadata") or {}).get("uid")
         with contextlib.suppress(NotFound, Conflict):
-            await self.client.delete(PERSISTENT_VOLUMES, name,
-                                     preconditions={"uid": str(uid)} if uid else None)
+            await self.client.delete(PERSISTENT_VOLUMES, name, preconditions={"uid": str(uid)} if uid else None)

@@ -183,7 +183,11 @@ class Plan:
 
 
 def plan_clone_set(
-    pods: list[JSON], *, replicas: int, partition: int, update_revision: str,
+    pods: list[JSON],
+    *,
+    replicas: int,
+    partition: int,
+    update_revision: str,
     current_revision: str | None,
 ) -> Plan:
     """Scale to ``replicas``; keep ``partition`` pods at the old revision when there
@@ -194,9 +198,7 @@ def plan_clone_set(
     if len(active) < replicas:
         missing = replicas - len(active)
         at_old = min(max(0, keep_old - len(old)), missing)
-        create = [(str(current_revision), None)] * at_old + [(update_revision, None)] * (
-            missing - at_old
-        )
+        create = [(str(current_revision), None)] * at_old + [(update_revision, None)] * (missing - at_old)
         return Plan(tuple(create), ())
     if len(active) > replicas:
         victims = sorted(active, key=lambda p: scale_down_order(p, update_revision))
@@ -209,7 +211,12 @@ def plan_clone_set(
 
 
 def plan_stateful_set(
-    pods: list[JSON], *, name: str, replicas: int, partition: int, update_revision: str,
+    pods: list[JSON],
+    *,
+    name: str,
+    replicas: int,
+    partition: int,
+    update_revision: str,
     current_revision: str | None,
 ) -> Plan:
     """Ordinals 0..replicas-1; ordinals below ``partition`` keep (or are recreated
@@ -236,7 +243,11 @@ def plan_stateful_set(
 
 
 def workload_status(
-    workload: JSON, pods: list[JSON], *, update_revision: str, current_revision: str,
+    workload: JSON,
+    pods: list[JSON],
+    *,
+    update_revision: str,
+    current_revision: str,
     partition: int,
 ) -> JSON:
     """The status a Kruise controller reports, computed from the live pods."""
@@ -293,9 +304,7 @@ class WorkloadSimulator(Background):
         """Start watching; returns once every watch has listed once."""
         self._tasks = [asyncio.create_task(r.run()) for r in self._reflectors]
         self._tasks.append(asyncio.create_task(self._worker(), name="workload-simulator"))
-        await asyncio.wait_for(
-            asyncio.gather(*(r.synced.wait() for r in self._reflectors)), timeout=60
-        )
+        await asyncio.wait_for(asyncio.gather(*(r.synced.wait() for r in self._reflectors)), timeout=60)
 
     def _enqueue(self, kind: str, namespace: str, name: str) -> None:
         key = (kind, namespace, name)
@@ -365,21 +374,29 @@ class WorkloadSimulator(Background):
         current_revision = previous if previous in templates else update_revision
 
         pods = [
-            p for p in (await self.client.list(
-                PODS, namespace=namespace, label_selector=selector_string(selector)
-            )).items
+            p
+            for p in (await self.client.list(PODS, namespace=namespace, label_selector=selector_string(selector))).items
             if self._owned(p, workload)
         ]
         if kind == "CloneSet":
             partition = partition_count(workload, replicas)
-            plan = plan_clone_set(pods, replicas=replicas, partition=partition,
-                                  update_revision=update_revision,
-                                  current_revision=current_revision)
+            plan = plan_clone_set(
+                pods,
+                replicas=replicas,
+                partition=partition,
+                update_revision=update_revision,
+                current_revision=current_revision,
+            )
         else:
             partition = ordinal_partition(workload)
-            plan = plan_stateful_set(pods, name=name, replicas=replicas, partition=partition,
-                                     update_revision=update_revision,
-                                     current_revision=current_revision)
+            plan = plan_stateful_set(
+                pods,
+                name=name,
+                replicas=replicas,
+                partition=partition,
+                update_revision=update_revision,
+                current_revision=current_revision,
+            )
         for pod_name in plan.delete:
             with contextlib.suppress(NotFound):
                 await self.client.delete(PODS, pod_name, namespace=namespace)
@@ -396,11 +413,16 @@ class WorkloadSimulator(Background):
         updated_all = all(pod_revision(p) == update_revision for p in pods)
         if updated_all and len(pods) == replicas:
             current_revision = update_revision
-        status = workload_status(workload, pods, update_revision=update_revision,
-                                 current_revision=current_revision, partition=partition)
+        status = workload_status(
+            workload, pods, update_revision=update_revision, current_revision=current_revision, partition=partition
+        )
         if status_changed(workload.get("status") or {}, status):
             await self.client.patch(
-                resource, name, {"status": status}, namespace=namespace, subresource="status",
+                resource,
+                name,
+                {"status": status},
+                namespace=namespace,
+                subresource="status",
                 patch_type=PatchType.MERGE,
             )
 
@@ -413,8 +435,7 @@ class WorkloadSimulator(Background):
         )
 
     @staticmethod
-    def _pod(workload: JSON, resource: Resource, template: JSON, revision: str,
-             number: int | None) -> JSON:
+    def _pod(workload: JSON, resource: Resource, template: JSON, revision: str, number: int | None) -> JSON:
         meta = workload["metadata"]
         tmeta = template.get("metadata") or {}
         labels = {**(tmeta.get("labels") or {}), REVISION_LABEL: revision}
@@ -422,14 +443,16 @@ class WorkloadSimulator(Background):
             "namespace": meta["namespace"],
             "labels": labels,
             "annotations": dict(tmeta.get("annotations") or {}),
-            "ownerReferences": [{
-                "apiVersion": resource.api_version,
-                "kind": workload.get("kind", resource.kind),
-                "name": meta["name"],
-                "uid": meta["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }],
+            "ownerReferences": [
+                {
+                    "apiVersion": resource.api_version,
+                    "kind": workload.get("kind", resource.kind),
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         }
         pod_spec: JSON = copy.deepcopy(template.get("spec") or {})
         if number is None:

@@ -184,9 +184,7 @@ def _copy_directive(key: str, value: object, schema: Schema | None, path: str) -
             if prefix == _DELETE_FROM:
                 for i, item in enumerate(items):
                     if item is None or isinstance(item, dict | list):
-                        raise PatchError(
-                            f"can only delete scalars, not {_describe(item)}", path=f"{path}[{i}]"
-                        )
+                        raise PatchError(f"can only delete scalars, not {_describe(item)}", path=f"{path}[{i}]")
             return items
     raise PatchError(f"unknown directive {key!r}", path=path)
 
@@ -194,9 +192,7 @@ def _copy_directive(key: str, value: object, schema: Schema | None, path: str) -
 # Merging, after apimachinery's mergeMap / mergeSlice.
 
 
-def _merge_map(
-    original: dict[str, Json], patch: dict[str, Json], schema: Schema | None, path: str
-) -> dict[str, Json]:
+def _merge_map(original: dict[str, Json], patch: dict[str, Json], schema: Schema | None, path: str) -> dict[str, Json]:
     if _PATCH in patch:
         if patch[_PATCH] == "delete":
             return {}
@@ -246,9 +242,7 @@ def _retain_keys(original: dict[str, Json], patch: dict[str, Json], path: str) -
         del original[key]
 
 
-def _set_element_orders(
-    original: dict[str, Json], patch: dict[str, Json], schema: Schema | None, path: str
-) -> None:
+def _set_element_orders(original: dict[str, Json], patch: dict[str, Json], schema: Schema | None, path: str) -> None:
     for key in [k for k in patch if k.startswith(_ORDER)]:
         order = patch.pop(key)
         assert isinstance(order, list)
@@ -424,9 +418,7 @@ def _index(
     return at, unreadable
 
 
-def _partition(
-    merged: list[Json], by: list[Json], merge_key: str | None, path: str
-) -> tuple[list[Json], list[Json]]:
+def _partition(merged: list[Json], by: list[Json], merge_key: str | None, path: str) -> tuple[list[Json], list[Json]]:
     """Split ``merged`` into the elements named in ``by`` and the rest, keeping their order."""
     if merge_key is None:
         named = {_key(v, path) for v in by}
@@ -471,9 +463,7 @@ def _normalize(
     return out + left[i:] + right[j:]
 
 
-def _sort_by(
-    items: list[Json], order: list[Json], merge_key: str | None, maps: bool, path: str
-) -> list[Json]:
+def _sort_by(items: list[Json], order: list[Json], merge_key: str | None, maps: bool, path: str) -> list[Json]:
     deleted: list[Json] = []
     if maps:
         for v in items + order:
@@ -604,4 +594,3 @@ def _describe(value: object) -> str:
 def _shape(schema: Schema, value: object) -> str:
     wanted = {ObjectSchema: "an object", ListSchema: "a list", ScalarSchema: "a scalar"}
     return f"expected {wanted[type(schema)]}, got {_describe(value)}"
-

@@ -108,9 +108,7 @@ def merge_set() -> ListSchema:
 _STRINGS = atomic(SCALAR)
 _QUANTITIES = string_map()
 
-LABEL_SELECTOR: Final = obj(
-    {"matchLabels": string_map(), "matchExpressions": atomic(obj({"values": _STRINGS}))}
-)
+LABEL_SELECTOR: Final = obj({"matchLabels": string_map(), "matchExpressions": atomic(obj({"values": _STRINGS}))})
 
 OBJECT_META: Final = obj(
     {
@@ -188,9 +186,7 @@ _POD_AFFINITY_TERM = obj(
 _POD_AFFINITY = obj(
     {
         "requiredDuringSchedulingIgnoredDuringExecution": atomic(_POD_AFFINITY_TERM),
-        "preferredDuringSchedulingIgnoredDuringExecution": atomic(
-            obj({"podAffinityTerm": _POD_AFFINITY_TERM})
-        ),
+        "preferredDuringSchedulingIgnoredDuringExecution": atomic(obj({"podAffinityTerm": _POD_AFFINITY_TERM})),
     }
 )
 AFFINITY: Final = obj(
@@ -200,9 +196,7 @@ AFFINITY: Final = obj(
                 "requiredDuringSchedulingIgnoredDuringExecution": obj(
                     {"nodeSelectorTerms": atomic(_NODE_SELECTOR_TERM)}
                 ),
-                "preferredDuringSchedulingIgnoredDuringExecution": atomic(
-                    obj({"preference": _NODE_SELECTOR_TERM})
-                ),
+                "preferredDuringSchedulingIgnoredDuringExecution": atomic(obj({"preference": _NODE_SELECTOR_TERM})),
             }
         ),
         "podAffinity": _POD_AFFINITY,
@@ -232,9 +226,7 @@ VOLUME: Final = obj(
                             {
                                 "accessModes": _STRINGS,
                                 "selector": LABEL_SELECTOR,
-                                "resources": obj(
-                                    {"limits": _QUANTITIES, "requests": _QUANTITIES}
-                                ),
+                                "resources": obj({"limits": _QUANTITIES, "requests": _QUANTITIES}),
                                 "dataSource": obj(),
                                 "dataSourceRef": obj(),
                             }
@@ -275,9 +267,7 @@ POD_SPEC: Final = obj(
                 "sysctls": atomic(obj()),
             }
         ),
-        "dnsConfig": obj(
-            {"nameservers": _STRINGS, "searches": _STRINGS, "options": atomic(obj())}
-        ),
+        "dnsConfig": obj({"nameservers": _STRINGS, "searches": _STRINGS, "options": atomic(obj())}),
         "os": obj(),
     }
 )

@@ -545,6 +545,7 @@ class Informer:
         if self.last_error:
             self.last_error = ""
             self.failures.recovered(self.name)
+
     def _skip(self, problem: Undecodable) -> None:
         key = object_key(problem.object)
         self.skipped += 1

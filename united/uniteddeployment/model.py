@@ -102,8 +102,13 @@ class Wave:
 
     subsets: tuple[str, ...] = ()
     pause: bool = False
-    pause_seconds: int | None = None
-    """A timed pause; None with ``pause`` means until resumed."""
+    duration: IntOrStr | None = None
+    """A timed pause, as written; None with ``pause`` means until resumed."""
+
+    @property
+    def pause_seconds(self) -> int | None:
+        """The timed pause in seconds (validation has refused durations that do not parse)."""
+        return None if self.duration is None else duration_seconds(self.duration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,14 +403,8 @@ def _progressive(r: Reader, value: Any, path: Path) -> Progressive | None:
             for j, n in enumerate(r.array(wave.get("subsets"), p.child("subsets")) or [])
         )
         pause = r.obj(wave.get("pause"), p.child("pause"), frozenset({"duration"}))
-        seconds = None
-        if pause is not None and pause.get("duration") is not None:
-            dp = p.child("pause").child("duration")
-            try:
-                seconds = duration_seconds(pause["duration"])
-            except ValueError as e:
-                r.fail(invalid(dp, pause["duration"], str(e)))
-        waves.append(Wave(subsets=names, pause=pause is not None, pause_seconds=seconds))
+        duration = r.int_or_str((pause or {}).get("duration"), p.child("pause").child("duration"))
+        waves.append(Wave(subsets=names, pause=pause is not None, duration=duration))
     return Progressive(
         paused=bool(r.boolean(raw.get("paused"), path.child("paused"))),
         waves=tuple(waves),

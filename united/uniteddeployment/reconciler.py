@@ -50,6 +50,7 @@ from united.uniteddeployment.model import (
 from united.uniteddeployment.render import KINDS, Rendered, owner_reference, spec_digest
 from united.uniteddeployment.render import render as render_child
 from united.uniteddeployment.render.blueprints import Blueprints
+from united.uniteddeployment.shift import Holding, Shift, shift
 from united.uniteddeployment.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
 
 Json = dict[str, Any]
@@ -420,7 +421,11 @@ class _Pass:
                 self.event(d.event.type, d.event.reason, d.event.message)
         await self.label_pods(decisions)
         overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
-        wave = self.rollout(claimed.by_subset, pods, plan, updated, seconds)
+        wave = moved = None
+        if self.ud.spec.update.type == PROGRESSIVE:
+            counts = self.counts(pods, updated, seconds)
+            plan, moved = self.capacity(plan, claimed.by_subset, counts)
+            wave = self.rollout(claimed.by_subset, counts, plan, updated, seconds)
         held: dict[str, str] = {}
         if wave is not None:
             targets = wave.targets
@@ -436,7 +441,9 @@ class _Pass:
             for type_, reason, message in wave.events:
                 self.event(type_, reason, message)
         applied = await self.children(resource, claimed, plan, updated, overrides, held)
-        extra = await self.cleanup(resource, variant, claimed)
+        draining = moved.draining if moved is not None else ()
+        await self.drain(resource, claimed, plan, draining)
+        extra = await self.cleanup(resource, variant, claimed, keep=draining) + len(draining)
         for reason, messages in self.done.items():
             self.event("Normal", reason, "; ".join(messages))
         views = self.observe(claimed.by_subset, pods, updated, decisions)
@@ -465,7 +472,10 @@ class _Pass:
             extra_children=extra,
             schedulable={n: d.condition.to_dict() for n, d in decisions.items() if d.condition is not None},
             rollout=wave.status if wave is not None else None,
-            rollout_states={n: t.state for n, t in wave.targets.items()} if wave is not None else {},
+            rollout_states={
+                **({n: t.state for n, t in wave.targets.items()} if wave is not None else {}),
+                **dict.fromkeys(draining, rollout.DRAINING),
+            },
         )
         status = compute(facts)
         if self.r.gauges is not None:
@@ -606,35 +616,79 @@ class _Pass:
             grown = True
         return allocate(self.ud.spec, state) if grown else plan
 
-    def rollout(
-        self,
-        by_subset: Mapping[str, Json],
-        pods: Mapping[str, list[Json]],
-        plan: Plan,
-        updated: str,
-        seconds: float,
-    ) -> rollout.Decision | None:
-        """A Progressive rollout's decision for this pass (None for other strategies), from
-        each subset's child and pods."""
-        if self.ud.spec.update.type != PROGRESSIVE:
-            return None
+    def counts(self, pods: Mapping[str, list[Json]], updated: str, seconds: float) -> dict[str, rollout.Counts]:
+        """Each subset's pods counted for a Progressive rollout (available: Ready for the
+        template's ``minReadySeconds``)."""
         template = self.ud.spec.template
         assert template is not None
-        kind = KINDS[template.variant]
         min_ready = template.spec.get("minReadySeconds")
-        facts = {}
-        for a in plan.subsets:
-            counts = rollout.counts(
-                pods.get(a.name, []),
+        return {
+            name: rollout.counts(
+                subset_pods,
                 revision_label=self.keys.revision,
                 updated=updated,
                 min_ready_seconds=min_ready if isinstance(min_ready, int) else 0,
                 now=seconds,
             )
+            for name, subset_pods in pods.items()
+        }
+
+    def capacity(
+        self, plan: Plan, by_subset: Mapping[str, Json], counts: Mapping[str, rollout.Counts]
+    ) -> tuple[Plan, Shift]:
+        """The allocation with donors held back until the receivers' pods are available, and
+        the removed subsets' children kept meanwhile (:mod:`united.uniteddeployment.shift`)."""
+        children = {
+            name: Holding(
+                int((c.get("spec") or {}).get("replicas") or 0), counts[name].available if name in counts else 0
+            )
+            for name, c in by_subset.items()
+        }
+        progressive = self.ud.spec.update.progressive or Progressive()
+        moved = shift(
+            {a.name: a.replicas for a in plan.subsets},
+            children,
+            order=[a.name for a in plan.subsets],
+            total=plan.replicas,
+            budget=rollout.budget(progressive, plan.replicas),
+        )
+        subsets = [
+            a
+            if moved.replicas[a.name] == a.replicas
+            else dataclasses.replace(
+                a,
+                replicas=moved.replicas[a.name],
+                message=f"{a.message}; {moved.replicas[a.name]} kept until the other subsets' new pods are available",
+            )
+            for a in plan.subsets
+        ]
+        subsets += [
+            Allocation(
+                n, moved.replicas[n], 0, "draining", "removed: kept until the other subsets' new pods are available"
+            )
+            for n in moved.draining
+        ]
+        return dataclasses.replace(plan, subsets=tuple(subsets)), moved
+
+    def rollout(
+        self,
+        by_subset: Mapping[str, Json],
+        counts: Mapping[str, rollout.Counts],
+        plan: Plan,
+        updated: str,
+        seconds: float,
+    ) -> rollout.Decision:
+        """A Progressive rollout's decision for this pass, from each subset's child and pods."""
+        template = self.ud.spec.template
+        assert template is not None
+        kind = KINDS[template.variant]
+        facts = {}
+        for a in plan.subsets:
+            subset_counts = counts.get(a.name, rollout.Counts())
             child = by_subset.get(a.name)
             partitioned = template.variant != DEPLOYMENT
             if child is None:
-                facts[a.name] = rollout.SubsetFacts(a.replicas, partitioned, exists=False, counts=counts)
+                facts[a.name] = rollout.SubsetFacts(a.replicas, partitioned, exists=False, counts=subset_counts)
                 continue
             meta = child.get("metadata") or {}
             replicas = int((child.get("spec") or {}).get("replicas") or 0)
@@ -647,7 +701,7 @@ class _Pass:
                 max_unavailable=rollout.rolling_max_unavailable(child),
                 settled=int((child.get("status") or {}).get("observedGeneration") or 0)
                 >= int(meta.get("generation") or 0),
-                counts=counts,
+                counts=subset_counts,
             )
         return rollout.decide(
             self.ud.spec.update.progressive or Progressive(),
@@ -881,21 +935,20 @@ class _Pass:
         return applied
 
     def render(
-        self, subset: Subset, a: Allocation, updated: str, override: int, live: Json | None
+        self, subset: Subset, a: Allocation, revision_name: str, override: int, live: Json | None
     ) -> tuple[Rendered, bool]:
         """The child of ``subset`` with its reservation override (and whether it has one). From
         the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
         then reads nothing of the pod template, which that child lacks; in full otherwise. A
         child held at an older revision (a Progressive rollout) is rendered in full from that
-        revision's template."""
-        template = self.held_template(updated) if updated != self.update_revision else None
+        revision's template (``revision_name``; the updated revision's when it is gone)."""
+        template = self.held_template(revision_name) if revision_name != self.update_revision else None
         if template is not None:
             ud = dataclasses.replace(self.ud, spec=dataclasses.replace(self.ud.spec, templates=(template,)))
             rendered = render_child(
-                ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=updated, keys=self.keys
+                ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=revision_name, keys=self.keys
             )
             return rendered, self.override(rendered.object, override)
-        updated = self.update_revision
         complete = live is None
         while True:
             rendered = self.r.blueprints.render(
@@ -904,7 +957,7 @@ class _Pass:
                 subset=subset,
                 replicas=a.replicas,
                 partition=a.partition,
-                revision=updated,
+                revision=self.update_revision,
                 keys=self.keys,
                 complete=complete,
             )
@@ -914,7 +967,7 @@ class _Pass:
             complete = True
 
     def override(self, child: Json, value: int) -> bool:
-        """Write a reservation ``maxUnavailable`` into a rendered child and fold it into the
+        """Write a reservation's or a rollout's ``maxUnavailable`` into a rendered child and fold it into the
         child's spec digest, so the diff sees it come and go like any other rendered change
         (when it goes, the template's own strategy is written back)."""
         template = self.ud.spec.template
@@ -925,11 +978,38 @@ class _Pass:
         annotations[self.keys.spec_hash] = spec_digest(rendered=annotations[self.keys.spec_hash], maxUnavailable=value)
         return True
 
-    async def cleanup(self, resource: Resource, variant: str, claimed: Any) -> int:
+    async def drain(self, resource: Resource, claimed: Any, plan: Plan, draining: Iterable[str]) -> None:
+        """Scale the children of removed subsets that are kept while they drain."""
+        for name in draining:
+            child = claimed.by_subset[name]
+            before = int((child.get("spec") or {}).get("replicas") or 0)
+            after = plan[name].replicas
+            if before == after:
+                continue
+            patched = await self.write(
+                "update",
+                name,
+                self.r.client.patch(
+                    resource,
+                    name_of(child),
+                    identified({"spec": {"replicas": after}}, child),
+                    patch_type=PatchType.MERGE,
+                    namespace=self.namespace,
+                ),
+                success=(
+                    "ScaledSubset",
+                    f"{name_of(child)} of removed subset {name}: draining from {before} to {after}",
+                ),
+            )
+            if patched:
+                self.r.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
+
+    async def cleanup(self, resource: Resource, variant: str, claimed: Any, *, keep: Iterable[str] = ()) -> int:
         """Delete children of removed subsets, duplicates and children of other kinds; release
         children that stopped matching. Returns how many children remain to go."""
         topology = {s.name for s in self.ud.spec.subsets}
-        doomed = [(c, resource) for name, c in claimed.by_subset.items() if name not in topology]
+        kept = set(keep)
+        doomed = [(c, resource) for name, c in claimed.by_subset.items() if name not in topology | kept]
         doomed += [(c, resource) for c in claimed.duplicates]
         for other, store in self.r.caches.children.items():
             if other != variant:

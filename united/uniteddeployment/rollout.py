@@ -52,6 +52,8 @@ ROLLOUT_STUCK = "RolloutStuck"
 PENDING = "Pending"
 UPDATING = "Updating"
 UPDATED = "Updated"
+DRAINING = "Draining"
+"""A removed subset's child, kept while the other subsets' new pods become available."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -221,6 +221,8 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
     progress = None if facts.plan is None else _converged(facts, subsets)
     stalled = problem is not None and problem.stalled
     rollout = facts.rollout or {}
+    if progress is None and rollout.get("phase") == "Progressing":
+        progress = str(rollout.get("message") or "rolling out")
     if rollout.get("phase") == "Paused" and problem is None:
         # Suspended, not progressing: GitOps tools must not wait on a rollout held on purpose.
         reason = str(rollout.get("reason") or "Paused")

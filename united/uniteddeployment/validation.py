@@ -73,6 +73,7 @@ from united.uniteddeployment.model import (
     Subset,
     Template,
     UnitedDeployment,
+    duration_seconds,
 )
 
 SPEC = Path("spec")
@@ -513,6 +514,13 @@ def _progressive(ud: UnitedDeployment) -> list[FieldError]:
     seen: set[str] = set()
     for i, wave in enumerate(progressive.waves):
         wpath = ppath.child("waves").index(i).child("subsets")
+        if wave.duration is not None:
+            try:
+                duration_seconds(wave.duration)
+            except ValueError as e:
+                errors.append(
+                    invalid(ppath.child("waves").index(i).child("pause").child("duration"), wave.duration, str(e))
+                )
         if not wave.subsets:
             errors.append(required(wpath, "a wave names at least one subset"))
         for j, name in enumerate(wave.subsets):

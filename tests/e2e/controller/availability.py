@@ -31,11 +31,15 @@ class Availability:
     """The revision whose pods the timeline counts (set once the template changed)."""
     events: int = 0
     peak: int = 0
+    lowest_ready: int | None = None
+    """The fewest Ready pods over all subsets at any moment."""
     timeline: list[tuple[float, int, dict[str, int]]] = field(default_factory=list)
     first_updated: dict[str, float] = field(default_factory=dict)
     """When each subset's first pod at :attr:`revision` appeared."""
     all_ready: dict[str, float] = field(default_factory=dict)
     """When each subset last became fully ready at :attr:`revision`."""
+    readiness: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    """Each change of the Ready pods per subset, with the time."""
     _pods: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
 
     def observe(self, kind: str, pod: JSON) -> None:
@@ -54,6 +58,11 @@ class Availability:
         now = time.monotonic()
         unavailable = self.unavailable()
         self.peak = max(self.peak, unavailable)
+        by_subset = self.ready()
+        if not self.readiness or self.readiness[-1][1] != by_subset:
+            self.readiness.append((now, by_subset))
+        ready = sum(by_subset.values())
+        self.lowest_ready = ready if self.lowest_ready is None else min(self.lowest_ready, ready)
         updated = self.updated()
         for subset, n in updated.items():
             if n:
@@ -68,6 +77,12 @@ class Availability:
         for subset, _, is_ready in self._pods.values():
             ready[subset] = ready.get(subset, 0) + is_ready
         return sum(max(0, want - ready.get(subset, 0)) for subset, want in self.replicas.items())
+
+    def ready(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for subset, _, is_ready in self._pods.values():
+            out[subset] = out.get(subset, 0) + is_ready
+        return dict(sorted(out.items()))
 
     def updated(self, *, ready: bool = False) -> dict[str, int]:
         out = dict.fromkeys(self.replicas, 0)
@@ -92,6 +107,8 @@ async def _feed(kube: KubeClient, watched: Availability, namespace: str, selecto
         watched.observe("ADDED", pod)
     # The LIST is one moment, not a sequence of events: count from its whole state.
     watched.peak = watched.unavailable()
+    watched.lowest_ready = sum(watched.ready().values())
+    del watched.readiness[:-1]
     del watched.timeline[:-1]
     listed.set()
     version = listing.resource_version

@@ -35,6 +35,8 @@ from tests.e2e.controller.test_controller import quiescent
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
+from united.uniteddeployment import revision
+from united.uniteddeployment.model import parse
 from united.uniteddeployment.rollout import RESUME_ANNOTATION
 
 pytestmark = pytest.mark.e2e
@@ -57,11 +59,15 @@ def pod_spec(obj: JSON) -> JSON:
     return spec
 
 
-async def set_template(kube: KubeClient, namespace: str, doc: JSON, **changes: Any) -> None:
+async def set_template(kube: KubeClient, namespace: str, doc: JSON, **changes: Any) -> str:
+    """Change the pod template; the name of the revision it makes (before the controller acts)."""
     obj = await get_ud(kube, namespace, doc)
     template = obj["spec"]["template"]
     pod_spec(obj).update(changes)
-    await patch_ud(kube, namespace, doc, {"spec": {"template": template}})
+    patched = await patch_ud(kube, namespace, doc, {"spec": {"template": template}})
+    parsed = parse(patched).spec.template
+    assert parsed is not None
+    return revision.name(doc["metadata"]["name"], parsed, int(patched["status"].get("collisionCount") or 0))
 
 
 def image(tag: str) -> list[JSON]:
@@ -85,15 +91,25 @@ async def images_by_subset(kube: KubeClient, namespace: str, doc: JSON) -> dict[
 
 async def start(kube: KubeClient, namespace: str, doc: JSON) -> tuple[str, Availability]:
     await kube.create(resource_for(doc), doc, namespace=namespace)
-    first = await wait_ready(kube, namespace, doc, within=STEP)
-    assert first["status"]["rollout"]["phase"] == "Completed"
+    await wait_ready(kube, namespace, doc, within=STEP)
+
+    async def completed() -> JSON:
+        obj = await get_ud(kube, namespace, doc)
+        assert obj["status"]["rollout"]["phase"] == "Completed", obj["status"]["rollout"]
+        return obj
+
+    first = await eventually(completed, within=STEP, what="first rollout Completed")
     return first["status"]["updatedRevision"], Availability(dict.fromkeys(SUBSETS, 3))
 
 
-async def new_revision(kube: KubeClient, namespace: str, doc: JSON, old: str, watched: Availability) -> str:
-    """Wait for the controller to see the template change; count pods of its revision from now."""
+async def new_template(
+    kube: KubeClient, namespace: str, doc: JSON, old: str, watched: Availability, **changes: Any
+) -> str:
+    """Change the pod template, counting the pods of its revision from before the controller
+    acts; return that revision once the controller has seen it."""
+    watched.revision = await set_template(kube, namespace, doc, **changes)
     obj = await eventually(lambda: rollout_of(kube, namespace, doc, old), within=STEP, what="new revision")
-    watched.revision = str(obj["status"]["updatedRevision"])
+    assert obj["status"]["updatedRevision"] == watched.revision
     return watched.revision
 
 
@@ -129,8 +145,7 @@ async def test_waves_in_order_with_pauses_under_the_budget(
     marks: list[tuple[float, str]] = []
     async with watching(kube, watched, namespace=namespace, selector="app=waves"):
         t0 = time.monotonic()
-        await set_template(kube, namespace, doc, containers=image("2"))
-        new = await new_revision(kube, namespace, doc, old, watched)
+        new = await new_template(kube, namespace, doc, old, watched, containers=image("2"))
         paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
         marks.append((time.monotonic(), "wave 0 done, paused until resumed"))
         assert paused["status"]["rollout"]["reason"] == "WavePaused"
@@ -179,8 +194,7 @@ async def test_cloneset_waves_and_a_new_template_mid_rollout(
         await set_template(kube, namespace, doc, containers=image("2"))
         first = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
         second_revision = first["status"]["updatedRevision"]
-        await set_template(kube, namespace, doc, containers=image("3"))
-        newest = await new_revision(kube, namespace, doc, second_revision, watched)
+        newest = await new_template(kube, namespace, doc, second_revision, watched, containers=image("3"))
         again = await wait_phase(kube, namespace, doc, second_revision, phase="Paused", wave=0)
         assert again["status"]["rollout"]["revision"] == newest
         images = await images_by_subset(kube, namespace, doc)
@@ -205,8 +219,7 @@ async def test_a_wave_that_never_becomes_ready_stalls_the_rollout(
     old, watched = await start(kube, namespace, doc)
     async with watching(kube, watched, namespace=namespace, selector="app=stuck"):
         t0 = time.monotonic()
-        await set_template(kube, namespace, doc, nodeSelector={"united.dev/nowhere": "true"})
-        await new_revision(kube, namespace, doc, old, watched)
+        await new_template(kube, namespace, doc, old, watched, nodeSelector={"united.dev/nowhere": "true"})
         stalled = await wait_phase(kube, namespace, doc, old, phase="Stalled", wave=0)
     report("StatefulSet: wave 0's new pods never schedule", watched, t0, [])
     assert stalled["status"]["rollout"]["reason"] == "RolloutStuck"
@@ -233,8 +246,7 @@ async def test_an_operator_pause_holds_every_deployment_then_the_rollout_settles
     old, watched = await start(kube, namespace, doc)
     async with watching(kube, watched, namespace=namespace, selector="app=held"):
         t0 = time.monotonic()
-        await set_template(kube, namespace, doc, containers=image("2"))
-        await new_revision(kube, namespace, doc, old, watched)
+        await new_template(kube, namespace, doc, old, watched, containers=image("2"))
         paused = await wait_phase(kube, namespace, doc, old, phase="Paused", wave=0)
         assert paused["status"]["rollout"]["reason"] == "OperatorPaused"
         await asyncio.sleep(3)
@@ -252,3 +264,132 @@ async def test_an_operator_pause_holds_every_deployment_then_the_rollout_settles
     after = controller.writes_by_resource()
     changed = {r: after.get(r, 0) - n for r, n in before.items() if r != "leases" and after.get(r, 0) != n}
     assert changed == {}, f"a completed rollout kept writing: {changed}"
+
+
+async def test_removing_a_subset_grows_the_others_first_and_drains_it_last(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("moving", "deploymentTemplate", [])
+    _, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=moving"):
+        t0 = time.monotonic()
+        await sim.set_zone_full("zone-a")
+        await sim.set_zone_full("zone-b")
+        subsets = [zone("a", "zone-a", replicas=5), zone("b", "zone-b", replicas=4)]
+        await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": subsets}}})
+
+        async def draining() -> None:
+            obj = await get_ud(kube, namespace, doc)
+            c = next(s for s in obj["status"]["subsetStatuses"] if s["name"] == "c")
+            assert (c["rollout"], c["reason"], c["desired"]) == ("Draining", "draining", 1), c
+            children = {
+                subset_of(c): c["spec"]["replicas"] for c in (await kube.list(DEPLOYMENTS, namespace=namespace)).items
+            }
+            assert children == {"a": 5, "b": 4, "c": 1}, children
+
+        # The receivers' new pods cannot schedule: c gives only what the budget allows, and stays.
+        await eventually(draining, within=STEP, what="subset c draining, one replica kept")
+        await asyncio.sleep(3)
+        await draining()
+        await sim.set_zone_full("zone-a", False)
+        await sim.set_zone_full("zone-b", False)
+
+        async def moved() -> None:
+            children = {subset_of(c): c for c in (await kube.list(DEPLOYMENTS, namespace=namespace)).items}
+            assert set(children) == {"a", "b"}, sorted(children)
+            obj = await get_ud(kube, namespace, doc)
+            assert condition(obj, "Ready")["status"] == "True"
+            assert {s["name"]: s["readyReplicas"] for s in obj["status"]["subsetStatuses"]} == {"a": 5, "b": 4}
+
+        await eventually(moved, within=STEP, what="subset c drained and deleted, a and b grown")
+    lines = [f"+{at - t0:6.1f}s ready={sum(r.values())} {r}" for at, r in watched.readiness if at >= t0]
+    print(
+        "\n== Deployment: subset c removed (a 3->5, b 3->4), zones a and b full at first;"
+        f" fewest ready pods {watched.lowest_ready}"
+    )
+    print("\n".join(lines))
+    assert watched.lowest_ready is not None and watched.lowest_ready >= 9 - BUDGET, lines
+    events = (await kube.list(EVENTS, namespace=namespace)).items
+    assert any("of removed subset c: draining from 3 to" in e["message"] for e in events), [
+        e["message"] for e in events
+    ]
+
+
+async def test_a_percentage_shift_grows_the_receiver_before_the_donor_shrinks(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    subsets = [zone("a", "zone-a", replicas="75%"), zone("b", "zone-b")]
+    strategy = {"type": "Progressive", "progressive": {"maxUnavailable": 1}}
+    doc = ud("shifting", subsets, replicas=8, updateStrategy=strategy)
+    await kube.create(resource_for(doc), doc, namespace=namespace)
+    await wait_ready(kube, namespace, doc, within=STEP)
+    watched = Availability({"a": 6, "b": 2})
+    async with watching(kube, watched, namespace=namespace, selector="app=shifting"):
+        t0 = time.monotonic()
+        subsets[0]["replicas"] = "25%"
+        await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": subsets}}})
+
+        async def shifted() -> None:
+            obj = await get_ud(kube, namespace, doc)
+            assert condition(obj, "Ready")["status"] == "True"
+            assert {s["name"]: s["readyReplicas"] for s in obj["status"]["subsetStatuses"]} == {"a": 2, "b": 6}
+
+        await eventually(shifted, within=STEP, what="a 6 -> 2, b 2 -> 6")
+    lines = [f"+{at - t0:6.1f}s ready={sum(r.values())} {r}" for at, r in watched.readiness if at >= t0]
+    print(f"\n== Deployment: a 75% -> 25% of 8, budget 1; fewest ready pods {watched.lowest_ready}")
+    print("\n".join(lines))
+    assert watched.lowest_ready is not None and watched.lowest_ready >= 8 - 1, lines
+
+
+async def test_a_wave_waits_for_min_ready_seconds(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("slow", "deploymentTemplate", [{"subsets": ["a"]}])
+    doc["spec"]["template"]["deploymentTemplate"]["spec"]["minReadySeconds"] = 4
+    old, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=slow"):
+        t0 = time.monotonic()
+        await new_template(kube, namespace, doc, old, watched, containers=image("2"))
+        await wait_phase(kube, namespace, doc, old, phase="Completed", wave=2)
+    report("Deployment: minReadySeconds 4, waves [a], [b, c]", watched, t0, [])
+    gap = min(watched.first_updated["b"], watched.first_updated["c"]) - watched.all_ready["a"]
+    assert gap >= 2.5, f"wave 1 started {gap:.1f}s after wave 0 was Ready; minReadySeconds is 4"
+    assert watched.peak <= BUDGET, watched.since(t0)
+
+
+async def test_a_scale_down_is_not_held_back_by_unavailable_pods(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    subsets = [zone(s, f"zone-{s}") for s in SUBSETS]
+    doc = ud("shrinking", subsets, replicas=9, updateStrategy={"type": "Progressive"})
+    await kube.create(resource_for(doc), doc, namespace=namespace)
+    await wait_ready(kube, namespace, doc, within=STEP)
+    await sim.set_zone_pods_ready("zone-a", False)
+    await sim.set_zone_pods_ready("zone-b", False)
+    await patch_ud(kube, namespace, doc, {"spec": {"replicas": 3}})
+
+    async def scaled() -> None:
+        children = (await kube.list(DEPLOYMENTS, namespace=namespace)).items
+        assert {subset_of(c): c["spec"]["replicas"] for c in children} == dict.fromkeys(SUBSETS, 1)
+
+    # 6 of 9 pods unavailable: a shift would wait; the HPA's scale-down does not.
+    await eventually(scaled, within=30, what="every subset scaled to 1 at once")
+
+
+async def test_undo_mid_rollout_rolls_back_only_what_had_moved(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    doc = progressive_ud("undo", "deploymentTemplate", [{"subsets": ["a"], "pause": {}}])
+    first, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=undo"):
+        t0 = time.monotonic()
+        second = await new_template(kube, namespace, doc, first, watched, containers=image("2"))
+        await wait_phase(kube, namespace, doc, first, phase="Paused", wave=0)
+        # What `kubectl united rollout undo` does: the previous revision's template back in spec.
+        back = await new_template(kube, namespace, doc, second, watched, containers=image("1"))
+        assert back == first, "the old revision is reused, not a new one made"
+        done = await wait_phase(kube, namespace, doc, second, phase="Completed", wave=2)
+    report("Deployment: undo while paused after wave 0", watched, t0, [])
+    assert done["status"]["rollout"]["revision"] == first
+    assert set().union(*(await images_by_subset(kube, namespace, doc)).values()) == {"registry.invalid/united/app:1"}
+    assert watched.peak <= BUDGET, watched.since(t0)

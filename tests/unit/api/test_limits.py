@@ -39,9 +39,7 @@ def with_subsets(n: int, **fields: Any) -> Doc:
 
 def test_at_most_max_subsets() -> None:
     assert errors_of(with_subsets(MAX_SUBSETS)) == []
-    assert errors_of(with_subsets(1001)) == [
-        "spec.topology.subsets: Too many: 1001: must have at most 200 items"
-    ]
+    assert errors_of(with_subsets(1001)) == ["spec.topology.subsets: Too many: 1001: must have at most 200 items"]
 
 
 def test_too_many_subsets_are_not_looked_at_one_by_one() -> None:

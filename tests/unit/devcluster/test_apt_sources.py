@@ -52,8 +52,7 @@ def test_rendered_entry_satisfies_the_check() -> None:
 
 
 def test_disabled_deb_src_does_not_count() -> None:
-    text = DEB822 + "\nTypes: deb-src\nURIs: http://m/debian\nSuites: bookworm\n" \
-        "Components: main\nEnabled: no\n"
+    text = DEB822 + "\nTypes: deb-src\nURIs: http://m/debian\nSuites: bookworm\nComponents: main\nEnabled: no\n"
     assert needs_deb_src(parse_deb822(text), "bookworm")
 
 

@@ -24,9 +24,7 @@ def test_free_ports_are_distinct_and_bindable() -> None:
 
 
 def test_subject_alt_names_split_ips_and_names() -> None:
-    assert subject_alt_names(["127.0.0.1", "localhost", "::1"]) == (
-        "IP:127.0.0.1,DNS:localhost,IP:::1"
-    )
+    assert subject_alt_names(["127.0.0.1", "localhost", "::1"]) == ("IP:127.0.0.1,DNS:localhost,IP:::1")
     assert "extendedKeyUsage=serverAuth" in serving_extensions(["127.0.0.1"])
 
 
@@ -35,12 +33,16 @@ def test_generated_serving_cert_verifies_against_the_ca(tmp_path: Path) -> None:
     # -x509_strict: what Python >= 3.13's default SSL context checks (VERIFY_X509_STRICT).
     verify = subprocess.run(
         ["openssl", "verify", "-x509_strict", "-CAfile", str(certs.ca_cert), str(certs.serving_cert)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert verify.returncode == 0, verify.stderr
     text = subprocess.run(
         ["openssl", "x509", "-in", str(certs.serving_cert), "-noout", "-text"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "IP Address:127.0.0.1" in text and "DNS:localhost" in text
     assert certs.service_account_key.stat().st_mode & 0o777 == 0o600
@@ -52,8 +54,7 @@ def test_every_component_listens_on_loopback_only(tmp_path: Path) -> None:
     flags = [
         *etcd_args(name="n", data_dir=tmp_path, ports=PORTS),
         *apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t"),
-        *controller_manager_args(ports=PORTS, kubeconfig=tmp_path / "k", certs=certs,
-                                 controllers=DEFAULT_CONTROLLERS),
+        *controller_manager_args(ports=PORTS, kubeconfig=tmp_path / "k", certs=certs, controllers=DEFAULT_CONTROLLERS),
         *scheduler_args(ports=PORTS, kubeconfig=tmp_path / "k"),
     ]
     urls = [f.split("=", 1)[1] for f in flags if "-urls=" in f or "address=" in f]
@@ -78,14 +79,24 @@ def test_controller_manager_runs_the_token_controller_but_not_node_lifecycle(
     tmp_path: Path,
 ) -> None:
     certs = generate(tmp_path)
-    flags = controller_manager_args(ports=PORTS, kubeconfig=tmp_path / "k", certs=certs,
-                                    controllers=DEFAULT_CONTROLLERS)
+    flags = controller_manager_args(
+        ports=PORTS, kubeconfig=tmp_path / "k", certs=certs, controllers=DEFAULT_CONTROLLERS
+    )
     controllers = next(f for f in flags if f.startswith("--controllers=")).split("=")[1]
     names = controllers.split(",")
     assert "nodelifecycle" not in names and "*" not in names
-    for needed in ("garbagecollector", "deployment", "replicaset", "statefulset", "namespace",
-                   "serviceaccount", "serviceaccount-token", "persistentvolume-binder",
-                   "pvc-protection", "pv-protection"):
+    for needed in (
+        "garbagecollector",
+        "deployment",
+        "replicaset",
+        "statefulset",
+        "namespace",
+        "serviceaccount",
+        "serviceaccount-token",
+        "persistentvolume-binder",
+        "pvc-protection",
+        "pv-protection",
+    ):
         assert needed in names
     assert f"--service-account-private-key-file={certs.service_account_key}" in flags
     assert "--leader-elect=false" in flags

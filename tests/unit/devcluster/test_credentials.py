@@ -29,11 +29,14 @@ def test_admin_is_a_master_with_a_fresh_token() -> None:
     assert one.token != two.token and len(one.token) >= 32
 
 
-@pytest.mark.parametrize("users", [
-    [StaticUser("a", token="x"), StaticUser("a", token="y")],
-    [StaticUser("a", token="has,comma")],
-    [StaticUser("a", token="")],
-])
+@pytest.mark.parametrize(
+    "users",
+    [
+        [StaticUser("a", token="x"), StaticUser("a", token="y")],
+        [StaticUser("a", token="has,comma")],
+        [StaticUser("a", token="")],
+    ],
+)
 def test_bad_token_files_are_refused(users: list[StaticUser]) -> None:
     with pytest.raises(ValueError):
         render_token_file(users)
@@ -41,13 +44,17 @@ def test_bad_token_files_are_refused(users: list[StaticUser]) -> None:
 
 def test_kubeconfig_round_trips_and_is_private(tmp_path: Path) -> None:
     config = render_kubeconfig(
-        server="https://127.0.0.1:6443", ca_cert=tmp_path / "ca.crt", user="u", token="tok",
+        server="https://127.0.0.1:6443",
+        ca_cert=tmp_path / "ca.crt",
+        user="u",
+        token="tok",
         namespace="ns",
     )
     path = write_kubeconfig(tmp_path / "k" / "config", config)
     loaded = yaml.safe_load(path.read_text())
     assert loaded["clusters"][0]["cluster"] == {
-        "server": "https://127.0.0.1:6443", "certificate-authority": str(tmp_path / "ca.crt"),
+        "server": "https://127.0.0.1:6443",
+        "certificate-authority": str(tmp_path / "ca.crt"),
     }
     assert loaded["users"] == [{"name": "u", "user": {"token": "tok"}}]
     context = loaded["contexts"][0]

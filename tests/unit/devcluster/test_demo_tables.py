@@ -44,8 +44,10 @@ def test_a_unitteddeployment_sample_has_no_separate_target() -> None:
     [
         ([{"kind": "Deployment", "metadata": {"name": "web"}}], "no UnitedDeployment or WorkloadSpread in it"),
         (
-            [{"kind": "WorkloadSpread", "spec": {"targetRef": {"kind": "Deployment", "name": "web"}}},
-             {"kind": "Deployment", "metadata": {"name": "api"}}],
+            [
+                {"kind": "WorkloadSpread", "spec": {"targetRef": {"kind": "Deployment", "name": "web"}}},
+                {"kind": "Deployment", "metadata": {"name": "api"}},
+            ],
             "no Deployment 'web' in it, the target of its WorkloadSpread",
         ),
     ],
@@ -102,8 +104,16 @@ def test_the_uniteddeployment_table_is_unchanged() -> None:
         "status": {
             "readyReplicas": 3,
             "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "all set"}],
-            "subsetStatuses": [{"name": "a", "desired": 3, "replicas": 3, "readyReplicas": 3,
-                                "updatedReplicas": 3, "reason": "percent"}],
+            "subsetStatuses": [
+                {
+                    "name": "a",
+                    "desired": 3,
+                    "replicas": 3,
+                    "readyReplicas": 3,
+                    "updatedReplicas": 3,
+                    "reason": "percent",
+                }
+            ],
         },
     }
     assert render_table(ud).splitlines() == [
@@ -117,9 +127,14 @@ def test_the_uniteddeployment_table_is_unchanged() -> None:
 def test_the_demo_makes_nodes_for_a_spreads_subsets() -> None:
     _, spread = split_sample(_sample("workloadspread/arch-resources.yaml"))
     nodes = subset_nodes(spread, prefix="fit", per_subset=2)
-    assert [(n.name, n.arch) for n in nodes] == [("fit-0-0", "amd64"), ("fit-0-1", "amd64"),
-                                                 ("fit-1-0", "arm64"), ("fit-1-1", "arm64")]
+    assert [(n.name, n.arch) for n in nodes] == [
+        ("fit-0-0", "amd64"),
+        ("fit-0-1", "amd64"),
+        ("fit-1-0", "arm64"),
+        ("fit-1-1", "arm64"),
+    ]
     _, spread = split_sample(_sample("workloadspread/spot-overflow.yaml"))
     assert [n.labels for n in subset_nodes(spread, prefix="fit")] == [
-        {"karpenter.sh/capacity-type": "on-demand"}, {"karpenter.sh/capacity-type": "spot"},
+        {"karpenter.sh/capacity-type": "on-demand"},
+        {"karpenter.sh/capacity-type": "spot"},
     ]

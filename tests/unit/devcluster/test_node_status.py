@@ -28,8 +28,7 @@ def test_zone_nodes_are_labelled_per_zone() -> None:
 def test_node_object_carries_taints_and_cordon() -> None:
     state = NodeState(NodeSpec("n", taints=(Taint("gpu", "yes", "NoExecute"),)), cordoned=True)
     node = node_object(state)
-    assert node["spec"] == {"taints": [{"key": "gpu", "value": "yes", "effect": "NoExecute"}],
-                            "unschedulable": True}
+    assert node["spec"] == {"taints": [{"key": "gpu", "value": "yes", "effect": "NoExecute"}], "unschedulable": True}
 
 
 def test_full_node_has_no_allocatable_pods_but_keeps_capacity() -> None:
@@ -57,8 +56,7 @@ def _pod() -> dict[str, object]:
     return {
         "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
         "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "img"}]},
-        "status": {"phase": "Pending",
-                   "conditions": [{"type": "PodScheduled", "status": "True"}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]},
     }
 
 
@@ -66,7 +64,10 @@ def test_ready_pod_status_is_complete() -> None:
     status = pod_status(_pod(), ready=True, pod_ip="127.244.0.1", now=NOW)
     assert status["phase"] == "Running"
     assert {c["type"]: c["status"] for c in status["conditions"]} == {
-        "Initialized": "True", "Ready": "True", "ContainersReady": "True", "PodScheduled": "True",
+        "Initialized": "True",
+        "Ready": "True",
+        "ContainersReady": "True",
+        "PodScheduled": "True",
     }
     (container,) = status["containerStatuses"]
     assert container["ready"] is True and container["state"] == {"running": {"startedAt": NOW}}

@@ -50,13 +50,16 @@ def test_missing_stamp_means_half_finished(tmp_path: Path) -> None:
     assert not is_provisioned(layout, etcd=etcd)
 
 
-@pytest.mark.parametrize("stamp", [
-    "",
-    "{not json",
-    "[]",
-    json.dumps({**expected_stamp(), "version": "1.19.0"}),
-    json.dumps({**expected_stamp(), "binaries": ["kubectl"]}),
-])
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "",
+        "{not json",
+        "[]",
+        json.dumps({**expected_stamp(), "version": "1.19.0"}),
+        json.dumps({**expected_stamp(), "binaries": ["kubectl"]}),
+    ],
+)
 def test_a_foreign_or_broken_stamp_means_rebuild(tmp_path: Path, stamp: str) -> None:
     layout, etcd = _complete(tmp_path)
     layout.stamp.write_text(stamp)

@@ -21,14 +21,24 @@ def cm(name: str, rv: str) -> dict[str, Any]:
 
 
 LISTS = [
-    {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "10"},
-     "items": [cm("a", "5"), cm("b", "6")]},
-    {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "20"},
-     "items": [cm("a", "5"), cm("c", "18")]},
+    {
+        "kind": "ConfigMapList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "10"},
+        "items": [cm("a", "5"), cm("b", "6")],
+    },
+    {
+        "kind": "ConfigMapList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "20"},
+        "items": [cm("a", "5"), cm("c", "18")],
+    },
 ]
 WATCHES = [
-    [{"type": "MODIFIED", "object": cm("a", "11")},
-     {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}],
+    [
+        {"type": "MODIFIED", "object": cm("a", "11")},
+        {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}},
+    ],
     [{"type": "ADDED", "object": cm("d", "21")}],
 ]
 
@@ -89,9 +99,12 @@ async def test_relists_after_gone_and_reports_vanished_objects(
                 await task
     assert requests == ["list", "watch@10", "list", "watch@20"]
     assert seen == [
-        ("SYNC", "a"), ("SYNC", "b"),
+        ("SYNC", "a"),
+        ("SYNC", "b"),
         ("MODIFIED", "a"),
-        ("DELETED", "b"), ("SYNC", "a"), ("SYNC", "c"),
+        ("DELETED", "b"),
+        ("SYNC", "a"),
+        ("SYNC", "c"),
         ("ADDED", "d"),
     ]
     assert sorted(name for _, name in reflector.cache) == ["a", "c", "d"]

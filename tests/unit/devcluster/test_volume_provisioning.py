@@ -14,8 +14,7 @@ from united.devcluster.volumes import (
 def claim(**spec: Any) -> dict[str, Any]:
     return {
         "metadata": {"name": "data-db-0", "namespace": "ns", "uid": "u-1"},
-        "spec": {"accessModes": ["ReadWriteOnce"],
-                 "resources": {"requests": {"storage": "20Gi"}}, **spec},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}, **spec},
         "status": {"phase": "Pending"},
     }
 
@@ -39,8 +38,13 @@ def test_volume_matches_the_claim_and_is_pre_bound_to_it() -> None:
     assert spec["capacity"] == {"storage": "20Gi"}
     assert spec["accessModes"] == ["ReadWriteOnce"]
     assert spec["storageClassName"] == "fast" and spec["volumeMode"] == "Block"
-    assert spec["claimRef"] == {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                                "namespace": "ns", "name": "data-db-0", "uid": "u-1"}
+    assert spec["claimRef"] == {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": "ns",
+        "name": "data-db-0",
+        "uid": "u-1",
+    }
     assert spec["persistentVolumeReclaimPolicy"] == "Retain"
 
 

@@ -22,11 +22,22 @@ from united.kube.errors import error_from_status
 OLD, NEW = "web-old", "web-new"
 
 
-def pod(name: str, revision: str, *, node: str | None = "n1", ready: bool = True,
-        deleting: bool = False, created: str = "2024-01-01T00:00:00Z",
-        cost: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "ns", "creationTimestamp": created,
-                            "labels": {REVISION_LABEL: revision}}
+def pod(
+    name: str,
+    revision: str,
+    *,
+    node: str | None = "n1",
+    ready: bool = True,
+    deleting: bool = False,
+    created: str = "2024-01-01T00:00:00Z",
+    cost: str | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "creationTimestamp": created,
+        "labels": {REVISION_LABEL: revision},
+    }
     if cost is not None:
         meta["annotations"] = {"controller.kubernetes.io/pod-deletion-cost": cost}
     if deleting:
@@ -52,8 +63,10 @@ def test_selector_string_is_canonical() -> None:
 
 
 def test_selector_matching() -> None:
-    selector = {"matchLabels": {"app": "web"},
-                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["fe"]}]}
+    selector = {
+        "matchLabels": {"app": "web"},
+        "matchExpressions": [{"key": "tier", "operator": "In", "values": ["fe"]}],
+    }
     assert selector_matches(selector, {"app": "web", "tier": "fe", "x": "y"})
     assert not selector_matches(selector, {"app": "web", "tier": "be"})
     assert not selector_matches({}, {"app": "web"})
@@ -67,14 +80,17 @@ def test_template_revision_depends_on_content_not_key_order() -> None:
     assert a.startswith("web-") and len(a) == len("web-") + 10
 
 
-@pytest.mark.parametrize(("strategy", "replicas", "expected"), [
-    ({}, 5, 0),
-    ({"partition": 2}, 5, 2),
-    ({"rollingUpdate": {"partition": 3}}, 5, 3),
-    ({"partition": "50%"}, 5, 3),
-    ({"partition": 9}, 5, 5),
-    ({"partition": -1}, 5, 0),
-])
+@pytest.mark.parametrize(
+    ("strategy", "replicas", "expected"),
+    [
+        ({}, 5, 0),
+        ({"partition": 2}, 5, 2),
+        ({"rollingUpdate": {"partition": 3}}, 5, 3),
+        ({"partition": "50%"}, 5, 3),
+        ({"partition": 9}, 5, 5),
+        ({"partition": -1}, 5, 0),
+    ],
+)
 def test_clone_set_partition_count(strategy: dict[str, Any], replicas: int, expected: int) -> None:
     assert partition_count({"spec": {"updateStrategy": strategy}}, replicas) == expected
 
@@ -85,8 +101,7 @@ def test_stateful_set_partition_is_an_ordinal() -> None:
 
 
 def test_clone_set_scales_up_at_the_update_revision() -> None:
-    plan = plan_clone_set([pod("a", NEW)], replicas=3, partition=0, update_revision=NEW,
-                          current_revision=NEW)
+    plan = plan_clone_set([pod("a", NEW)], replicas=3, partition=0, update_revision=NEW, current_revision=NEW)
     assert plan.create == ((NEW, None), (NEW, None)) and plan.delete == ()
 
 
@@ -109,9 +124,21 @@ def test_clone_set_scale_down_prefers_unscheduled_then_unready_then_newest() -> 
 
 @pytest.mark.parametrize(
     ("value", "cost"),
-    [("300", 300), ("-100", -100), ("+7", 7), ("0", 0), ("2147483647", 2**31 - 1),
-     ("-2147483648", -(2**31)), ("2147483648", 0), ("1.5", 0), (" 5", 0), ("5_0", 0), ("", 0),
-     ("abc", 0), (None, 0)],
+    [
+        ("300", 300),
+        ("-100", -100),
+        ("+7", 7),
+        ("0", 0),
+        ("2147483647", 2**31 - 1),
+        ("-2147483648", -(2**31)),
+        ("2147483648", 0),
+        ("1.5", 0),
+        (" 5", 0),
+        ("5_0", 0),
+        ("", 0),
+        ("abc", 0),
+        (None, 0),
+    ],
 )
 def test_deletion_cost_is_an_int32_or_zero(value: str | None, cost: int) -> None:
     assert deletion_cost(pod("p", NEW, cost=value)) == cost
@@ -148,8 +175,7 @@ def test_equal_costs_fall_back_to_the_active_pods_order() -> None:
 def test_a_pending_pod_goes_before_a_running_one() -> None:
     running, pending = pod("running", NEW, ready=False), pod("pending", NEW, ready=False)
     running["status"]["phase"], pending["status"]["phase"] = "Running", "Pending"
-    plan = plan_clone_set([running, pending], replicas=1, partition=0, update_revision=NEW,
-                          current_revision=NEW)
+    plan = plan_clone_set([running, pending], replicas=1, partition=0, update_revision=NEW, current_revision=NEW)
     assert plan.delete == ("pending",)
 
 
@@ -158,14 +184,12 @@ def test_clone_set_update_keeps_partition_pods_at_the_old_revision() -> None:
     plan = plan_clone_set(pods, replicas=3, partition=1, update_revision=NEW, current_revision=OLD)
     assert len(plan.delete) == 2 and plan.create == ()
     survivors = [p for p in pods if p["metadata"]["name"] not in plan.delete]
-    plan = plan_clone_set(survivors, replicas=3, partition=1, update_revision=NEW,
-                          current_revision=OLD)
+    plan = plan_clone_set(survivors, replicas=3, partition=1, update_revision=NEW, current_revision=OLD)
     assert plan.create == ((NEW, None), (NEW, None))
 
 
 def test_clone_set_scale_up_refills_the_partition_at_the_old_revision() -> None:
-    plan = plan_clone_set([pod("a", NEW)], replicas=3, partition=2, update_revision=NEW,
-                          current_revision=OLD)
+    plan = plan_clone_set([pod("a", NEW)], replicas=3, partition=2, update_revision=NEW, current_revision=OLD)
     assert plan.create == ((OLD, None), (OLD, None))
 
 
@@ -177,31 +201,32 @@ def test_clone_set_without_a_known_old_revision_updates_everything() -> None:
 
 def test_stateful_set_creates_missing_ordinals_and_trims_high_ones() -> None:
     pods = [pod("db-0", NEW), pod("db-3", NEW), pod("db-x", NEW)]
-    plan = plan_stateful_set(pods, name="db", replicas=3, partition=0, update_revision=NEW,
-                             current_revision=NEW)
+    plan = plan_stateful_set(pods, name="db", replicas=3, partition=0, update_revision=NEW, current_revision=NEW)
     assert plan.create == ((NEW, 1), (NEW, 2))
     assert plan.delete == ("db-3",)
 
 
 def test_stateful_set_partition_keeps_low_ordinals() -> None:
     pods = [pod(f"db-{i}", OLD) for i in range(3)]
-    plan = plan_stateful_set(pods, name="db", replicas=3, partition=1, update_revision=NEW,
-                             current_revision=OLD)
+    plan = plan_stateful_set(pods, name="db", replicas=3, partition=1, update_revision=NEW, current_revision=OLD)
     assert plan.delete == ("db-1", "db-2") and plan.create == ()
-    plan = plan_stateful_set([pods[0]], name="db", replicas=3, partition=1, update_revision=NEW,
-                             current_revision=OLD)
+    plan = plan_stateful_set([pods[0]], name="db", replicas=3, partition=1, update_revision=NEW, current_revision=OLD)
     assert plan.create == ((NEW, 1), (NEW, 2))
 
 
 def test_stateful_set_waits_for_a_terminating_pod_to_go() -> None:
-    plan = plan_stateful_set([pod("db-0", OLD, deleting=True)], name="db", replicas=1,
-                             partition=0, update_revision=NEW, current_revision=NEW)
+    plan = plan_stateful_set(
+        [pod("db-0", OLD, deleting=True)], name="db", replicas=1, partition=0, update_revision=NEW, current_revision=NEW
+    )
     assert plan.create == () and plan.delete == ()
 
 
 def test_status_counts_ready_and_updated_pods() -> None:
-    workload = {"kind": "CloneSet", "metadata": {"generation": 4},
-                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}}}
+    workload = {
+        "kind": "CloneSet",
+        "metadata": {"generation": 4},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}},
+    }
     pods = [pod("a", NEW), pod("b", NEW, ready=False), pod("c", OLD), pod("d", NEW, deleting=True)]
     status = workload_status(workload, pods, update_revision=NEW, current_revision=OLD, partition=1)
     assert status == {
@@ -220,14 +245,24 @@ def test_status_counts_ready_and_updated_pods() -> None:
 
 
 def test_writes_into_a_terminating_namespace_are_not_retried() -> None:
-    terminating = error_from_status(403, {
-        "kind": "Status", "code": 403, "reason": "Forbidden",
-        "message": 'pods "web-" is forbidden: unable to create new content in namespace ns '
-                   "because it is being terminated",
-        "details": {"name": "web-", "kind": "pods",
-                    "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]},
-    })
-    rbac = error_from_status(403, {"kind": "Status", "code": 403, "reason": "Forbidden",
-                                   "message": 'pods is forbidden: User "x" cannot create'})
+    terminating = error_from_status(
+        403,
+        {
+            "kind": "Status",
+            "code": 403,
+            "reason": "Forbidden",
+            "message": 'pods "web-" is forbidden: unable to create new content in namespace ns '
+            "because it is being terminated",
+            "details": {
+                "name": "web-",
+                "kind": "pods",
+                "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}],
+            },
+        },
+    )
+    rbac = error_from_status(
+        403,
+        {"kind": "Status", "code": 403, "reason": "Forbidden", "message": 'pods is forbidden: User "x" cannot create'},
+    )
     assert namespace_terminating(terminating)
     assert not namespace_terminating(rbac)

@@ -29,20 +29,23 @@ def status(code: int, reason: str, message: str = "m") -> dict[str, object]:
     return {"kind": "Status", "code": code, "reason": reason, "message": message}
 
 
-@pytest.mark.parametrize(("code", "reason", "cls"), [
-    (404, "NotFound", NotFound),
-    (409, "AlreadyExists", AlreadyExists),
-    (409, "Conflict", Conflict),
-    (410, "Expired", Gone),
-    (422, "Invalid", Invalid),
-    (400, "BadRequest", Invalid),
-    (401, "Unauthorized", Unauthorized),
-    (403, "Forbidden", Forbidden),
-    (429, "TooManyRequests", TooManyRequests),
-    (500, "InternalError", TransientError),
-    (503, "ServiceUnavailable", TransientError),
-    (418, "Teapot", ApiError),
-])
+@pytest.mark.parametrize(
+    ("code", "reason", "cls"),
+    [
+        (404, "NotFound", NotFound),
+        (409, "AlreadyExists", AlreadyExists),
+        (409, "Conflict", Conflict),
+        (410, "Expired", Gone),
+        (422, "Invalid", Invalid),
+        (400, "BadRequest", Invalid),
+        (401, "Unauthorized", Unauthorized),
+        (403, "Forbidden", Forbidden),
+        (429, "TooManyRequests", TooManyRequests),
+        (500, "InternalError", TransientError),
+        (503, "ServiceUnavailable", TransientError),
+        (418, "Teapot", ApiError),
+    ],
+)
 def test_status_codes_map_to_types(code: int, reason: str, cls: type[ApiError]) -> None:
     error = error_from_status(code, status(code, reason, "details"))
     assert type(error) is cls

@@ -8,9 +8,7 @@ from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, Resource
 def test_core_paths() -> None:
     assert PODS.path() == "/api/v1/pods"
     assert PODS.path(namespace="ns") == "/api/v1/namespaces/ns/pods"
-    assert PODS.path(namespace="ns", name="p", subresource="status") == (
-        "/api/v1/namespaces/ns/pods/p/status"
-    )
+    assert PODS.path(namespace="ns", name="p", subresource="status") == ("/api/v1/namespaces/ns/pods/p/status")
     assert NODES.path(name="n1") == "/api/v1/nodes/n1"
 
 
@@ -28,10 +26,13 @@ def test_names_are_escaped() -> None:
     )
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"namespace": "ns"},
-    {"subresource": "status"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"namespace": "ns"},
+        {"subresource": "status"},
+    ],
+)
 def test_cluster_scoped_misuse_is_refused(kwargs: dict[str, str]) -> None:
     with pytest.raises(ValueError):
         NODES.path(**kwargs)

@@ -23,14 +23,16 @@ async def server() -> AsyncIterator[tuple[str, Seen]]:
     seen: Seen = []
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        seen.append({
-            "method": request.method,
-            "path": request.path,
-            "query": dict(request.query),
-            "content_type": request.headers.get("Content-Type"),
-            "auth": request.headers.get("Authorization"),
-            "body": await request.text(),
-        })
+        seen.append(
+            {
+                "method": request.method,
+                "path": request.path,
+                "query": dict(request.query),
+                "content_type": request.headers.get("Content-Type"),
+                "auth": request.headers.get("Authorization"),
+                "body": await request.text(),
+            }
+        )
         if request.path.endswith("/missing"):
             return web.json_response(
                 {"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone fishing"},
@@ -43,8 +45,9 @@ async def server() -> AsyncIterator[tuple[str, Seen]]:
                     return web.json_response({"kind": "Status", "code": 429}, status=429, headers={"Retry-After": "0"})
                 return web.json_response({"kind": "Status", "code": 503, "reason": "ServiceUnavailable"}, status=503)
         if request.path.endswith("/busy"):
-            return web.json_response({"kind": "Status", "code": 429, "reason": "TooManyRequests"},
-                                     status=429, headers={"Retry-After": "2"})
+            return web.json_response(
+                {"kind": "Status", "code": 429, "reason": "TooManyRequests"}, status=429, headers={"Retry-After": "2"}
+            )
         if request.query.get("watch") == "true":
             response = web.StreamResponse()
             await response.prepare(request)
@@ -58,11 +61,14 @@ async def server() -> AsyncIterator[tuple[str, Seen]]:
             await response.write_eof()
             return response
         if request.method == "GET":
-            return web.json_response({
-                "kind": "PodList", "apiVersion": "v1",
-                "metadata": {"resourceVersion": "10"},
-                "items": [{"metadata": {"name": "a"}}],
-            })
+            return web.json_response(
+                {
+                    "kind": "PodList",
+                    "apiVersion": "v1",
+                    "metadata": {"resourceVersion": "10"},
+                    "items": [{"metadata": {"name": "a"}}],
+                }
+            )
         return web.json_response({"ok": True}, status=201 if request.method == "POST" else 200)
 
     app = web.Application()
@@ -101,10 +107,18 @@ async def test_list_fills_kind_and_returns_the_list_version(server: tuple[str, S
 async def test_patch_sends_the_requested_content_type(server: tuple[str, Seen]) -> None:
     url, seen = server
     async with KubeClient.for_server(url) as client:
-        await client.patch(CLONE_SETS, "c", {"spec": {"replicas": 2}}, namespace="ns",
-                           patch_type=PatchType.MERGE, subresource="scale")
-        await client.patch(CLONE_SETS, "c", {"apiVersion": "x", "kind": "y"}, namespace="ns",
-                           patch_type=PatchType.APPLY, field_manager="united", force=True)
+        await client.patch(
+            CLONE_SETS, "c", {"spec": {"replicas": 2}}, namespace="ns", patch_type=PatchType.MERGE, subresource="scale"
+        )
+        await client.patch(
+            CLONE_SETS,
+            "c",
+            {"apiVersion": "x", "kind": "y"},
+            namespace="ns",
+            patch_type=PatchType.APPLY,
+            field_manager="united",
+            force=True,
+        )
     assert seen[0]["content_type"] == "application/merge-patch+json"
     assert seen[0]["path"] == "/apis/apps.kruise.io/v1alpha1/namespaces/ns/clonesets/c/scale"
     assert json.loads(seen[0]["body"]) == {"spec": {"replicas": 2}}
@@ -115,11 +129,12 @@ async def test_patch_sends_the_requested_content_type(server: tuple[str, Seen]) 
 async def test_delete_sends_delete_options(server: tuple[str, Seen]) -> None:
     url, seen = server
     async with KubeClient.for_server(url) as client:
-        await client.delete(PODS, "p", namespace="ns", grace_period_seconds=0,
-                            propagation_policy="Foreground")
+        await client.delete(PODS, "p", namespace="ns", grace_period_seconds=0, propagation_policy="Foreground")
     assert json.loads(seen[0]["body"]) == {
-        "apiVersion": "v1", "kind": "DeleteOptions",
-        "propagationPolicy": "Foreground", "gracePeriodSeconds": 0,
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": "Foreground",
+        "gracePeriodSeconds": 0,
     }
 
 
@@ -136,8 +151,12 @@ async def test_watch_yields_events_tracks_bookmarks_and_raises_gone(
             async for event in events:
                 got.append((event.type, events.resource_version))
     assert got == [("ADDED", "11"), ("BOOKMARK", "15")]
-    assert seen[0]["query"] == {"watch": "true", "allowWatchBookmarks": "true",
-                                "timeoutSeconds": "5", "resourceVersion": "10"}
+    assert seen[0]["query"] == {
+        "watch": "true",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "5",
+        "resourceVersion": "10",
+    }
 
 
 async def test_a_closed_fence_refuses_every_write_before_it_is_sent_and_lets_reads_through(

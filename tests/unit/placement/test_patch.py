@@ -89,9 +89,7 @@ def test_maps_merge_recursively_and_scalars_are_replaced() -> None:
 
 def test_null_deletes_a_key() -> None:
     original = {"metadata": {"labels": {"app": "web", "tier": "fe"}}, "spec": {"hostname": "a"}}
-    assert merge(
-        original, {"metadata": {"labels": {"tier": None}}, "spec": {"hostname": None}}
-    ) == {
+    assert merge(original, {"metadata": {"labels": {"tier": None}}, "spec": {"hostname": None}}) == {
         "metadata": {"labels": {"app": "web"}},
         "spec": {},
     }
@@ -161,9 +159,7 @@ def test_key_order_keeps_original_keys_in_place_and_appends_new_ones() -> None:
         (("metadata", "managedFields"), [{"manager": "a"}], [{"manager": "b"}]),
     ],
 )
-def test_lists_without_a_patch_strategy_are_replaced(
-    path: tuple[Any, ...], old: Json, new: Json
-) -> None:
+def test_lists_without_a_patch_strategy_are_replaced(path: tuple[Any, ...], old: Json, new: Json) -> None:
     def nest(value: Json) -> dict[str, Json]:
         doc: dict[str, Json] = {}
         node: Any = doc
@@ -193,28 +189,20 @@ def _containers(field: str, items: list[Json]) -> dict[str, Json]:
 
 
 MERGE_FAMILIES = [
-    pytest.param(
-        lambda v: {"metadata": {"ownerReferences": v}}, "uid", id="metadata.ownerReferences/uid"
-    ),
+    pytest.param(lambda v: {"metadata": {"ownerReferences": v}}, "uid", id="metadata.ownerReferences/uid"),
     pytest.param(lambda v: spec(volumes=v), "name", id="volumes/name"),
     pytest.param(lambda v: spec(initContainers=v), "name", id="initContainers/name"),
     pytest.param(lambda v: spec(containers=v), "name", id="containers/name"),
     pytest.param(lambda v: spec(ephemeralContainers=v), "name", id="ephemeralContainers/name"),
     pytest.param(lambda v: spec(imagePullSecrets=v), "name", id="imagePullSecrets/name"),
     pytest.param(lambda v: spec(hostAliases=v), "ip", id="hostAliases/ip"),
-    pytest.param(
-        lambda v: spec(topologySpreadConstraints=v), "topologyKey", id="topologySpreadConstraints"
-    ),
+    pytest.param(lambda v: spec(topologySpreadConstraints=v), "topologyKey", id="topologySpreadConstraints"),
     pytest.param(lambda v: spec(schedulingGates=v), "name", id="schedulingGates/name"),
     pytest.param(lambda v: spec(resourceClaims=v), "name", id="resourceClaims/name"),
     pytest.param(lambda v: _containers("ports", v), "containerPort", id="ports/containerPort"),
     pytest.param(lambda v: _containers("env", v), "name", id="env/name"),
-    pytest.param(
-        lambda v: _containers("volumeMounts", v), "mountPath", id="volumeMounts/mountPath"
-    ),
-    pytest.param(
-        lambda v: _containers("volumeDevices", v), "devicePath", id="volumeDevices/devicePath"
-    ),
+    pytest.param(lambda v: _containers("volumeMounts", v), "mountPath", id="volumeMounts/mountPath"),
+    pytest.param(lambda v: _containers("volumeDevices", v), "devicePath", id="volumeDevices/devicePath"),
     pytest.param(
         lambda v: spec(initContainers=[container("init", env=v)]),
         "name",
@@ -246,9 +234,7 @@ def test_merge_lists_merge_by_their_key(wrap: Any, key: str) -> None:
     original = wrap([{key: a, "x": 1}, {key: b, "x": 2}])
     patch = wrap([{key: a, "y": 3}, {key: c, "x": 4}])
     # a is merged; c is new and comes before b, which the patch does not name.
-    assert merge(original, patch) == wrap(
-        [{key: a, "x": 1, "y": 3}, {key: c, "x": 4}, {key: b, "x": 2}]
-    )
+    assert merge(original, patch) == wrap([{key: a, "x": 1, "y": 3}, {key: c, "x": 4}, {key: b, "x": 2}])
 
 
 @pytest.mark.parametrize(("wrap", "key"), MERGE_FAMILIES)
@@ -260,16 +246,12 @@ def test_merge_lists_delete_an_element_by_key(wrap: Any, key: str) -> None:
 
 def test_finalizers_are_a_union() -> None:
     original = {"metadata": {"finalizers": ["a", "b"]}}
-    assert merge(original, {"metadata": {"finalizers": ["b", "c"]}}) == {
-        "metadata": {"finalizers": ["a", "b", "c"]}
-    }
+    assert merge(original, {"metadata": {"finalizers": ["b", "c"]}}) == {"metadata": {"finalizers": ["a", "b", "c"]}}
 
 
 def test_finalizers_union_drops_duplicates_from_the_original_too() -> None:
     original = {"metadata": {"finalizers": ["a", "a", "b"]}}
-    assert merge(original, {"metadata": {"finalizers": []}}) == {
-        "metadata": {"finalizers": ["a", "b"]}
-    }
+    assert merge(original, {"metadata": {"finalizers": []}}) == {"metadata": {"finalizers": ["a", "b"]}}
 
 
 def test_container_env_ports_and_mounts_merge_inside_the_matching_container() -> None:
@@ -315,9 +297,7 @@ def test_container_env_ports_and_mounts_merge_inside_the_matching_container() ->
 def test_arm_subset_example_changes_limits_of_one_container_only() -> None:
     template = {
         "metadata": {"labels": {"app": "web"}},
-        "spec": {
-            "containers": [container("main", resources={"limits": {"cpu": "1"}}), container("log")]
-        },
+        "spec": {"containers": [container("main", resources={"limits": {"cpu": "1"}}), container("log")]},
     }
     patch = spec(containers=[container("main", resources={"limits": {"cpu": "2"}})])
     assert merge(template, patch)["spec"]["containers"] == [
@@ -329,9 +309,7 @@ def test_arm_subset_example_changes_limits_of_one_container_only() -> None:
 def test_merge_key_values_compare_like_go_so_int_float_and_bool_differ() -> None:
     original = _containers("ports", [{"containerPort": 1}])
     out = merge(original, _containers("ports", [{"containerPort": 1.0}, {"containerPort": True}]))
-    assert out == _containers(
-        "ports", [{"containerPort": 1.0}, {"containerPort": True}, {"containerPort": 1}]
-    )
+    assert out == _containers("ports", [{"containerPort": 1.0}, {"containerPort": True}, {"containerPort": 1}])
 
 
 def test_table_lists_every_merge_key_of_a_pod_template() -> None:
@@ -453,9 +431,7 @@ def test_a_patch_map_under_an_absent_key_is_dropped(directive: str) -> None:
 
 
 def test_a_patch_map_replacing_a_value_of_another_type_deletes_it() -> None:
-    assert merge(spec(affinity="odd", hostname="h"), spec(affinity={"$patch": "delete"})) == spec(
-        hostname="h"
-    )
+    assert merge(spec(affinity="odd", hostname="h"), spec(affinity={"$patch": "delete"})) == spec(hostname="h")
 
 
 def test_directives_inside_a_value_copied_into_an_absent_field_are_removed() -> None:
@@ -465,9 +441,7 @@ def test_directives_inside_a_value_copied_into_an_absent_field_are_removed() -> 
             {"name": "gone", "$patch": "delete"},
         ]
     )
-    assert merge({"spec": {}}, patch) == spec(
-        containers=[container("main", env=[{"name": "A", "value": "1"}])]
-    )
+    assert merge({"spec": {}}, patch) == spec(containers=[container("main", env=[{"name": "A", "value": "1"}])])
 
 
 def test_top_level_patch_replace_and_delete() -> None:
@@ -495,12 +469,8 @@ def test_list_element_patch_delete_removes_every_duplicate() -> None:
 
 def test_serverless_example_adds_a_sidecar_and_deletes_another() -> None:
     original = spec(containers=[container("main"), container("istio-proxy")])
-    patch = spec(
-        containers=[{"name": "istio-proxy", "$patch": "delete"}, container("agent", image="a:1")]
-    )
-    assert merge(original, patch) == spec(
-        containers=[container("agent", image="a:1"), container("main")]
-    )
+    patch = spec(containers=[{"name": "istio-proxy", "$patch": "delete"}, container("agent", image="a:1")])
+    assert merge(original, patch) == spec(containers=[container("agent", image="a:1"), container("main")])
 
 
 def test_deleting_an_absent_element_is_a_no_op() -> None:
@@ -552,21 +522,15 @@ def test_delete_from_primitive_list_also_works_on_atomic_lists() -> None:
 
 
 def test_delete_from_primitive_list_never_adds_the_list() -> None:
-    assert merge(
-        {"metadata": {}}, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}
-    ) == {"metadata": {}}
+    assert merge({"metadata": {}}, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}) == {"metadata": {}}
     original = {"metadata": {"finalizers": None}}
     assert merge(original, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}) == original
 
 
 def test_delete_from_primitive_list_and_additions_apply_in_patch_order() -> None:
     original = {"metadata": {"finalizers": ["a"]}}
-    add_then_delete = {
-        "metadata": {"finalizers": ["b"], "$deleteFromPrimitiveList/finalizers": ["b"]}
-    }
-    delete_then_add = {
-        "metadata": {"$deleteFromPrimitiveList/finalizers": ["b"], "finalizers": ["b"]}
-    }
+    add_then_delete = {"metadata": {"finalizers": ["b"], "$deleteFromPrimitiveList/finalizers": ["b"]}}
+    delete_then_add = {"metadata": {"$deleteFromPrimitiveList/finalizers": ["b"], "finalizers": ["b"]}}
     assert merge(original, add_then_delete) == {"metadata": {"finalizers": ["a"]}}
     assert merge(original, delete_then_add) == {"metadata": {"finalizers": ["b", "a"]}}
 
@@ -591,9 +555,7 @@ def test_delete_from_primitive_list_of_an_object_field_is_an_error() -> None:
 def test_set_element_order_reorders_a_merge_list() -> None:
     original = spec(containers=[container("a"), container("b"), container("c")])
     patch = spec(**{"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}, {"name": "b"}]})
-    assert merge(original, patch) == spec(
-        containers=[container("c"), container("a"), container("b")]
-    )
+    assert merge(original, patch) == spec(containers=[container("c"), container("a"), container("b")])
 
 
 def test_set_element_order_places_patch_elements_and_keeps_the_rest() -> None:
@@ -642,16 +604,12 @@ def test_set_element_order_with_a_replace_element() -> None:
 
 
 def test_set_element_order_entries_need_the_merge_key() -> None:
-    e = fails(
-        spec(containers=[container("a")]), spec(**{"$setElementOrder/containers": [{"image": "x"}]})
-    )
+    e = fails(spec(containers=[container("a")]), spec(**{"$setElementOrder/containers": [{"image": "x"}]}))
     assert e.path == "spec.$setElementOrder/containers" and "merge key 'name'" in e.message
 
 
 def test_set_element_order_for_a_list_nobody_has_is_ignored() -> None:
-    assert merge({"spec": {}}, spec(**{"$setElementOrder/containers": [{"name": "a"}]})) == {
-        "spec": {}
-    }
+    assert merge({"spec": {}}, spec(**{"$setElementOrder/containers": [{"name": "a"}]})) == {"spec": {}}
 
 
 def test_set_element_order_that_contradicts_the_patch_list_is_an_error() -> None:
@@ -700,9 +658,7 @@ def test_set_element_order_that_contradicts_the_patch_list_is_an_error() -> None
         ),
     ],
 )
-def test_malformed_set_element_order(
-    original: dict[str, Json], patch: dict[str, Json], path: str
-) -> None:
+def test_malformed_set_element_order(original: dict[str, Json], patch: dict[str, Json], path: str) -> None:
     assert fails(original, patch).path == path
 
 
@@ -725,9 +681,7 @@ def test_set_element_order_checks_patch_elements_are_objects() -> None:
 
 def test_retain_keys_clears_fields_not_listed() -> None:
     original = spec(volumes=[{"name": "data", "emptyDir": {}}])
-    patch = spec(
-        volumes=[{"name": "data", "$retainKeys": ["name", "hostPath"], "hostPath": {"path": "/x"}}]
-    )
+    patch = spec(volumes=[{"name": "data", "$retainKeys": ["name", "hostPath"], "hostPath": {"path": "/x"}}])
     assert merge(original, patch) == spec(volumes=[{"name": "data", "hostPath": {"path": "/x"}}])
 
 
@@ -904,12 +858,8 @@ def test_errors_are_value_errors() -> None:
 
 
 def test_unknown_fields_merge_as_plain_json() -> None:
-    original = spec(
-        future={"a": 1, "list": [{"name": "x", "v": 1}]}, containers=[container("m", future=[1, 2])]
-    )
-    patch = spec(
-        future={"b": 2, "list": [{"name": "x", "w": 2}]}, containers=[container("m", future=[3])]
-    )
+    original = spec(future={"a": 1, "list": [{"name": "x", "v": 1}]}, containers=[container("m", future=[1, 2])])
+    patch = spec(future={"b": 2, "list": [{"name": "x", "w": 2}]}, containers=[container("m", future=[3])])
     assert merge(original, patch) == spec(
         future={"a": 1, "b": 2, "list": [{"name": "x", "w": 2}]},
         containers=[container("m", future=[3])],
@@ -918,9 +868,7 @@ def test_unknown_fields_merge_as_plain_json() -> None:
 
 def test_no_schema_means_plain_json_everywhere() -> None:
     original = spec(containers=[container("a")])
-    assert merge(original, spec(containers=[container("b")]), schema=None) == spec(
-        containers=[container("b")]
-    )
+    assert merge(original, spec(containers=[container("b")]), schema=None) == spec(containers=[container("b")])
 
 
 # --- apimachinery's own test cases, restated as data (patch_test.go, apply half) -------------
@@ -1387,9 +1335,7 @@ UPSTREAM: list[dict[str, Any]] = yaml.safe_load(
     ("original", "patch", "expected"),
     [pytest.param(c["original"], c["patch"], c["result"], id=c["description"]) for c in UPSTREAM],
 )
-def test_upstream_cases(
-    original: dict[str, Json], patch: dict[str, Json], expected: dict[str, Json]
-) -> None:
+def test_upstream_cases(original: dict[str, Json], patch: dict[str, Json], expected: dict[str, Json]) -> None:
     assert merge(original, patch, schema=MERGE_ITEM) == expected
 
 
@@ -1448,11 +1394,7 @@ def test_patch_directives_in_original_elements_are_sorted_last() -> None:
 
 _KEYS = st.sampled_from(["a", "b", "c", "name", "spec", "x"])
 _SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(-3, 3)
-    | st.floats(-2, 2, allow_nan=False)
-    | st.text("xyz", max_size=2)
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False) | st.text("xyz", max_size=2)
 )
 _JSON = st.recursive(
     _SCALARS,
@@ -1461,9 +1403,7 @@ _JSON = st.recursive(
 )
 _DOCS = st.dictionaries(_KEYS, _JSON, max_size=4)
 # A merge patch for RFC 7386 comparison: nulls only as map values, lists of plain scalars.
-_LIST_OF_SCALARS = st.lists(
-    st.booleans() | st.integers(-3, 3) | st.text("xyz", max_size=2), max_size=3
-)
+_LIST_OF_SCALARS = st.lists(st.booleans() | st.integers(-3, 3) | st.text("xyz", max_size=2), max_size=3)
 _MERGE_PATCHES = st.recursive(
     _SCALARS | _LIST_OF_SCALARS,
     lambda inner: st.dictionaries(_KEYS, inner, max_size=3),
@@ -1490,9 +1430,7 @@ def test_empty_patch_is_identity(doc: dict[str, Json]) -> None:
 
 
 @given(_DOCS, _MERGE_PATCHES)
-def test_without_a_schema_it_is_json_merge_patch(
-    doc: dict[str, Json], patch: dict[str, Json]
-) -> None:
+def test_without_a_schema_it_is_json_merge_patch(doc: dict[str, Json], patch: dict[str, Json]) -> None:
     assert merge(doc, patch, schema=None) == rfc7386(doc, patch)
 
 
@@ -1526,9 +1464,7 @@ _DIRECTIVE_JSON = st.recursive(
     st.dictionaries(st.sampled_from(["spec", "metadata", "$patch"]), _DIRECTIVE_JSON, max_size=2),
 )
 @settings(max_examples=300)
-def test_never_mutates_and_only_raises_patch_errors(
-    doc: dict[str, Json], patch: dict[str, Json]
-) -> None:
+def test_never_mutates_and_only_raises_patch_errors(doc: dict[str, Json], patch: dict[str, Json]) -> None:
     before = copy.deepcopy((doc, patch))
     with contextlib.suppress(PatchError):
         strategic_merge(doc, patch)
@@ -1538,9 +1474,7 @@ def test_never_mutates_and_only_raises_patch_errors(
 _NAMES = st.sampled_from(["a", "b", "c", "d"])
 
 
-def _unique_by(
-    key: str, element: st.SearchStrategy[dict[str, Json]]
-) -> st.SearchStrategy[list[dict[str, Json]]]:
+def _unique_by(key: str, element: st.SearchStrategy[dict[str, Json]]) -> st.SearchStrategy[list[dict[str, Json]]]:
     return st.lists(element, max_size=3, unique_by=lambda e: e[key])
 
 
@@ -1569,9 +1503,7 @@ _CONTAINERS = _unique_by(
                 st.builds(lambda p: {"containerPort": p}, st.sampled_from([80, 443, 8080])),
             ),
             resources=_optional(
-                limits=st.dictionaries(
-                    st.sampled_from(["cpu", "memory"]), st.sampled_from(["1", "2"]), max_size=2
-                )
+                limits=st.dictionaries(st.sampled_from(["cpu", "memory"]), st.sampled_from(["1", "2"]), max_size=2)
             ),
         ),
     ),
@@ -1580,17 +1512,13 @@ _TEMPLATES = st.fixed_dictionaries(
     {},
     optional={
         "metadata": _optional(
-            labels=st.dictionaries(
-                st.sampled_from(["app", "tier"]), st.text("ab", max_size=2), max_size=2
-            ),
+            labels=st.dictionaries(st.sampled_from(["app", "tier"]), st.text("ab", max_size=2), max_size=2),
             finalizers=st.lists(st.sampled_from(["f1", "f2", "f3"]), unique=True, max_size=3),
         ),
         "spec": _optional(
             containers=_CONTAINERS,
             initContainers=_CONTAINERS,
-            tolerations=st.lists(
-                st.builds(lambda k: {"key": k}, st.sampled_from("pq")), max_size=2
-            ),
+            tolerations=st.lists(st.builds(lambda k: {"key": k}, st.sampled_from("pq")), max_size=2),
             hostname=st.text("h", max_size=2),
         ),
     },
@@ -1613,9 +1541,7 @@ def test_applying_a_patch_twice_equals_applying_it_once(
 
 
 @given(_TEMPLATES, _TEMPLATES)
-def test_merged_containers_are_the_union_of_names(
-    template: dict[str, Json], patch: dict[str, Json]
-) -> None:
+def test_merged_containers_are_the_union_of_names(template: dict[str, Json], patch: dict[str, Json]) -> None:
     names = [c["name"] for c in merge(template, patch).get("spec", {}).get("containers", [])]
     before = {c["name"] for c in template.get("spec", {}).get("containers", [])}
     added = [c["name"] for c in patch.get("spec", {}).get("containers", [])]
@@ -1624,9 +1550,7 @@ def test_merged_containers_are_the_union_of_names(
 
 
 @given(_TEMPLATES, _TEMPLATES)
-def test_a_merge_list_merges_element_by_element(
-    template: dict[str, Json], patch: dict[str, Json]
-) -> None:
+def test_a_merge_list_merges_element_by_element(template: dict[str, Json], patch: dict[str, Json]) -> None:
     """Each container of the result is its original merged with its patch element alone."""
     merged = {c["name"]: c for c in merge(template, patch).get("spec", {}).get("containers", [])}
     for c in patch.get("spec", {}).get("containers", []):
@@ -1636,9 +1560,7 @@ def test_a_merge_list_merges_element_by_element(
 
 
 @given(_CONTAINERS, st.lists(_NAMES, max_size=4))
-def test_deleted_elements_are_exactly_the_named_ones(
-    containers: list[dict[str, Json]], doomed: list[str]
-) -> None:
+def test_deleted_elements_are_exactly_the_named_ones(containers: list[dict[str, Json]], doomed: list[str]) -> None:
     patch = spec(containers=[{"name": n, "$patch": "delete"} for n in doomed])
     left = merge(spec(containers=containers), patch)["spec"]["containers"]
     assert left == [c for c in containers if c["name"] not in doomed]

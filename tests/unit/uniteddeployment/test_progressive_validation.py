@@ -109,3 +109,19 @@ def test_reservation_does_not_combine_with_progressive() -> None:
         "spec.topology.scheduleStrategy.adaptive.reserveUnschedulablePods: Forbidden: may not be combined with a "
         "Progressive update: both set the children's maxUnavailable"
     ) in errors_of(doc)
+
+
+def test_every_progressive_error_is_reported_at_once() -> None:
+    doc = progressive(
+        waves=[{"subsets": ["a", "zz"], "pause": {"duration": "6x"}}, {"subsets": ["a"], "pause": {"duration": -3}}],
+        maxUnavailable="120%",
+    )
+    assert errors_of(doc) == [
+        f'{STRATEGY}.progressive.waves[0].pause.duration: Invalid value: "6x": must be a duration such as 60s, 5m or '
+        "1h30m, or an integer number of seconds",
+        f'{STRATEGY}.progressive.waves[0].subsets[1]: Invalid value: "zz": not a subset of spec.topology.subsets',
+        f"{STRATEGY}.progressive.waves[1].pause.duration: Invalid value: -3: must be greater than or equal to 0",
+        f'{STRATEGY}.progressive.waves[1].subsets[0]: Duplicate value: "a"',
+        f'{STRATEGY}.progressive.maxUnavailable: Invalid value: "120%": must be an integer >= 0 or a percentage from '
+        "0% to 100%",
+    ]

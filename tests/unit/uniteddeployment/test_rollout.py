@@ -201,7 +201,7 @@ def test_an_indefinite_pause_holds_until_the_annotation_names_the_wave() -> None
 
 
 def test_a_timed_pause_ends_on_time_and_requeues_for_it() -> None:
-    progressive = strategy(Wave(("canary",), pause=True, pause_seconds=60), Wave(("a",)), max_unavailable=2)
+    progressive = strategy(Wave(("canary",), pause=True, duration="1m"), Wave(("a",)), max_unavailable=2)
     facts = {"canary": sts(released=4, updated_available=4), "a": sts(), "b": sts()}
     d = run(progressive, facts)
     assert d.status["reason"] == "WavePaused"

@@ -169,6 +169,16 @@ def test_a_progressive_rollout_is_reported_with_each_subset_s_place() -> None:
     assert "rollout" not in plain and all("rollout" not in s for s in plain["subsetStatuses"])
 
 
+def test_a_rollout_still_progressing_keeps_the_ud_reconciling_though_its_children_converged() -> None:
+    views = {"a": ChildView("a1", 2, 2, 2, 2, 2), "b": ChildView("b1", 3, 3, 3, 2, 2)}
+    applied = {"a": True, "b": True}
+    status = compute(facts(children=views, partition_applied=applied, rollout=ROLLOUT))
+    assert conditions(status)["Reconciling"] == ("True", "Progressing")
+    assert conditions(status)["Ready"] == ("False", "Progressing")
+    done = compute(facts(children=views, partition_applied=applied, rollout={**ROLLOUT, "phase": "Completed"}))
+    assert conditions(done)["Ready"] == ("True", "AllReplicasReady")
+
+
 def test_a_paused_rollout_is_not_reconciling_nor_stalled() -> None:
     views = {"a": ChildView("a1", 2, 2, 2, 2, 2), "b": ChildView("b1", 3, 3, 3, 0, 0)}
     paused = {**ROLLOUT, "phase": "Paused", "reason": "WavePaused", "message": "paused until resumed"}
