@@ -212,7 +212,7 @@ class _Split:
     """Seats of the rest: fixed subsets plus what the subsets without replicas share."""
 
 
-def _split(spec: Spec) -> _Split:
+def split(spec: Spec) -> _Split:
     """Percentage subsets claim their ``N`` and the rest ``100 - ΣN`` of ``spec.replicas``, in one
     Sainte-Laguë apportionment, so each is monotone in the total (half up on its own is not: 25 %,
     25 % and a remainder subset give 0/0/1 at 1 replica, 1/1/0 at 2). The rest is at least what
@@ -255,29 +255,29 @@ def _split(spec: Spec) -> _Split:
 
 def _specified_monotone(spec: Spec) -> list[Decision]:
     """``rounding: Monotone``: fixed subsets keep their numbers; percentages and the rest share
-    the total by Sainte-Laguë (:func:`_split`); the subsets without replicas share the rest by
+    the total by Sainte-Laguë (:func:`split`); the subsets without replicas share the rest by
     weight (:func:`_weighted_shares`, equal weights by default: the earlier subset gets the +1).
     Both stages are house-monotone and the second's total is the first's rest, so raising
     ``spec.replicas`` never lowers any subset. Without a subset to take the rest, percentages are
     shares of what fixed subsets leave (33 %, 33 %, 34 % of 10 is 3, 3, 4; the reference rejects
     that spec because its half-up numbers add up to 9)."""
     total = spec.replicas or 0
-    split = _split(spec)
-    rest_weight = 100 - sum(split.percents.values())
+    parts = split(spec)
+    rest_weight = 100 - sum(parts.percents.values())
     rest = f" and the rest (weight {rest_weight})" if rest_weight else ""
     out: dict[str, Decision] = {}
-    for name, n in split.fixed.items():
+    for name, n in parts.fixed.items():
         out[name] = (n, FIXED, f"replicas fixed at {n} by the subset")
-    for (name, p), n in zip(split.percents.items(), split.result.seats[:-1], strict=True):
+    for (name, p), n in zip(parts.percents.items(), parts.result.seats[:-1], strict=True):
         exact = _num(Fraction(total * p, 100))
         out[name] = (
             n,
             PERCENT,
             f"{p}% of {total} replicas is {exact}; Sainte-Laguë with the other percentages{rest}"
-            f"{_quotient(split.result, p)} → {n}",
+            f"{_quotient(parts.result, p)} → {n}",
         )
     shared = [s for s in spec.subsets if s.name not in out]
-    out.update(_weighted_shares(shared, split.rest - sum(split.fixed.values()), split.ignored))
+    out.update(_weighted_shares(shared, parts.rest - sum(parts.fixed.values()), parts.ignored))
     return [out[s.name] for s in spec.subsets]
 
 
@@ -325,10 +325,10 @@ def shared(spec: Spec) -> int:
         return max(0, total - sum(_resolve_or_zero(total, s.min_replicas or 0) for s in spec.subsets))
     if spec.monotone:
         try:
-            split = _split(spec)
+            parts = split(spec)
         except AllocationError:
             return 0
-        return split.rest - sum(split.fixed.values())
+        return parts.rest - sum(parts.fixed.values())
     return max(0, total - sum(_resolve_or_zero(total, s.replicas) for s in spec.subsets if s.replicas is not None))
 
 

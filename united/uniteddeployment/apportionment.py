@@ -75,6 +75,10 @@ def apportion(total: int, claims: Sequence[Claim]) -> Apportionment:
     return Apportionment(tuple(seats), divisor, tie)
 
 
+def _below_high(c: Claim, n: int) -> bool:
+    return c.high is None or n < c.high
+
+
 def _room(c: Claim) -> int | None:
     return None if c.high is None else c.high - c.low
 
@@ -142,8 +146,7 @@ def _settle(seats: list[int], claims: Sequence[Claim], positive: list[int], tota
 def _best_next(seats: list[int], claims: Sequence[Claim], positive: list[int]) -> tuple[int, int] | None:
     best: tuple[int, int] | None = None
     for i in positive:
-        high = claims[i].high
-        if high is not None and seats[i] >= high:
+        if not _below_high(claims[i], seats[i]):
             continue
         pair = (i, seats[i])
         if best is None or _before(pair, best, claims):
@@ -181,8 +184,6 @@ def _divisor(claims: Sequence[Claim], seats: list[int]) -> tuple[Fraction | None
     low, high = quotient(nxt), quotient(last)
     if low == high:
         return low, True
-    between = [
-        i for i in positive if claims[i].low < seats[i] and (claims[i].high is None or seats[i] < claims[i].high)
-    ]
+    between = [i for i in positive if claims[i].low < seats[i] and _below_high(claims[i], seats[i])]
     plain = Fraction(sum(claims[i].weight for i in between), sum(seats[i] for i in between) or 1)
     return (plain if low < plain < high else (low + high) / 2), False
