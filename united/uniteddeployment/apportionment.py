@@ -166,7 +166,8 @@ def _worst_last(seats: list[int], claims: Sequence[Claim], positive: list[int]) 
 
 
 def _divisor(claims: Sequence[Claim], seats: list[int]) -> tuple[Fraction | None, bool]:
-    """A divisor between the last quotient given a seat and the best one refused: the plain
+    """A divisor between the last quotient given a seat and the best one refused (half the last
+    when every claim is full, twice the best when none is above its low): the plain
     one (weights over seats of the claims not at a bound) when it is, else the midpoint."""
     positive = [i for i, c in enumerate(claims) if c.weight > 0]
     nxt, last = _best_next(seats, claims, positive), _worst_last(seats, claims, positive)
@@ -180,7 +181,7 @@ def _divisor(claims: Sequence[Claim], seats: list[int]) -> tuple[Fraction | None
         assert nxt is not None
         return quotient(nxt) * 2, False
     if nxt is None:
-        return quotient(last), False
+        return quotient(last) / 2, False
     low, high = quotient(nxt), quotient(last)
     if low == high:
         return low, True
