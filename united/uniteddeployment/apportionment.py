@@ -23,6 +23,7 @@ exact integer exchanges until no excluded pair outranks an included one.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,20 +128,37 @@ def _before(a: tuple[int, int], b: tuple[int, int], claims: Sequence[Claim]) -> 
 
 
 def _settle(seats: list[int], claims: Sequence[Claim], positive: list[int], total: int) -> None:
-    """Exact exchanges until ``seats`` are the first ``total`` ranked pairs."""
+    """Exact steps until ``seats`` are the first ``total`` ranked pairs: seats added best first
+    or removed worst first (heaps) until the sum is right, then exchanges while an excluded pair
+    outranks an included one (none after a divisor estimate, which already gives a ranked prefix)."""
+    have = sum(seats)
+    if have < total:
+        grow = [
+            (-Fraction(2 * claims[i].weight, 2 * seats[i] + 1), i) for i in positive if _below_high(claims[i], seats[i])
+        ]
+        heapq.heapify(grow)
+        while have < total and grow:
+            _, i = heapq.heappop(grow)
+            seats[i] += 1
+            have += 1
+            if _below_high(claims[i], seats[i]):
+                heapq.heappush(grow, (-Fraction(2 * claims[i].weight, 2 * seats[i] + 1), i))
+    elif have > total:
+        shrink = [(Fraction(2 * claims[i].weight, 2 * seats[i] - 1), -i) for i in positive if seats[i] > claims[i].low]
+        heapq.heapify(shrink)
+        while have > total and shrink:
+            _, j = heapq.heappop(shrink)
+            seats[-j] -= 1
+            have -= 1
+            if seats[-j] > claims[-j].low:
+                heapq.heappush(shrink, (Fraction(2 * claims[-j].weight, 2 * seats[-j] - 1), j))
     while True:
         nxt = _best_next(seats, claims, positive)
         last = _worst_last(seats, claims, positive)
-        have = sum(seats)
-        if have < total and nxt is not None:
-            seats[nxt[0]] += 1
-        elif have > total and last is not None:
-            seats[last[0]] -= 1
-        elif nxt is not None and last is not None and _before(nxt, last, claims):
-            seats[nxt[0]] += 1
-            seats[last[0]] -= 1
-        else:
+        if nxt is None or last is None or not _before(nxt, last, claims):
             return
+        seats[nxt[0]] += 1
+        seats[last[0]] -= 1
 
 
 def _best_next(seats: list[int], claims: Sequence[Claim], positive: list[int]) -> tuple[int, int] | None:
