@@ -450,23 +450,10 @@ async def test_revisions_are_read_through_indexes_and_a_taken_name_is_probed_pas
     held = {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
-        "metadata": {
-            "name": wanted,
-            "namespace": "ns",
-            "uid": "r1",
-            "resourceVersion": "5",
-            "ownerReferences": [
-                {
-                    "uid": "another-ud",
-                    "controller": True,
-                    "kind": "UnitedDeployment",
-                    "name": "other",
-                    "apiVersion": "apps.united.io/v1alpha1",
-                }
-            ],
-        },
-        "data": {},
-        "revision": 1,
+        "metadata": {"name": wanted, "namespace": "ns", "uid": "r1", "resourceVersion": "5",
+                     "ownerReferences": [{"uid": "another-ud", "controller": True, "kind": "UnitedDeployment",
+                                          "name": "other", "apiVersion": "apps.united.io/v1alpha1"}]},
+        "data": {}, "revision": 1,
     }
     store = Indexed()
     store.upsert(held)
