@@ -336,6 +336,12 @@ def subset_schema() -> Schema:
                 "A strategic merge patch applied to this subset's pod template (PodTemplateSpec: "
                 "metadata and spec; containers merge by name)."
             ),
+            "weight": int32(
+                "united: for a subset without replicas, its share of what fixed subsets leave, in "
+                "proportion to the weights (Sainte-Laguë, ties to the earlier subset). Unset counts "
+                "as 1 when any subset has a weight.",
+                minimum=0,
+            ),
         },
         "One subset: a group of nodes and the share of the pods they run.",
         required=["name"],
@@ -402,6 +408,12 @@ def spec_schema(*, progressive: bool = True) -> Schema:
                         maxItems=MAX_SUBSETS,
                     ),
                     "scheduleStrategy": schedule_strategy_schema(),
+                    "rounding": string(
+                        "united: HalfUp (default; each percentage rounded on its own, as OpenKruise) "
+                        "or Monotone (percentages and the rest apportioned together by Sainte-Laguë: "
+                        "raising replicas never lowers a subset, the sum is exact).",
+                        enum=["HalfUp", "Monotone", ""],
+                    ),
                 },
                 "How the pods are spread over subsets.",
             ),

@@ -707,7 +707,10 @@ def test_topology_schema() -> None:
         "patch",
         "replicas",
         "tolerations",
+        "weight",
     ]
+    assert subset["properties"]["weight"]["minimum"] == 0
+    assert topology["properties"]["rounding"]["enum"] == ["HalfUp", "Monotone", ""]
     assert subset["properties"]["patch"]["x-kubernetes-preserve-unknown-fields"] is True
     term = subset["properties"]["nodeSelectorTerm"]
     assert sorted(term["properties"]) == ["matchExpressions", "matchFields"]
@@ -970,13 +973,13 @@ def test_bad_manifest_is_rejected_on_the_expected_field(mutate: Callable[[Obj], 
 def test_unknown_spec_fields_are_pruned_not_rejected() -> None:
     ud = minimal_ud()
     ud["spec"]["topology"]["schedulStrategy"] = {"type": "Adaptive"}  # typo
-    ud["spec"]["topology"]["subsets"][0]["weight"] = 3
+    ud["spec"]["topology"]["subsets"][0]["priority"] = 3
     ud["spec"]["template"]["deploymentTemplate"]["spec"]["anything"] = {"kept": True}
     ud["spec"]["topology"]["subsets"][0]["patch"] = {"spec": {"whatever": 1}}
     schema = united_schema()
     assert api_server_problems(ud, schema) == []
     assert pruned_fields(ud, schema) == [
-        "spec.topology.subsets[0].weight",
+        "spec.topology.subsets[0].priority",
         "spec.topology.schedulStrategy",
     ]
 

@@ -9,16 +9,23 @@ Every subset's result carries a machine-readable ``reason`` and a one-line ``mes
 which rule decided it — no peer explains its arithmetic, and most user surprises in this
 field are arithmetic they could not see (see README "Allocation reasons").
 
+``spec.topology.rounding: Monotone`` and ``subsets[].weight`` are ours (issue 13): they route
+the shares through :mod:`united.uniteddeployment.apportionment` (Sainte-Laguë, house-monotone);
+see :func:`_specified_monotone` and :func:`_weighted_shares` for how they compose.
+
 Plain data in, plain data out: the same functions serve the controller, ``united plan`` and,
 later, WorkloadSpread's capacity accounting.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from united.placement.intstr import INT32_MAX, IntOrStr, resolve
+from united.uniteddeployment.apportionment import Apportionment, Claim, apportion
 from united.uniteddeployment.model import MANUAL, Spec, Subset
 
 SPECIFIED = "specified"
@@ -35,6 +42,7 @@ OVERFLOW = "overflow"
 READY_KEPT = "adaptive-ready-kept"
 READY_CAPPED = "adaptive-ready-capped"
 RESERVED = "reserved"
+SHARE = "share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +133,8 @@ def _specified(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]:
     movement), ties to the alphabetically last name. Values that do not parse are ignored,
     as in the reference (validation rejects them before we get here).
     """
+    if spec.monotone and spec.replicas is not None:
+        return _specified_monotone(spec)
     total = spec.replicas if spec.replicas is not None else -1
     order = sorted(spec.subsets, key=lambda s: (state[s.name].replicas if s.name in state else 0, s.name))
     fixed: dict[str, Decision] = {}
@@ -155,7 +165,10 @@ def _specified(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]:
         raise AllocationError("all subsets must be specified when UnitedDeployment replica is unspecified")
     rest = [s for s in order if s.name not in fixed]
     out = dict(fixed)
-    if rest:
+    if rest and spec.weighted:
+        shared = [s for s in spec.subsets if s.name not in fixed]
+        out.update(_weighted_shares(shared, total - assigned, ignored))
+    elif rest:
         left = total - assigned
         share, extra = divmod(left, len(rest))
         for s in reversed(rest):
@@ -171,6 +184,152 @@ def _specified(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]:
                 msg += f"; replicas ignored: {ignored[s.name]}"
             out[s.name] = (share + bonus, REMAINDER, msg)
     return [out[s.name] for s in spec.subsets]
+
+
+ZERO_WEIGHTS = (
+    "every subset without replicas has weight 0, but {left} replicas are left for them: give one a positive weight"
+)
+
+
+def _weight(s: Subset) -> int:
+    return 1 if s.weight is None else s.weight
+
+
+def _percent(value: str) -> int:
+    """``N`` of a valid ``"N%"`` (:func:`resolve` against 100 is exact)."""
+    return resolve(100, value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """Monotone rounding's first stage: the total between the percentage subsets and the rest."""
+
+    fixed: dict[str, int]
+    percents: dict[str, int]
+    ignored: dict[str, str]
+    result: Apportionment
+    rest: int
+    """Seats of the rest: fixed subsets plus what the subsets without replicas share."""
+
+
+def split(spec: Spec) -> _Split:
+    """Percentage subsets claim their ``N`` and the rest ``100 - ΣN`` of ``spec.replicas``, in one
+    Sainte-Laguë apportionment, so each is monotone in the total (half up on its own is not: 25 %,
+    25 % and a remainder subset give 0/0/1 at 1 replica, 1/1/0 at 2). The rest is at least what
+    fixed subsets take, and exactly that when no subset is left to take more; a 0 % subset is 0."""
+    total = spec.replicas or 0
+    fixed: dict[str, int] = {}
+    percents: dict[str, int] = {}
+    ignored: dict[str, str] = {}
+    for s in spec.subsets:
+        if s.replicas is None:
+            continue
+        try:
+            n = resolve(total, s.replicas)
+        except ValueError as e:
+            ignored[s.name] = str(e)
+            continue
+        if isinstance(s.replicas, str):
+            percents[s.name] = _percent(s.replicas)
+        else:
+            fixed[s.name] = n
+    taken = sum(fixed.values())
+    if taken > total:
+        raise AllocationError(
+            f"specified subsets' replica ({taken}) is greater than UnitedDeployment replica ({total})"
+        )
+    if sum(percents.values()) > 100:
+        raise AllocationError(f"subset percentages sum to {sum(percents.values())}%, more than 100%")
+    sharing = len(fixed) + len(percents) < len(spec.subsets)
+    claims = [Claim(weight=p, high=None if p else 0) for p in percents.values()]
+    claims.append(Claim(weight=100 - sum(percents.values()), low=taken, high=None if sharing else taken))
+    try:
+        result = apportion(total, claims)
+    except ValueError:
+        raise AllocationError(
+            f"specified subsets' replica ({taken}) is less than UnitedDeployment replica ({total}) "
+            "and no subset without replicas or with a positive percentage can take the rest"
+        ) from None
+    return _Split(fixed=fixed, percents=percents, ignored=ignored, result=result, rest=result.seats[-1])
+
+
+def _specified_monotone(spec: Spec) -> list[Decision]:
+    """``rounding: Monotone``: fixed subsets keep their numbers; percentages and the rest share
+    the total by Sainte-Laguë (:func:`split`); the subsets without replicas share the rest by
+    weight (:func:`_weighted_shares`, equal weights by default: the earlier subset gets the +1).
+    Both stages are house-monotone and the second's total is the first's rest, so raising
+    ``spec.replicas`` never lowers any subset. Without a subset to take the rest, percentages are
+    shares of what fixed subsets leave (33 %, 33 %, 34 % of 10 is 3, 3, 4; the reference rejects
+    that spec because its half-up numbers add up to 9)."""
+    total = spec.replicas or 0
+    parts = split(spec)
+    rest_weight = 100 - sum(parts.percents.values())
+    rest = f" and the rest (weight {rest_weight})" if rest_weight else ""
+    out: dict[str, Decision] = {}
+    for name, n in parts.fixed.items():
+        out[name] = (n, FIXED, f"replicas fixed at {n} by the subset")
+    for (name, p), n in zip(parts.percents.items(), parts.result.seats[:-1], strict=True):
+        exact = _num(Fraction(total * p, 100))
+        out[name] = (
+            n,
+            PERCENT,
+            f"{p}% of {total} replicas is {exact}; Sainte-Laguë with the other percentages{rest}"
+            f"{_quotient(parts.result, p)} → {n}",
+        )
+    shared = [s for s in spec.subsets if s.name not in out]
+    out.update(_weighted_shares(shared, parts.rest - sum(parts.fixed.values()), parts.ignored))
+    return [out[s.name] for s in spec.subsets]
+
+
+def _weighted_shares(subsets: Sequence[Subset], left: int, ignored: Mapping[str, str]) -> dict[str, Decision]:
+    """What no subset fixes, in proportion to weight, by Sainte-Laguë (ties to the earlier
+    subset). Weights use the divisor method under either rounding: half up cannot split an
+    integer exactly, and largest remainder has the Alabama paradox; no reference manifest has
+    weights, so no compatibility asks for anything else."""
+    weights = [_weight(s) for s in subsets]
+    if left > 0 and not any(weights):
+        raise AllocationError(ZERO_WEIGHTS.format(left=left))
+    result = apportion(left, [Claim(weight=w) for w in weights])
+    out: dict[str, Decision] = {}
+    for s, w, n in zip(subsets, weights, result.seats, strict=True):
+        if len(subsets) == 1:
+            msg = f"takes the {left} replicas no subset fixes"
+        else:
+            msg = (
+                f"weight {w} of {sum(weights)}: Sainte-Laguë share of the {left} replicas no subset fixes"
+                f"{_quotient(result, w)} → {n}"
+            )
+        if s.name in ignored:
+            msg += f"; replicas ignored: {ignored[s.name]}"
+        out[s.name] = (n, REMAINDER, msg)
+    return out
+
+
+def _quotient(result: Apportionment, weight: int) -> str:
+    q = result.quotient(weight)
+    if q is None or result.divisor is None:
+        return ""
+    tie = " (a tie: the earlier subset first)" if result.tie and q.denominator == 2 else ""
+    return f": quotient {weight}/{_num(result.divisor)} = {_num(q)}{tie}"
+
+
+def _num(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{float(x):.4g}"
+
+
+def shared(spec: Spec) -> int:
+    """Replicas the subsets without ``replicas`` share by weight: what fixed and percentage
+    subsets leave, or in elastic mode what the minimums leave (0 when the spec admits none)."""
+    total = spec.replicas or 0
+    if any(s.elastic for s in spec.subsets):
+        return max(0, total - sum(_resolve_or_zero(total, s.min_replicas or 0) for s in spec.subsets))
+    if spec.monotone:
+        try:
+            parts = split(spec)
+        except AllocationError:
+            return 0
+        return parts.rest - sum(parts.fixed.values())
+    return max(0, total - sum(_resolve_or_zero(total, s.replicas) for s in spec.subsets if s.replicas is not None))
 
 
 @dataclass(slots=True)
@@ -240,7 +399,9 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
             elif ready > b.min:
                 b.min = min(ready, b.max)
                 kept[s.name] = ready
-    _fill(total, bounds)
+    weighted = _weigh(spec, total, bounds) if spec.weighted else None
+    if weighted is None:
+        _fill(total, bounds)
     out = []
     for s, b in zip(spec.subsets, bounds, strict=True):
         n = b.total
@@ -259,9 +420,53 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
         elif s.name in kept and n < min(b.min, kept[s.name]):
             ready = kept[s.name]
             out.append((n, OVERFLOW, f"{n} left after earlier subsets; {ready - n} of its {ready} ready pods scale in"))
+        elif weighted is not None:
+            out.append(_share_reason(s, b, weighted))
         else:
             out.append(_elastic_reason(s, b))
     return out
+
+
+def _weigh(spec: Spec, total: int, bounds: Sequence[_Bounds]) -> tuple[Apportionment, int]:
+    """Weights in elastic mode: minimums first in order, as the reference, then Sainte-Laguë in
+    proportion to weight up to each maximum, instead of filling subsets in order. Bounds fixed,
+    this is house-monotone (the bounded divisor method); the adaptive allocator feeds it its
+    state-adjusted bounds, so for one observed state it is monotone too."""
+    weights = [_weight(s) for s in spec.subsets]
+    left = total - sum(b.min for b in bounds)
+    if left > 0 and not any(weights):
+        raise AllocationError(ZERO_WEIGHTS.format(left=left))
+    claims = [
+        Claim(weight=w, low=b.min, high=None if b.max >= INT32_MAX else b.max)
+        for w, b in zip(weights, bounds, strict=True)
+    ]
+    try:
+        result = apportion(total, claims)
+    except ValueError as e:
+        raise AllocationError(str(e)) from None
+    for b, n in zip(bounds, result.seats, strict=True):
+        b.first = min(n, b.min)
+        b.second = n - b.first
+    return result, sum(weights)
+
+
+def _share_reason(s: Subset, b: _Bounds, weighted: tuple[Apportionment, int]) -> Decision:
+    result, weights = weighted
+    n, weight = b.total, _weight(s)
+    q = result.quotient(weight)
+    rounded = None if q is None else math.floor(q + Fraction(1, 2))
+    if n < b.min:
+        return _elastic_reason(s, b)
+    if weight == 0:
+        if n > b.min:
+            return n, OVERFLOW, f"weight 0: {b.second} the weighted subsets have no room for (all at maxReplicas)"
+        if b.min == 0:
+            return n, SHARE, "weight 0: takes replicas only when every weighted subset is at maxReplicas"
+    if b.max < INT32_MAX and n == b.max and (rounded is None or rounded > n):
+        return n, MAX, f"weight {weight} of {weights}{_quotient(result, weight)}, capped at maxReplicas {b.max}"
+    if n == b.min and (rounded is None or rounded < n):
+        return n, MIN, f"minReplicas {b.min} (weight {weight} of {weights}{_quotient(result, weight)})"
+    return n, SHARE, f"weight {weight} of {weights}: Sainte-Laguë share{_quotient(result, weight)} → {n}"
 
 
 def _elastic_reason(s: Subset, b: _Bounds) -> Decision:

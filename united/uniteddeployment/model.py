@@ -39,6 +39,9 @@ ADAPTIVE = "Adaptive"
 FIXED = "Fixed"
 MANUAL = "Manual"
 PROGRESSIVE = "Progressive"
+#: ``spec.topology.rounding``: the reference's per-subset half-up rounding (default), or ours.
+HALF_UP = "HalfUp"
+MONOTONE = "Monotone"
 
 Json = dict[str, Any]
 
@@ -54,6 +57,8 @@ class Subset:
     min_replicas: IntOrStr | None = None
     max_replicas: IntOrStr | None = None
     patch: Json | None = None
+    weight: int | None = None
+    """Share of what fixed subsets leave, in proportion (Sainte-Laguë); unset counts as 1."""
 
     @property
     def elastic(self) -> bool:
@@ -155,6 +160,15 @@ class Spec:
     schedule: ScheduleStrategy = ScheduleStrategy()
     update: UpdateStrategy = UpdateStrategy()
     revision_history_limit: int | None = None
+    rounding: str = ""
+
+    @property
+    def monotone(self) -> bool:
+        return self.rounding == MONOTONE
+
+    @property
+    def weighted(self) -> bool:
+        return any(s.weight is not None for s in self.subsets)
 
     @property
     def template(self) -> Template | None:
@@ -189,7 +203,7 @@ class UnitedDeployment:
 
 _SPEC_FIELDS = frozenset({"replicas", "selector", "template", "topology", "updateStrategy", "revisionHistoryLimit"})
 _SUBSET_FIELDS = frozenset(
-    {"name", "nodeSelectorTerm", "tolerations", "replicas", "minReplicas", "maxReplicas", "patch"}
+    {"name", "nodeSelectorTerm", "tolerations", "replicas", "minReplicas", "maxReplicas", "patch", "weight"}
 )
 
 
@@ -247,6 +261,7 @@ def _spec(r: Reader, raw: Json, path: Path) -> Spec:
         schedule=_schedule(r, raw.get("topology"), path.child("topology")),
         update=_update(r, raw.get("updateStrategy"), path.child("updateStrategy")),
         revision_history_limit=r.int32(raw.get("revisionHistoryLimit"), path.child("revisionHistoryLimit")),
+        rounding=_rounding(r, raw.get("topology"), path.child("topology")),
     )
 
 
@@ -288,7 +303,7 @@ def _templates(r: Reader, value: Any, path: Path) -> tuple[Template, ...]:
 
 
 def _subsets(r: Reader, value: Any, path: Path) -> tuple[Subset, ...]:
-    topology = r.obj(value, path, frozenset({"subsets", "scheduleStrategy"})) or {}
+    topology = r.obj(value, path, frozenset({"subsets", "scheduleStrategy", "rounding"})) or {}
     subsets_path = path.child("subsets")
     out = []
     for i, item in enumerate(r.array(topology.get("subsets"), subsets_path) or []):
@@ -322,9 +337,15 @@ def _subsets(r: Reader, value: Any, path: Path) -> tuple[Subset, ...]:
                 min_replicas=r.int_or_str(raw.get("minReplicas"), p.child("minReplicas")),
                 max_replicas=r.int_or_str(raw.get("maxReplicas"), p.child("maxReplicas")),
                 patch=r.obj(patch, p.child("patch")),
+                weight=r.int32(raw.get("weight"), p.child("weight")),
             )
         )
     return tuple(out)
+
+
+def _rounding(r: Reader, value: Any, path: Path) -> str:
+    topology = value if isinstance(value, dict) else {}
+    return r.string(topology.get("rounding"), path.child("rounding")) or ""
 
 
 def _schedule(r: Reader, value: Any, path: Path) -> ScheduleStrategy:

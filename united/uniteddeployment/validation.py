@@ -13,6 +13,8 @@ fixed and the fixes named here:
   63-character limit that the reference leaves to fail at pod creation;
 * a subset patch must apply, and may not move pods out of their child's selector or touch
   the pod template's name, namespace or owner references;
+* ``topology.rounding`` and ``subsets[].weight`` are ours (issue 13); with ``Monotone`` the
+  replica sums are checked with the monotone numbers, not the half-up ones;
 * what one UnitedDeployment may ask is bounded (:mod:`united.api.limits`): the reference
   merges any number of patches of any size on its one reconcile loop.
 
@@ -57,6 +59,7 @@ from united.placement.intstr import INT32_MAX, resolve
 from united.placement.patch import PatchError
 from united.placement.podtemplate import items, pod_template_errors
 from united.placement.subset import place
+from united.uniteddeployment.allocation import ZERO_WEIGHTS, AllocationError, shared, split
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
     ADAPTIVE,
@@ -65,7 +68,9 @@ from united.uniteddeployment.model import (
     DEPLOYMENT,
     FIXED,
     GROUP,
+    HALF_UP,
     MANUAL,
+    MONOTONE,
     PROGRESSIVE,
     STATEFUL_SET,
     TEMPLATE_VARIANTS,
@@ -106,6 +111,7 @@ def checks(ud: UnitedDeployment) -> Iterator[list[FieldError]]:
         )
     errors += _selector(spec)
     errors += _schedule(spec)
+    errors += _apportionment(spec)
     template = spec.template
     if template is not None and size({"metadata": template.metadata, "spec": template.spec}) > MAX_TEMPLATE_BYTES:
         errors.append(too_long(SPEC.child("template").child(template.variant), MAX_TEMPLATE_BYTES))
@@ -320,6 +326,11 @@ def _subset_replicas(spec: Spec) -> list[FieldError]:
                     "sum of indicated subset.maxReplicas",
                 )
             )
+    elif total >= 0 and spec.monotone:
+        try:
+            split(spec)
+        except AllocationError as e:
+            errors.append(invalid(SUBSETS, "array", str(e)))
     elif total >= 0:
         if fixed_sum > total:
             errors.append(
@@ -349,6 +360,30 @@ def _subset_replicas(spec: Spec) -> list[FieldError]:
         )
     if total > 0 and not spec.subsets:
         errors.append(required(SUBSETS, f"at least one subset is needed to place {total} replicas"))
+    return errors
+
+
+def _apportionment(spec: Spec) -> list[FieldError]:
+    """``rounding`` and ``weight``: a weight shares what fixed subsets leave, so it means nothing
+    next to ``replicas``; reservation fills subsets in order and takes no weights."""
+    errors: list[FieldError] = []
+    if spec.rounding not in ("", HALF_UP, MONOTONE):
+        errors.append(not_supported(SPEC.child("topology").child("rounding"), spec.rounding, (HALF_UP, MONOTONE)))
+    for i, s in enumerate(spec.subsets):
+        path = SUBSETS.index(i).child("weight")
+        if s.weight is None:
+            continue
+        if s.replicas is not None:
+            errors.append(forbidden(path, "may not be set with replicas: a weight shares what fixed subsets leave"))
+        elif s.weight < 0:
+            errors.append(invalid(path, s.weight, "must be greater than or equal to 0"))
+        if spec.schedule.reserves:
+            errors.append(forbidden(path, "not supported with reserveUnschedulablePods, which fills subsets in order"))
+    sharing = [s for s in spec.subsets if s.replicas is None]
+    if not errors and sharing and all(s.weight == 0 for s in sharing):
+        left = shared(spec)
+        if left > 0:
+            errors.append(invalid(SUBSETS, "array", ZERO_WEIGHTS.format(left=left)))
     return errors
 
 
