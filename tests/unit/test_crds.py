@@ -1215,6 +1215,7 @@ EXPECTED_UD_SAMPLES = {
     "elastic-pool.yaml",
     "kruise-v1alpha1.yaml",
     "kruise-v1beta1.yaml",
+    "progressive-waves.yaml",
     "serverless-adaptive.yaml",
     "statefulset.yaml",
     "zones-percent.yaml",
@@ -1437,8 +1438,9 @@ def reference_rule_violations(ud: Obj) -> list[str]:
             if fixed and len(fixed) == len(subsets) and allocated != total:
                 errors.append(f"sum of subset replicas {allocated} != {total}")
     update = spec.get("updateStrategy", {})
-    if update.get("type", "") not in ("Manual", ""):
-        errors.append("updateStrategy.type must be Manual")
+    ours = ("Progressive",) if ud.get("apiVersion", "").startswith("apps.united.io/") else ()
+    if update.get("type", "") not in ("Manual", "", *ours):
+        errors.append("updateStrategy.type must be Manual (or, in our group, Progressive)")
     for key in update.get("manualUpdate", {}).get("partitions", {}):
         if key not in names:
             errors.append(f"subset {key} does not exist")
