@@ -175,9 +175,11 @@ class Manager:
         return self.spreads
 
     def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
-        """The WorkloadSpread caches once served and synced; before that pods go unplaced."""
+        """The WorkloadSpread caches once served and synced (the controller is added only then:
+        its informers are kept out of ``self.informers`` while they sync); before that pods go
+        unplaced."""
         spreads = self.spreads
-        if spreads is None or not all(i.has_synced.is_set() for i in self.informers):
+        if spreads not in self.controllers or not all(i.has_synced.is_set() for i in self.informers):
             return None
         return spreads.caches, spreads.spreads
 
@@ -298,6 +300,8 @@ class Manager:
         Ready replicas, and one that is not listening yet would leave those pods unplaced."""
         if self._webhooks is None:
             raise RuntimeError("webhook server not listening yet")
+        if self.spreads is not None and self._spread_caches() is None:
+            raise RuntimeError("WorkloadSpread caches not synced yet")
         return True
 
     async def run(self) -> int:

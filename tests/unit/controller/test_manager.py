@@ -120,10 +120,17 @@ async def test_a_kind_served_late_counts_in_readiness_and_gets_workers_only_once
     activation = asyncio.create_task(m._activate(made, informers))
     await settle()
     assert made not in m.controllers and not made._workers
+    for informer in m.informers:
+        informer.has_synced.set()
+    m._webhooks = cast(Any, object())
+    assert m._spread_caches() is None, "the pod webhook must not read caches still syncing"
+    with pytest.raises(RuntimeError, match="WorkloadSpread caches not synced yet"):
+        m._not_serving()
     for informer in informers:
         informer.has_synced.set()
     await asyncio.wait_for(activation, 1)
     assert made in m.controllers and set(informers) <= set(m.informers)
+    assert m._spread_caches() is not None and m._not_serving()
     assert len(made._workers) == m.settings.workers
     made.abandon()
     await asyncio.gather(*made._workers, return_exceptions=True)
