@@ -19,7 +19,7 @@ from typing import Any
 
 from united.api.field import ManifestError, Path, invalid, not_supported, required
 from united.api.reader import Reader
-from united.placement.intstr import IntOrStr
+from united.placement.intstr import INT32_MAX, IntOrStr
 
 GROUP = "apps.united.io"
 VERSION = "v1alpha1"
@@ -434,13 +434,14 @@ def _progressive(r: Reader, value: Any, path: Path) -> Progressive | None:
     )
 
 
-_DURATION = re.compile(r"^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$")
+_DURATION = re.compile(r"^(?:([0-9]{1,10})h)?(?:([0-9]{1,10})m)?(?:([0-9]{1,10})s)?$")
 
 
 def duration_seconds(value: Any) -> int:
     """A pause duration in whole seconds: an integer, or a Go duration string of hours,
     minutes and seconds (``90s``, ``5m``, ``1h30m``). Fractions and smaller units are refused:
-    a pause is checked to the second."""
+    a pause is checked to the second. At most ``INT32_MAX`` seconds, as an integer may be: the
+    pause becomes a timer, and a tenant's 400-digit duration must not overflow it."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             raise ValueError("must be greater than or equal to 0")
@@ -449,4 +450,7 @@ def duration_seconds(value: Any) -> int:
     if match is None:
         raise ValueError("must be a duration such as 60s, 5m or 1h30m, or an integer number of seconds")
     h, m, s = (int(g or 0) for g in match.groups())
-    return h * 3600 + m * 60 + s
+    seconds = h * 3600 + m * 60 + s
+    if seconds > INT32_MAX:
+        raise ValueError(f"must be at most {INT32_MAX} seconds")
+    return seconds
