@@ -231,6 +231,15 @@ def _group_of(path: str) -> str:
     return parts[1] if parts[:1] == ["apis"] else ""
 
 
+def _assert_nothing_refused(entries: Iterable[LogEntry], namespace: str) -> None:
+    """403 also answers writes into a namespace being deleted (earlier tests' namespaces, whose
+    children the controller may try to recreate until their owners are gone), so only requests
+    in this test's namespace, the controller's and at cluster scope are judged."""
+    judged = [e for e in entries if e.namespace in (None, namespace, SYSTEM)]
+    refused = sorted({f"{e.verb} {e.resource} {e.path}" for e in judged if e.status in (401, 403)})
+    assert not refused, f"the API server refused: {refused}"
+
+
 def _used(entries: Iterable[LogEntry]) -> set[Permission]:
     used = set()
     for e in entries:
@@ -362,12 +371,7 @@ async def test_every_granted_permission_is_needed_and_nothing_more_is_asked(
     assert code == 0, f"controller exited with {code}; see {controller.log_path}"
 
     entries = proxy.log.requests(identity="rbac")
-    # 403 also answers writes into a namespace being deleted (earlier tests' namespaces, whose
-    # children the controller may try to recreate until their UnitedDeployments are gone), so
-    # only requests in this test's namespace, the Lease's and at cluster scope are judged.
-    judged = [e for e in entries if e.namespace in (None, namespace, SYSTEM)]
-    refused = sorted({f"{e.verb} {e.resource}" for e in judged if e.status in (401, 403)})
-    assert not refused, f"the API server refused: {refused}"
+    _assert_nothing_refused(entries, namespace)
     used = _used(entries)
     granted = _granted(CLUSTER_RULES) | _granted(LEASE_RULES)
     # The WorkloadSpread controller runs too (its CRD is installed); its roles are judged below.
@@ -478,9 +482,7 @@ async def test_workloadspread_permissions_are_each_needed_and_suffice(
     assert code == 0, f"controller exited with {code}; see {controller.log_path}"
 
     entries = proxy.log.requests(identity="rbac-ws")
-    judged = [e for e in entries if e.namespace in (None, namespace, SYSTEM)]
-    refused = sorted({f"{e.verb} {e.resource} {e.path}" for e in judged if e.status in (401, 403)})
-    assert not refused, f"the API server refused: {refused}"
+    _assert_nothing_refused(entries, namespace)
     used = _used(entries)
     dev = _granted(_rules("ClusterRole", DEV_WEBHOOK_CONFIGURATIONS))
     granted = _granted(CLUSTER_RULES) | _granted(LEASE_RULES) | _granted(WS_RULES) | dev
