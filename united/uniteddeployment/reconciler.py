@@ -701,6 +701,13 @@ class _Pass:
                 max_unavailable=rollout.rolling_max_unavailable(child),
                 settled=int((child.get("status") or {}).get("observedGeneration") or 0)
                 >= int(meta.get("generation") or 0),
+                reported=None
+                if partitioned
+                else (
+                    _status_int(child, "replicas"),
+                    _status_int(child, "updatedReplicas"),
+                    _status_int(child, "availableReplicas"),
+                ),
                 counts=subset_counts,
             )
         return rollout.decide(
@@ -1127,3 +1134,7 @@ def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
 
 
 __all__ = ["Caches", "Reconciler", "Result", "RetryableError"]
+
+
+def _status_int(obj: Json, field: str) -> int:
+    return int((obj.get("status") or {}).get(field) or 0)

@@ -17,6 +17,13 @@ of the budget is handed out, in topology order, to the subsets of the current wa
 partition, or a Deployment's swap to the new template with ``maxUnavailable`` set to its share
 (its ``maxSurge`` stays the template's: surge pods add capacity, they take none away).
 
+A Deployment's template is swapped only once its own status counts the pods the cache shows
+(as many, as many at its revision, no more available): the Deployment controller sizes what it
+takes down from its ReplicaSets' statuses, and a ReplicaSet that still counts a deleted pod (an
+undo swaps back to one scaled to zero a moment ago) makes it take down every old pod at once,
+whatever ``maxUnavailable`` says (seen on Kubernetes 1.20: a subset of 3 at 0 ready under a
+budget of 2).
+
 No progress (more pods updated or available at the new revision, or a new wave) within
 ``progressDeadlineSeconds`` makes the rollout ``Stalled``: nothing more is released until a
 new template or the resume annotation. ``paused: true`` holds everything where it is.
@@ -26,7 +33,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from united.placement.intstr import IntOrStr, is_percent, resolve
@@ -68,6 +75,8 @@ class Counts:
     """Pods at any other revision."""
     available_at: float | None = None
     """When the next ready pod becomes available (its ``minReadySeconds`` run out)."""
+    revisions: Mapping[str, int] = field(default_factory=dict)
+    """Pods per revision."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +97,24 @@ class SubsetFacts:
     """The live child's rolling-update ``maxUnavailable``, resolved (Deployment)."""
     settled: bool = True
     """The child's controller has observed the child's latest generation."""
+    reported: tuple[int, int, int] | None = None
+    """A Deployment's own status: its pods, its pods at its template's revision, its available pods."""
     counts: Counts = Counts()
 
     def done(self, revision: str) -> bool:
         """Every pod of the subset runs ``revision`` and is available, as its workload says too."""
         return self.replaced(revision) and self.settled if self.exists else self.replicas == 0
+
+    def reported_as_is(self) -> bool:
+        """The child's status counts the pods the cache shows: as many in all and at its own
+        revision, no more available (see the module docstring on swapping a Deployment)."""
+        if self.reported is None:
+            return True
+        c = self.counts
+        pods, own, available = self.reported
+        return (
+            pods == c.updated + c.stale and own == c.revisions.get(str(self.revision), 0) and available <= c.available
+        )
 
     def replaced(self, revision: str) -> bool:
         """Every pod of the subset runs ``revision`` and is available (whatever its workload has
@@ -129,6 +151,7 @@ def counts(
     """Count a subset's pods; a pod is available once Ready for ``min_ready_seconds``."""
     available = updated_n = updated_ready = updated_available = stale = 0
     next_at: float | None = None
+    revisions: dict[str, int] = {}
     for pod in pods:
         meta = pod.get("metadata") or {}
         if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -138,13 +161,15 @@ def counts(
         if at is not None and not is_available:
             next_at = min(next_at or at + min_ready_seconds, at + min_ready_seconds)
         available += is_available
-        if (meta.get("labels") or {}).get(revision_label) == updated:
+        at_revision = str((meta.get("labels") or {}).get(revision_label))
+        revisions[at_revision] = revisions.get(at_revision, 0) + 1
+        if at_revision == updated:
             updated_n += 1
             updated_ready += at is not None
             updated_available += is_available
         else:
             stale += 1
-    return Counts(available, updated_n, updated_ready, updated_available, stale, next_at)
+    return Counts(available, updated_n, updated_ready, updated_available, stale, next_at, revisions)
 
 
 def ready_since(pod: Mapping[str, Any]) -> float | None:
@@ -334,6 +359,8 @@ def _targets(
         rolling = f.revision == revision
         flight = min(f.max_unavailable, max(0, f.replicas - c.updated_available)) if rolling else 0
         grant = max(0, min(free, f.replicas - c.updated_available - flight)) if active or i < wave else 0
+        if not rolling and not f.reported_as_is():
+            grant = 0
         if rolling or grant > 0:
             free -= grant
             share = max(f.max_unavailable if rolling else 0, flight + grant, 1)

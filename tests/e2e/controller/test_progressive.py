@@ -131,6 +131,7 @@ def report(title: str, watched: Availability, t0: float, marks: list[tuple[float
     print(f"\n== {title}: peak unavailable {watched.peak} (budget {BUDGET}) over {watched.events} pod events")
     lines = watched.since(t0)
     lines += [(at, f"+{at - t0:6.1f}s -- {text}") for at, text in marks]
+    lines += [(at, f"+{at - t0:6.1f}s    ready={ready}") for at, ready in watched.readiness if at >= t0]
     for _, line in sorted(lines):
         print(line)
 

@@ -54,6 +54,7 @@ def deploy(
             updated_ready=updated_available,
             updated_available=updated_available,
             stale=replicas - updated_available,
+            revisions={NEW: updated_available, OLD: replicas - updated_available},
         ),
     )
 
@@ -167,6 +168,26 @@ def test_a_deployment_is_not_swapped_without_budget() -> None:
     facts = {"canary": deploy(), "a": deploy(), "b": sts(available=2)}
     d = run(strategy(max_unavailable=2), facts)
     assert d.targets["canary"] == rollout.Target(OLD, 0, None, "Pending")
+
+
+def test_a_deployment_whose_status_counts_gone_pods_is_not_swapped_yet() -> None:
+    """An undo right after a rollout: the old ReplicaSet's status still counts a pod it just
+    deleted; swapped now, the Deployment would scale every running pod down at once (seen in e2e:
+    a subset of 3 at 0 ready under a budget of 2)."""
+    # deploy(): 4 pods at OLD, all available; (pods, pods at OLD, available) as the status says.
+    for reported in ((5, 4, 5), (5, 4, 4), (4, 4, 5), (3, 3, 3), (4, 3, 3)):
+        stale = dataclasses.replace(deploy(), reported=reported)
+        d = run(strategy(max_unavailable=2), {"canary": stale, "a": deploy(), "b": deploy()})
+        assert d.targets["canary"] == rollout.Target(OLD, 0, None, "Pending"), reported
+    caught_up = dataclasses.replace(deploy(), reported=(4, 4, 3))
+    d = run(strategy(max_unavailable=2), {"canary": caught_up, "a": deploy(), "b": deploy()})
+    assert d.targets["canary"] == rollout.Target(NEW, 0, 2, "Updating")
+
+
+def test_a_swapped_deployment_is_not_held_back_by_its_status() -> None:
+    rolling = dataclasses.replace(deploy(revision=NEW, max_unavailable=2), reported=(9, 9, 9))
+    d = run(strategy(max_unavailable=2), {"canary": rolling, "a": deploy(), "b": deploy()})
+    assert d.targets["canary"] == rollout.Target(NEW, 0, 2, "Updating")
 
 
 def test_a_finished_deployment_gets_its_own_strategy_back() -> None:
@@ -295,7 +316,15 @@ def test_counts_honour_min_ready_seconds() -> None:
         pod(OLD, ready_at="2027-01-01T00:00:00Z", deleting=True),
     ]
     c = rollout.counts(pods, revision_label="rev", updated=NEW, min_ready_seconds=10, now=now)
-    assert c == Counts(available=2, updated=3, updated_ready=2, updated_available=1, stale=1, available_at=now + 5)
+    assert c == Counts(
+        available=2,
+        updated=3,
+        updated_ready=2,
+        updated_available=1,
+        stale=1,
+        available_at=now + 5,
+        revisions={NEW: 3, OLD: 1},
+    )
 
 
 def test_deployment_max_unavailable_is_read_as_a_count() -> None:
