@@ -43,7 +43,7 @@ from yarl import URL
 from united import __version__
 from united.kube import decode
 from united.kube.decode import Undecodable
-from united.kube.errors import ApiError, ConfigError, TransientError, error_from_status, transport_error
+from united.kube.errors import ApiError, ConfigError, Fenced, TransientError, error_from_status, transport_error
 from united.kube.kubeconfig import NO_SUCH_FILE
 from united.kube.kubeconfig import check as check_kubeconfig
 from united.kube.kubeconfig import where as kubeconfig_where
@@ -216,13 +216,28 @@ def _fenced_requests(client: KubeClient) -> type[aiohttp.ClientRequest]:
     """Requests that consult ``client.fence`` as they are sent: with a connection in hand, after
     every wait (a new connection's TCP and TLS handshakes take several turns of the loop; a
     leader frozen in one and resumed past its Lease would otherwise send a write it checked
-    before the freeze). aiohttp closes the connection when ``send`` raises."""
+    before the freeze), and again as the bytes leave: aiohttp buffers the headers and writes
+    them with the body from a task that runs a turn later, and from that check to the socket
+    nothing yields. aiohttp closes the connection when ``send`` raises."""
 
     class FencedRequest(aiohttp.ClientRequest):
-        async def send(self, conn: Connection) -> aiohttp.ClientResponse:
+        def _check(self) -> None:
             if client.fence is not None and self.method not in _READS:
                 client.fence(self.method, self.url.path)
+
+        async def send(self, conn: Connection) -> aiohttp.ClientResponse:
+            self._check()
             return await super().send(conn)
+
+        async def write_bytes(self, writer: Any, conn: Connection, content_length: int | None = None) -> None:
+            try:
+                self._check()
+            except Fenced as refused:
+                if conn.protocol is not None:
+                    conn.protocol.set_exception(refused)  # what the response waits on
+                conn.close()
+                return
+            await super().write_bytes(writer, conn, content_length)
 
     return FencedRequest
 

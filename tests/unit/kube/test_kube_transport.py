@@ -220,6 +220,32 @@ async def test_the_fence_is_consulted_with_the_connection_in_hand(server: tuple[
     assert seen == [], "a write fenced while its connection opened reached the server"
 
 
+async def test_the_fence_is_consulted_again_as_the_bytes_leave(server: tuple[str, Seen]) -> None:
+    """aiohttp writes a request's headers and body from a task that runs on a later turn of the
+    loop than ``send``: a leader frozen between the two and resumed past its Lease must not let
+    the write out (a chaos run saw one arrive 2.2 s after the Lease expired)."""
+    url, seen = server
+    calls: list[str] = []
+
+    def fence(method: str, path: str) -> None:
+        calls.append(method)
+        if len(calls) == 1:
+            # Runs before the body writer's first step: the Lease runs out in between.
+            asyncio.get_running_loop().call_soon(setattr, client, "fence", closed)
+
+    def closed(method: str, path: str) -> None:
+        calls.append(f"refused {method}")
+        raise Fenced(f"{method} {path}")
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    async with KubeClient.for_server(url) as client:
+        client.fence = fence
+        with pytest.raises(Fenced):
+            await client.create(PODS, pod, namespace="ns")
+    assert seen == [], "a write fenced before its bytes left reached the server"
+    assert calls[:2] == ["POST", "refused POST"]
+
+
 async def test_connection_refused_is_transient() -> None:
     port = free_ports(1)[0]
     async with KubeClient.for_server(f"http://127.0.0.1:{port}") as client:
