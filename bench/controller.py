@@ -118,7 +118,7 @@ class ControllerProcess:
         kubeconfig: Path,
         *,
         namespaces: Sequence[str],
-        workers: int,
+        workers: int | None,
         log_dir: Path,
         name: str = "controller",
         source: Path | None = None,
@@ -145,7 +145,9 @@ class ControllerProcess:
 
     def argv(self) -> list[str]:
         argv = [sys.executable, "-m", "united", "run", "--kubeconfig", str(self.kubeconfig)]
-        argv += ["--http-port", str(self.port), "--workers", str(self.workers), "--log-format", "json"]
+        argv += ["--http-port", str(self.port), "--log-format", "json"]
+        if self.workers is not None:
+            argv += ["--workers", str(self.workers)]
         for ns in self.namespaces:
             argv += ["--namespace", ns]
         argv += self.extra

@@ -32,7 +32,18 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--uds", type=int, default=500, help="UnitedDeployments in the cold start (default 500)")
     p.add_argument("--subsets", type=int, default=3, help="subsets per UnitedDeployment (default 3)")
-    p.add_argument("--workers", type=int, default=3, help="controller workers = floor concurrency (default 3)")
+    p.add_argument("--workers", type=int, help="controller workers (default: the controller's own default)")
+    p.add_argument(
+        "--floor-concurrency",
+        type=int,
+        help="UDs the floor script writes at once (default: the API server's best, found by a short sweep)",
+    )
+    p.add_argument(
+        "--floor-sweep",
+        default="1,2,4,8,16,32,64",
+        help="concurrencies the sweep tries, each a cold start of --sweep-uds UDs (default 1,2,4,8,16,32,64)",
+    )
+    p.add_argument("--sweep-uds", type=int, default=200, help="UDs in each sweep run (default 200)")
     p.add_argument("--repeats", type=int, default=1, help="cold starts of each (interleaved; medians reported)")
     p.add_argument("--scale-singles", type=int, default=40, help="scale events one at a time (default 40)")
     p.add_argument("--scale-bursts", type=int, default=4, help="bursts of scale events (default 4)")
@@ -53,6 +64,9 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "uds": args.uds,
         "subsets": args.subsets,
         "workers": args.workers,
+        "floor_concurrency": args.floor_concurrency,
+        "floor_sweep": [int(x) for x in str(args.floor_sweep).split(",") if x.strip()],
+        "sweep_uds": args.sweep_uds,
         "repeats": args.repeats,
         "scale_singles": args.scale_singles,
         "scale_bursts": args.scale_bursts,
@@ -70,7 +84,7 @@ async def bench(bench_cluster: BenchCluster, config: dict[str, Any], scenarios: 
         ctx = Context(
             bench=bench_cluster,
             client=client,
-            workers=int(config["workers"]),
+            workers=config["workers"],
             log_dir=log_dir,
             source=Path(config["source"]) if config.get("source") else None,
             profile_dir=out if config.get("profile") else None,

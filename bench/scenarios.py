@@ -33,6 +33,7 @@ from bench.workload import (
     ud_name,
     united_deployment,
 )
+from united.controller.manager import Settings
 from united.kube.client import DEPLOYMENTS, JSON, KubeClient, PatchType
 from united.uniteddeployment import defaults
 from united.uniteddeployment.allocation import SubsetState, allocate, choose
@@ -41,6 +42,9 @@ from united.uniteddeployment.model import parse
 ROOT = Path(__file__).resolve().parents[1]
 CHILD_WRITES = ("deployments", "uniteddeployments/status", "controllerrevisions")
 """Resources whose writes are the reconcile's own (Events are counted apart)."""
+
+
+DEFAULT_WORKERS = Settings.workers
 
 
 def log(message: str) -> None:
@@ -69,10 +73,13 @@ def event_writes(writes: Mapping[str, int]) -> int:
 class Context:
     bench: BenchCluster
     client: KubeClient
-    workers: int
+    workers: int | None
+    """Controller workers; None: the controller's default."""
     log_dir: Path
     source: Path | None = None
     profile_dir: Path | None = None
+    floor_concurrency: int = 3
+    """UDs the floor script writes at once (set from the sweep unless given)."""
     controllers: list[ControllerProcess] = field(default_factory=list)
 
     def controller(self, namespaces: Sequence[str], *, name: str, profile: Path | None = None) -> ControllerProcess:
@@ -143,7 +150,7 @@ async def cold_start_run(
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=ctx.log_dir) as f:
                 json.dump({name: floor_plan(doc) for name, doc in docs.items()}, f)
             argv = [sys.executable, "-m", "bench.floor", "--kubeconfig", str(ctx.bench.controller_kubeconfig)]
-            argv += ["--namespace", namespace, "--workers", str(ctx.workers), "--plan", f.name]
+            argv += ["--namespace", namespace, "--workers", str(ctx.floor_concurrency), "--plan", f.name]
             # The floor uses the controller's client: from --source too when there is one.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (ctx.source, ROOT) if p)}
             spawned = time.monotonic()
@@ -214,10 +221,18 @@ async def cold_start(
     pair_ratios = [c.seconds / f.seconds for c, f in zip(ctl_runs, floor_runs, strict=True)]
     expected_children = uds * subsets
     writes = ctl_runs[-1].writes
+    ctl_cpu = statistics.median(r.cpu_seconds or 0.0 for r in ctl_runs)
+    floor_cpu = statistics.median(r.cpu_seconds or 0.0 for r in floor_runs)
+    per_write = uds * (subsets + 2)
     result: JSON = {
         "uds": uds,
         "subsets": subsets,
-        "workers": ctx.workers,
+        "workers": ctx.workers or DEFAULT_WORKERS,
+        "workers_default": ctx.workers is None,
+        "floor_concurrency": ctx.floor_concurrency,
+        "controller_cpu_ms_per_write": 1000 * ctl_cpu / per_write,
+        "floor_cpu_ms_per_write": 1000 * floor_cpu / per_write,
+        "cpu_per_write_ratio": ctl_cpu / floor_cpu if floor_cpu else math.nan,
         "controller_seconds": ctl_s,
         "floor_seconds": floor_s,
         "ratio": statistics.median(pair_ratios),  # pairs run back to back: robust to load drifting
@@ -237,6 +252,20 @@ async def cold_start(
         "runs": [r.as_json() for r in runs],
     }
     return result, last[0], last[1]
+
+
+async def floor_sweep(ctx: Context, *, uds: int, subsets: int, levels: Sequence[int]) -> JSON:
+    """The floor's cold start at each concurrency in ``levels``: the API server's capacity is
+    the fastest of them (more in flight than it can serve only queues)."""
+    seconds: dict[int, float] = {}
+    for level in levels:
+        ctx.floor_concurrency = level
+        run, _ = await cold_start_run(ctx, "floor", f"sweep-{level}", uds=uds, subsets=subsets)
+        seconds[level] = run.seconds
+        log(f"floor sweep: {uds} UDs at concurrency {level}: {run.seconds:.2f} s")
+    best = min(seconds, key=lambda level: (seconds[level], level))
+    ctx.floor_concurrency = best
+    return {"uds": uds, "subsets": subsets, "seconds": {str(k): v for k, v in seconds.items()}, "best": best}
 
 
 # -- 2. scale events ------------------------------------------------------------------------------
@@ -573,6 +602,12 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
     results: JSON = {}
     uds, subsets = int(config["uds"]), int(config["subsets"])
     need_cold = any(s in scenarios for s in ("cold", "scale", "resync"))
+    if config.get("floor_concurrency"):
+        ctx.floor_concurrency = int(config["floor_concurrency"])
+    elif need_cold:
+        results["floor_sweep"] = await floor_sweep(
+            ctx, uds=int(config.get("sweep_uds") or 200), subsets=subsets, levels=config.get("floor_sweep") or (3,)
+        )
     if need_cold:
         cold, namespace, ctl = await cold_start(
             ctx, uds=uds, subsets=subsets, repeats=int(config["repeats"]), profile=bool(config["profile"])

@@ -17,7 +17,7 @@ from bench.run import main
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 TINY = [
-    "--uds", "5", "--subsets", "3", "--workers", "3", "--repeats", "1",
+    "--uds", "5", "--subsets", "3", "--floor-sweep", "1,4", "--sweep-uds", "5", "--repeats", "1",
     "--scale-singles", "3", "--scale-bursts", "1", "--burst-size", "3", "--children", "200",
 ]  # fmt: skip
 
@@ -28,8 +28,12 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     table = (tmp_path / "smoke.md").read_text()
     assert table.startswith("| Scenario | Figure |") and "Machine:" in table
 
+    sweep = results["floor_sweep"]
+    assert set(sweep["seconds"]) == {"1", "4"} and sweep["best"] in (1, 4)
     cold = results["cold_start"]
     assert cold["uds"] == 5 and cold["subsets"] == 3
+    assert cold["workers_default"] and cold["floor_concurrency"] == sweep["best"]
+    assert cold["controller_cpu_ms_per_write"] > 0 and cold["floor_cpu_ms_per_write"] > 0
     assert cold["controller_seconds"] > 0 and cold["floor_seconds"] > 0 and math.isfinite(cold["ratio"])
     # The controller makes at least the floor's writes (duplicates it later deletes would add some).
     assert cold["controller_reconcile_writes"] >= cold["expected_writes"] == 5 * (3 + 2)

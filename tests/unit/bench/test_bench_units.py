@@ -184,7 +184,10 @@ def test_report_renders_every_scenario() -> None:
             "uds": 5, "subsets": 3, "workers": 3, "controller_seconds": 2.0, "floor_seconds": 1.0, "ratio": 2.0,
             "controller_reconcile_writes": 25, "expected_writes": 25, "controller_event_writes": 15,
             "duplicate_children_created": 0, "controller_cpu_seconds": 1.0,
+            "workers_default": True, "floor_concurrency": 16, "controller_cpu_ms_per_write": 0.9,
+            "floor_cpu_ms_per_write": 0.5, "cpu_per_write_ratio": 1.8,
         },
+        "floor_sweep": {"uds": 200, "subsets": 3, "seconds": {"1": 9.0, "16": 2.5, "64": 2.75}, "best": 16},
         "scale": {
             key: {
                 "size": 3, "events": 3, "p50_ms": 20, "p99_ms": 30, "floor_p50_ms": 10, "floor_p99_ms": 12,
@@ -201,7 +204,11 @@ def test_report_renders_every_scenario() -> None:
         "machine": {"cpus": 2},
     }  # fmt: skip
     table = render(results)
-    assert "| Cold start, 5 UDs x 3 subsets, 3 workers |" in table
+    assert "| Cold start, 5 UDs x 3 subsets, 3 workers (default); floor at 16 at once |" in table
+    assert table.splitlines()[2].startswith("| Floor sweep, 200 UDs x 3 subsets |")
+    assert "| 1: 9.00 s, 16: 2.50 s, 64: 2.75 s |  |  | best 16 |" in table
+    assert "| CPU of the process per reconcile write | 0.90 ms | 0.50 ms | 1.80x | ≤ 1.5x | **no** |" in table
+    assert "| 2.00x / 2.50x | p50 ≤ 3.0x, p99 ≤ 4.0x | yes |" in table
     assert table.count("| yes |") >= 5 and "| **no** |" in table  # the memory row misses
     assert "| 7; 13 ms |  | 0.70x; 1.30x |" in table
 
