@@ -482,3 +482,11 @@ async def test_revisions_are_read_through_indexes_and_a_taken_name_is_probed_pas
     [(_, _, _, body)] = [call for call in c.client.calls if call[:2] == ("create", "controllerrevisions")]
     created = json.loads(body) if isinstance(body, bytes) else body
     assert created["metadata"]["name"] == revisions_mod.name("web", ud.spec.template, 1)
+
+
+def test_the_status_log_names_what_the_merge_patch_changes() -> None:
+    from united.uniteddeployment.reconciler import changed_paths
+
+    patch = {"replicas": 3, "conditions": [{"type": "Ready"}], "rollout": {"wave": 1, "since": None}, "x": {}}
+    assert changed_paths(patch) == ["/replicas", "/conditions", "/rollout/wave", "/rollout/since", "/x"]
+    assert changed_paths({}) == ["/"]
