@@ -40,8 +40,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--floor-sweep",
-        default="1,2,4,8,16,32,64",
-        help="concurrencies the sweep tries, each a cold start of --sweep-uds UDs (default 1,2,4,8,16,32,64)",
+        default="2,4,8,16,32,64,128",
+        help="concurrencies the sweep tries, each a cold start of --sweep-uds UDs (default 2,4,8,16,32,64,128)",
     )
     p.add_argument("--sweep-uds", type=int, default=200, help="UDs in each sweep run (default 200)")
     p.add_argument("--repeats", type=int, default=1, help="cold starts of each (interleaved; medians reported)")
