@@ -701,8 +701,7 @@ class _Pass:
                 partition=kind.read_partition(child) or 0,
                 max_unavailable=rollout.rolling_max_unavailable(child),
                 max_surge=rollout.rolling_max_surge(child),
-                settled=int((child.get("status") or {}).get("observedGeneration") or 0)
-                >= int(meta.get("generation") or 0),
+                settled=_status_int(child, "observedGeneration") >= int(meta.get("generation") or 0),
                 reported=None
                 if partitioned
                 else (
@@ -1148,9 +1147,6 @@ def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
             yield f"{meta.get('namespace')}/{ref.get('name')}"
 
 
-__all__ = ["Caches", "Reconciler", "Result", "RetryableError"]
-
-
 def _status_int(obj: Json, field: str) -> int:
     return int((obj.get("status") or {}).get(field) or 0)
 
@@ -1161,3 +1157,6 @@ def changed_paths(patch: Any, prefix: str = "", depth: int = 2) -> list[str]:
     if not isinstance(patch, dict) or depth == 0 or not patch:
         return [prefix or "/"]
     return [p for k, v in patch.items() for p in changed_paths(v, f"{prefix}/{k}", depth - 1)]
+
+
+__all__ = ["Caches", "Reconciler", "Result", "RetryableError"]

@@ -205,25 +205,24 @@ def ready_since(pod: Mapping[str, Any]) -> float | None:
 def rolling_max_surge(child: Mapping[str, Any]) -> int:
     """A Deployment child's rolling-update ``maxSurge`` as a pod count (percentages of its
     replicas round up, as the Deployment controller does; 25% when unset)."""
-    spec = child.get("spec") or {}
-    value = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxSurge", "25%")
-    if isinstance(value, int):
-        return max(value, 0)
-    text = str(value)
-    percent = int(text[:-1]) if text.endswith("%") and text[:-1].isdigit() else 0
-    return -(-int(spec.get("replicas") or 0) * percent // 100)
+    return _rolling_count(child, "maxSurge", round_up=True)
 
 
 def rolling_max_unavailable(child: Mapping[str, Any]) -> int:
     """A Deployment child's rolling-update ``maxUnavailable`` as a pod count (percentages of its
     replicas round down, as the Deployment controller does; 25% when unset)."""
+    return _rolling_count(child, "maxUnavailable", round_up=False)
+
+
+def _rolling_count(child: Mapping[str, Any], name: str, *, round_up: bool) -> int:
     spec = child.get("spec") or {}
-    value = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable", "25%")
+    value = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get(name, "25%")
     if isinstance(value, int):
         return max(value, 0)
     text = str(value)
     percent = int(text[:-1]) if text.endswith("%") and text[:-1].isdigit() else 0
-    return int(spec.get("replicas") or 0) * percent // 100
+    share = int(spec.get("replicas") or 0) * percent
+    return -(-share // 100) if round_up else share // 100
 
 
 def budget(progressive: Progressive, replicas: int) -> int:
