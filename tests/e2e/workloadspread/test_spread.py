@@ -228,9 +228,11 @@ async def test_a_clone_set_scales_in_its_unplaced_pods_first_then_by_subset(
     ws["spec"]["targetRef"] = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"}
     await kube.create(WS, ws, namespace=namespace)
     await observed(kube, namespace, "cs")
-    clone_set = deployment("cs", 3, prefer="zone-c")
+    clone_set = deployment("cs", 0, prefer="zone-c")
     clone_set["apiVersion"], clone_set["kind"] = "apps.kruise.io/v1alpha1", "CloneSet"
     await kube.create(CLONE_SETS, clone_set, namespace=namespace)
+    await asyncio.sleep(2)  # the controller's caches hold the CloneSet before its first pods
+    await scale_clone_set(kube, namespace, 3)
 
     async def split(expected: dict[str | None, int]) -> None:
         pods = await pods_of(kube, namespace, "cs")
