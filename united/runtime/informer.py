@@ -468,6 +468,8 @@ class Informer:
         self.last_error = ""
         """Why the last LIST or watch failed (``cannot list deployments.apps: …``); empty
         once one succeeds again. Readiness reports it for informers that have not synced."""
+        self.last_status = 0
+        """The HTTP status of that failure (0: no answer, or not an API error)."""
         self._log = log.bind(resource=resource.plural, namespace=namespace, selector=label_selector)
         # Counters, for tests and debugging.
         self.lists = 0
@@ -537,6 +539,7 @@ class Informer:
                 self.errors += 1
                 self._failures += 1
                 resume = isinstance(exc, ApiError) and bool(self.resource_version) and self._failures < RESUME_ATTEMPTS
+                self.last_status = exc.status if isinstance(exc, ApiError) else 0
                 self.last_error = f"cannot {'watch' if self.has_synced.is_set() else 'list'} {self.name}: {exc}"
                 self.failures.failed(resource=self.name, error=exc, attempt=self._failures)
                 if not resume:
@@ -575,6 +578,7 @@ class Informer:
     def _recovered(self) -> None:
         if self.last_error:
             self.last_error = ""
+            self.last_status = 0
             self.failures.recovered(self.name)
 
     def _skip(self, problem: Undecodable) -> None:
