@@ -151,6 +151,9 @@ class Member:
             return Failure(message=f"cannot reach {client.host}: no answer in {timeout}s", request="get /version"), None
         except ApiError as exc:
             return Failure(status=exc.status, message=exc.message, request="get /version"), None
+        except Exception as exc:  # anything else must not end the probe loop; its words may quote data
+            log.warning("member probe failed unexpectedly", cluster=self.name, error_type=type(exc).__name__)
+            return Failure(message=f"the probe failed ({type(exc).__name__})", request="get /version"), None
         try:
             version = json.loads(text)["gitVersion"]
         except (ValueError, KeyError, TypeError):
