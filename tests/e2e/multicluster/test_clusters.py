@@ -159,7 +159,9 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
 
 
-async def test_ready_reasons(members: Members, cluster: LocalCluster, kube: KubeClient, namespace: str) -> None:
+async def test_ready_reasons(
+    members: Members, cluster: LocalCluster, kube: KubeClient, namespace: str, clusters_controller: Controller
+) -> None:
     good, no_key, bad, elsewhere = unique("good"), unique("no-key"), unique("bad"), unique("elsewhere")
     token = await token_of(cluster, kube, namespace, "member")
     await members.secret(good, {"kubeconfig": kubeconfig(cluster, token)})
@@ -190,6 +192,12 @@ async def test_ready_reasons(members: Members, cluster: LocalCluster, kube: Kube
         f"cannot watch secret {namespace}/{elsewhere}: 403 Forbidden: grant get, list, watch on secrets in "
         f"{namespace} (see manifests/base/cluster-credentials.yaml)"
     )
+
+    # Settled: probes go on (every 2 s) but the status is written only on a change or the
+    # 60 s heartbeat.
+    writes = clusters_controller.writes("clusters/status")
+    await asyncio.sleep(3 * PROBE["periodSeconds"])
+    assert clusters_controller.writes("clusters/status") == writes
 
 
 async def test_wrong_credentials_leave_the_host_converging(
