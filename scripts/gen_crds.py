@@ -56,6 +56,8 @@ tests/unit/test_crds.py checks that the two agree)."""
 MAX_REVISION_HISTORY = 100
 """``united.api.limits.MAX_REVISION_HISTORY``, checked the same way."""
 DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS1123_SUBDOMAIN_MAX = 253
 ATOMIC_MAP: dict[str, Any] = {"x-kubernetes-map-type": "atomic"}
 
 # --------------------------------------------------------------------------------------------------
@@ -301,7 +303,17 @@ def template_schema() -> Schema:
     )
 
 
-def subset_schema() -> Schema:
+def subset_schema(*, cluster: bool) -> Schema:
+    """One subset; ``cluster``: with our group's ``cluster`` field (OpenKruise has none)."""
+    extensions: dict[str, Schema] = {}
+    if cluster:
+        extensions["cluster"] = string(
+            "united: the Cluster (clusters.apps.united.io) whose API server holds this subset's "
+            "child workload; absent or empty: the cluster of the UnitedDeployment. Changing it moves "
+            "the subset.",
+            pattern=f"^({DNS1123_SUBDOMAIN_PATTERN[1:-1]})?$",
+            maxLength=DNS1123_SUBDOMAIN_MAX,
+        )
     return obj(
         {
             "name": string(
@@ -342,6 +354,7 @@ def subset_schema() -> Schema:
                 "as 1 when any subset has a weight.",
                 minimum=0,
             ),
+            **extensions,
         },
         "One subset: a group of nodes and the share of the pods they run.",
         required=["name"],
@@ -388,7 +401,8 @@ def schedule_strategy_schema() -> Schema:
     )
 
 
-def spec_schema(*, progressive: bool = True) -> Schema:
+def spec_schema(*, ours: bool = True) -> Schema:
+    """``ours``: with our group's extensions (the Progressive strategy, multi-cluster subsets)."""
     return obj(
         {
             "replicas": int32(
@@ -402,7 +416,7 @@ def spec_schema(*, progressive: bool = True) -> Schema:
             "topology": obj(
                 {
                     "subsets": list_map(
-                        subset_schema(),
+                        subset_schema(cluster=ours),
                         ["name"],
                         "Ordered subsets; the order matters for elastic and adaptive allocation.",
                         maxItems=MAX_SUBSETS,
@@ -419,7 +433,7 @@ def spec_schema(*, progressive: bool = True) -> Schema:
             ),
             "updateStrategy": obj(
                 {
-                    **update_types(progressive=progressive),
+                    **update_types(progressive=ours),
                     "manualUpdate": obj(
                         {
                             "partitions": map_of(
@@ -575,14 +589,14 @@ def status_schema() -> Schema:
     )
 
 
-def ud_schema(*, progressive: bool = True) -> Schema:
+def ud_schema(*, ours: bool = True) -> Schema:
     """The openAPIV3Schema shared by every served version of both CRDs."""
     return obj(
         {
             "apiVersion": string("Versioned schema of this object."),
             "kind": string("REST resource kind: UnitedDeployment."),
             "metadata": {"type": "object"},
-            "spec": spec_schema(progressive=progressive),
+            "spec": spec_schema(ours=ours),
             "status": status_schema(),
         },
         "UnitedDeployment runs one workload template as several child workloads (subsets) spread "
@@ -590,10 +604,11 @@ def ud_schema(*, progressive: bool = True) -> Schema:
     )
 
 
-def printer_columns() -> list[Schema]:
-    def column(name: str, type_: str, path: str, description: str, **extra: Any) -> Schema:
-        return {"name": name, "type": type_, "jsonPath": path, "description": description, **extra}
+def column(name: str, type_: str, path: str, description: str, **extra: Any) -> Schema:
+    return {"name": name, "type": type_, "jsonPath": path, "description": description, **extra}
 
+
+def printer_columns() -> list[Schema]:
     return [
         column("DESIRED", "integer", ".spec.replicas", "The desired number of pods."),
         column("CURRENT", "integer", ".status.replicas", "The current number of pods."),
@@ -621,12 +636,12 @@ def subresources() -> Schema:
     }
 
 
-def version(name: str, storage: bool, *, progressive: bool = True) -> Schema:
+def version(name: str, storage: bool, *, ours: bool = True) -> Schema:
     return {
         "name": name,
         "served": True,
         "storage": storage,
-        "schema": {"openAPIV3Schema": ud_schema(progressive=progressive)},
+        "schema": {"openAPIV3Schema": ud_schema(ours=ours)},
         "subresources": subresources(),
         "additionalPrinterColumns": printer_columns(),
     }
@@ -639,6 +654,8 @@ def crd(
     *,
     kind: str = "UnitedDeployment",
     short_name: str = "ud",
+    scope: str = "Namespaced",
+    categories: list[str] | None = None,
 ) -> Schema:
     spec: Schema = {
         "group": group,
@@ -648,8 +665,9 @@ def crd(
             "plural": f"{kind.lower()}s",
             "singular": kind.lower(),
             "shortNames": [short_name],
+            **({"categories": categories} if categories else {}),
         },
-        "scope": "Namespaced",
+        "scope": scope,
         "versions": versions,
     }
     if conversion is not None:
@@ -674,8 +692,8 @@ def kruise_compat_crd() -> Schema:
     return crd(
         KRUISE_GROUP,
         [
-            version("v1alpha1", storage=False, progressive=False),
-            version("v1beta1", storage=True, progressive=False),
+            version("v1alpha1", storage=False, ours=False),
+            version("v1beta1", storage=True, ours=False),
         ],
         conversion={"strategy": "None"},
     )
@@ -899,6 +917,129 @@ def ws_kruise_compat_crd() -> Schema:
 
 
 # --------------------------------------------------------------------------------------------------
+# Cluster (multi-cluster subsets; our group only)
+# --------------------------------------------------------------------------------------------------
+
+CLUSTER_CRD_PATH = Path("crds") / f"{UNITED_GROUP}_clusters.yaml"
+CLUSTER_KEY_PATTERN = "^[-._a-zA-Z0-9]+$"
+"""``united.multicluster.model.KEY_PATTERN`` (checked by tests/unit/multicluster/test_crd.py)."""
+
+
+def cluster_schema() -> Schema:
+    secret_ref = obj(
+        {
+            "namespace": string(
+                "Namespace of the Secret, in this (the host) cluster. The controller needs get, list "
+                "and watch on secrets there (manifests/base/cluster-credentials.yaml grants it in "
+                "united-clusters).",
+                pattern=DNS1123_LABEL_PATTERN,
+                maxLength=63,
+            ),
+            "name": string(
+                "Name of the Secret.", pattern=DNS1123_SUBDOMAIN_PATTERN, maxLength=DNS1123_SUBDOMAIN_MAX
+            ),
+            "key": string(
+                "Key of the Secret's data holding the kubeconfig. Defaults to kubeconfig.",
+                pattern=CLUSTER_KEY_PATTERN,
+                default="kubeconfig",
+            ),
+        },
+        "The Secret holding a self-contained kubeconfig of the member (a token or "
+        "client-certificate-data; no exec, auth-provider or file paths). Rotating it takes effect "
+        "without a restart.",
+        required=["namespace", "name"],
+    )
+    probe = obj(
+        {
+            "periodSeconds": int32(
+                "Seconds between two probes (GET /version). Defaults to 10.", minimum=1, maximum=300, default=10
+            ),
+            "timeoutSeconds": int32(
+                "Seconds a probe may take; less than periodSeconds. Defaults to 3.",
+                minimum=1,
+                maximum=60,
+                default=3,
+            ),
+        },
+        "How the controller checks that the member answers.",
+    )
+    probe["default"] = {}
+    spec = obj(
+        {
+            "kubeconfigSecretRef": secret_ref,
+            "probe": probe,
+            "namespaces": array(
+                string(pattern=DNS1123_LABEL_PATTERN, maxLength=63),
+                "UnitedDeployment namespaces whose subsets may use this cluster; absent: all.",
+                maxItems=1000,
+                **{"x-kubernetes-list-type": "set"},
+            ),
+        },
+        "How to reach the member cluster.",
+        required=["kubeconfigSecretRef"],
+    )
+    status = obj(
+        {
+            "observedGeneration": int64("metadata.generation observed by the last status write."),
+            "kubernetesVersion": string("The member's gitVersion, as its last answered probe said."),
+            "lastProbeTime": date_time(
+                "When the last probe finished (written when something changed, else once a minute)."
+            ),
+            "conditions": list_map(
+                condition("A Cluster condition (Ready).", with_generation=True),
+                ["type"],
+                "Ready: True (Reachable), False (Unreachable, Unauthorized, Forbidden, "
+                "CredentialsUnavailable) or Unknown (Probing).",
+            ),
+        },
+        "Observed state of the member, written by the controller's leader.",
+    )
+    return obj(
+        {
+            "apiVersion": string("Versioned schema of this object."),
+            "kind": string("REST resource kind: Cluster."),
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+        "Cluster names a member Kubernetes cluster that UnitedDeployment subsets may place their "
+        "child workload in (spec.topology.subsets[].cluster).",
+        required=["spec"],
+    )
+
+
+def cluster_printer_columns() -> list[Schema]:
+    ready = '.status.conditions[?(@.type=="Ready")]'
+    return [
+        column("READY", "string", f"{ready}.status", "Whether the member answers."),
+        column("REASON", "string", f"{ready}.reason", "Why (not) ready."),
+        column("VERSION", "string", ".status.kubernetesVersion", "The member's Kubernetes version."),
+        column("LAST-PROBE", "date", ".status.lastProbeTime", "When the member was last probed."),
+        column("AGE", "date", ".metadata.creationTimestamp", "Time since creation."),
+    ]
+
+
+def cluster_crd() -> Schema:
+    return crd(
+        UNITED_GROUP,
+        [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": cluster_schema()},
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": cluster_printer_columns(),
+            }
+        ],
+        kind="Cluster",
+        short_name="ucl",
+        scope="Cluster",
+        categories=["united"],
+    )
+
+
+# --------------------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------------------
 
@@ -933,6 +1074,12 @@ WS_KRUISE_HEADER = (
 )
 
 
+CLUSTER_HEADER = (
+    _GENERATED + "# Cluster, apps.united.io/v1alpha1 (cluster-scoped): a member cluster for multi-cluster subsets.\n"
+    "# Install or upgrade: kubectl apply --server-side -f crds/\n"
+)
+
+
 class _Dumper(yaml.SafeDumper):
     """SafeDumper that indents block sequences under their key (kubectl style)."""
 
@@ -959,6 +1106,7 @@ def render_all() -> dict[Path, str]:
         KRUISE_CRD_PATH: to_yaml(kruise_compat_crd(), KRUISE_HEADER),
         WS_UNITED_CRD_PATH: to_yaml(ws_united_crd(), WS_UNITED_HEADER),
         WS_KRUISE_CRD_PATH: to_yaml(ws_kruise_compat_crd(), WS_KRUISE_HEADER),
+        CLUSTER_CRD_PATH: to_yaml(cluster_crd(), CLUSTER_HEADER),
     }
 
 

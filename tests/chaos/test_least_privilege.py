@@ -62,6 +62,9 @@ UNUSED_AND_KNOWN: frozenset[Permission] = frozenset(
         # blockOwnerDeletion (OwnerReferencesPermissionEnforcement admission, off on the local
         # control plane, on in e.g. OpenShift). Kept.
         ("apps.united.io", "uniteddeployments/finalizers", "update"),
+        # Written only for a Cluster object (multi-cluster), which this run has none of
+        # (tests/e2e/multicluster/test_clusters.py writes it under the same role).
+        ("apps.united.io", "clusters/status", "patch"),
     }
 )
 """Granted, not seen in the run, and kept on purpose (the README says why)."""

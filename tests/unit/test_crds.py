@@ -417,10 +417,11 @@ def test_crd_file_is_one_v1_crd(path: Path) -> None:
         "listKind": f"{kind}List",
         "plural": f"{kind.lower()}s",
         "singular": kind.lower(),
-        "shortNames": [{"UnitedDeployment": "ud", "WorkloadSpread": "ws"}[kind]],
+        "shortNames": [{"UnitedDeployment": "ud", "WorkloadSpread": "ws", "Cluster": "ucl"}[kind]],
+        **({"categories": ["united"]} if kind == "Cluster" else {}),
     }
     assert path.name == f"{spec['group']}_{spec['names']['plural']}.yaml"
-    assert spec["scope"] == "Namespaced"
+    assert spec["scope"] == ("Cluster" if kind == "Cluster" else "Namespaced")
     assert spec.get("preserveUnknownFields") is not True
     assert [v["name"] for v in spec["versions"] if v["storage"]] in (["v1alpha1"], ["v1beta1"])
     assert all(version["served"] for version in spec["versions"])
@@ -462,14 +463,15 @@ def test_all_versions_share_one_schema_subresources_and_columns() -> None:
 
 
 def without_update_types(node: Obj) -> Obj:
-    """A version's schema but for ``updateStrategy.type`` and ``progressive``: only our group
-    offers the Progressive strategy."""
+    """A version's schema but for ``updateStrategy.type`` and ``progressive`` and the subsets'
+    ``cluster``: only our group offers the Progressive strategy and multi-cluster subsets."""
     if "openAPIV3Schema" not in node:
         return node
     out = copy.deepcopy(node)
     strategy = out["openAPIV3Schema"]["properties"]["spec"]["properties"]["updateStrategy"]["properties"]
     strategy.pop("type")
     strategy.pop("progressive", None)
+    resolve(out["openAPIV3Schema"], ".spec.topology.subsets")["items"]["properties"].pop("cluster", None)
     return out
 
 
@@ -700,6 +702,7 @@ def test_topology_schema() -> None:
     assert subset["required"] == ["name"]
     assert subset["properties"]["name"]["maxLength"] == 63
     assert sorted(subset["properties"]) == [
+        "cluster",
         "maxReplicas",
         "minReplicas",
         "name",

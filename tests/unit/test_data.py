@@ -54,11 +54,14 @@ def test_crd_of_each_group(group: str, path: str) -> None:
 
 @pytest.mark.parametrize(("group", "directory"), [(GROUP, "crds"), (KRUISE_GROUP, "crds/compat")])
 def test_crds_of_each_group_are_every_kind(group: str, directory: str) -> None:
-    paths = [f"{directory}/{group}_{plural}.yaml" for plural in ("uniteddeployments", "workloadspreads")]
+    """Multi-cluster subsets exist only in our group: its Cluster CRD ships with it alone."""
+    plurals = ["uniteddeployments", "workloadspreads"] + (["clusters"] if group == GROUP else [])
+    paths = [f"{directory}/{group}_{plural}.yaml" for plural in plurals]
     assert [p.read_bytes() for p in data.crds(group)] == [(REPO / p).read_bytes() for p in paths]
     assert [d["spec"]["names"]["kind"] for d in data.documents(*data.crds(group))] == [
         "UnitedDeployment",
         "WorkloadSpread",
+        *(["Cluster"] if group == GROUP else []),
     ]
 
 
@@ -82,6 +85,7 @@ def test_controller_is_the_crds_then_the_base_kustomization() -> None:
     assert [d["kind"] for d in docs] == [
         "CustomResourceDefinition",
         "CustomResourceDefinition",
+        "CustomResourceDefinition",
         "Namespace",
         "ServiceAccount",
         "ClusterRole",
@@ -98,9 +102,10 @@ def test_controller_is_the_crds_then_the_base_kustomization() -> None:
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
     ]
-    assert [(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in docs[:2]] == [
+    assert [(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in docs[:3]] == [
         (GROUP, "UnitedDeployment"),
         (GROUP, "WorkloadSpread"),
+        (GROUP, "Cluster"),
     ]
     assert all(d["metadata"]["namespace"] == "united-system" for d in docs if d["kind"] in ("Role", "Deployment"))
 

@@ -30,4 +30,5 @@ def test_controller_image_tag() -> None:
 @pytest.mark.parametrize("group", [GROUP, KRUISE_GROUP])
 def test_crd_annotation(group: str) -> None:
     crds = data.documents(*data.crds(group))
-    assert [crd["metadata"]["annotations"]["apps.united.io/version"] for crd in crds] == [__version__] * 2
+    assert [crd["metadata"]["annotations"]["apps.united.io/version"] for crd in crds] == [__version__] * len(crds)
+    assert len(crds) == (3 if group == GROUP else 2)

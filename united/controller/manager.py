@@ -42,6 +42,10 @@ from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.decode import Undecodable
 from united.kube.errors import ConfigError
+from united.multicluster.controller import ClusterController
+from united.multicluster.credentials import SecretWatch
+from united.multicluster.member import Members
+from united.multicluster.resource import CLUSTERS
 from united.runtime.controller import Controller, Factory, Host
 from united.runtime.events import EventRecorder
 from united.runtime.failures import FailureLog
@@ -156,6 +160,10 @@ class Manager:
         )
         self.spreads: WorkloadSpreadController | None = None
         self.add_when_served(ws_resource(settings.api_group), self._spread_controller)
+        self.members: Members | None = None
+        """The member clusters, once ``Cluster`` objects are served (our group only)."""
+        if settings.api_group == GROUP:
+            self.add_when_served(CLUSTERS, self._cluster_controller)
         self.webhook = PodWebhook(webhook_client or client, self._spread_caches)
         """Served by every replica (with ``--webhook-port``), leader or not: bookings are
         optimistic status writes, safe from several processes; hence a client without the fence."""
@@ -173,6 +181,14 @@ class Manager:
     def _spread_controller(self, host: Host) -> Controller:
         self.spreads = WorkloadSpreadController(host, api_group=self.settings.api_group)
         return self.spreads
+
+    def _cluster_controller(self, host: Host) -> Controller:
+        def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+            return self.spawn(coro, name="member")
+
+        secrets = SecretWatch(self.client, spawn=spawn, failures=self.failures)
+        self.members = Members(self.client, secrets=secrets, spawn=spawn, observer=self.metrics.member_observer)
+        return ClusterController(host, members=self.members)
 
     def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
         """The WorkloadSpread caches once served and synced (the controller is added only then:
@@ -413,6 +429,8 @@ class Manager:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._webhooks is not None:
             await self._webhooks.stop()
+        if self.members is not None:
+            await self.members.close()
         await self.recorder.close(within=EVENTS_WITHIN)  # while the Lease is ours: the fence refuses them after
         await self._release()
         await self.health.stop()

@@ -23,7 +23,11 @@ CRDS = ROOT / "crds"
 MANIFESTS = ROOT / "manifests"
 SAMPLES = MANIFESTS / "samples"
 _CRD_DIRS = {GROUP: CRDS, KRUISE_GROUP: CRDS / "compat"}
-_PLURALS = ("uniteddeployments", "workloadspreads")
+_PLURALS = {
+    GROUP: ("uniteddeployments", "workloadspreads", "clusters"),
+    KRUISE_GROUP: ("uniteddeployments", "workloadspreads"),
+}
+"""Every kind's CRD per group; multi-cluster (``Cluster``) exists only in our group."""
 
 
 def crd(group: str = GROUP, plural: str = "uniteddeployments") -> Traversable:
@@ -33,8 +37,8 @@ def crd(group: str = GROUP, plural: str = "uniteddeployments") -> Traversable:
 
 
 def crds(group: str = GROUP) -> list[Traversable]:
-    """Every kind's CRD in ``group``: UnitedDeployment, then WorkloadSpread."""
-    return [crd(group, plural) for plural in _PLURALS]
+    """Every kind's CRD in ``group``: UnitedDeployment, WorkloadSpread, then (ours) Cluster."""
+    return [crd(group, plural) for plural in _PLURALS[group]]
 
 
 def controller(group: str = GROUP) -> list[dict[str, Any]]:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,14 +40,16 @@ from aiohttp.connector import Connection
 from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.config import kube_config as k8s_kube_config
 from yarl import URL
 
 from united import __version__
 from united.kube import decode
 from united.kube.decode import Undecodable
 from united.kube.errors import ApiError, ConfigError, Fenced, TransientError, error_from_status, transport_error
-from united.kube.kubeconfig import NO_SUCH_FILE
+from united.kube.kubeconfig import NO_SUCH_FILE, check_inline
 from united.kube.kubeconfig import check as check_kubeconfig
+from united.kube.kubeconfig import parse as parse_kubeconfig
 from united.kube.kubeconfig import where as kubeconfig_where
 from united.kube.retry import is_retryable, is_throttled, retrying
 
@@ -242,6 +246,16 @@ def _fenced_requests(client: KubeClient) -> type[aiohttp.ClientRequest]:
     return FencedRequest
 
 
+def _forget_files(directory: str) -> None:
+    """Remove ``directory`` and the library's cache entries pointing into it (it reuses a
+    file by content, which would hand a later client a removed path)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    cache: dict[str, str] = k8s_kube_config._temp_files
+    for content, path in list(cache.items()):
+        if os.path.dirname(path) == directory:
+            del cache[content]
+
+
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
     value = resp.headers.get("Retry-After")
     try:
@@ -423,6 +437,42 @@ class KubeClient:
         api = k8s_client.ApiClient(configuration)
         api.user_agent = user_agent
         return cls(api, request_timeout=request_timeout)
+
+    @classmethod
+    async def from_kubeconfig_data(
+        cls,
+        data: bytes,
+        *,
+        where: str,
+        request_timeout: float = 30.0,
+        retry_attempts: int = RETRY_ATTEMPTS,
+        user_agent: str = DEFAULT_USER_AGENT,
+    ) -> KubeClient:
+        """A client from a kubeconfig held in memory (a member cluster's, from a Secret), which
+        must be self-contained (:func:`~united.kube.kubeconfig.check_inline`). Problems raise
+        :class:`ConfigError` at ``where`` naming a field or a line, never a value: the bytes are
+        credentials. Certificate data the library writes to files goes to a private directory
+        removed as soon as the TLS context has read it (the library would keep them until exit,
+        and reuse them by content across clients)."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(where, "not UTF-8 text") from None
+        config = parse_kubeconfig(text, where)
+        check_inline(config, where)
+        private = tempfile.mkdtemp(prefix="united-member-")  # mode 0700
+        try:
+            configuration = k8s_client.Configuration()
+            await k8s_config.load_kube_config_from_dict(
+                config, client_configuration=configuration, temp_file_path=private
+            )
+            api = k8s_client.ApiClient(configuration)
+        except Exception as exc:  # the library's messages may quote the data
+            raise ConfigError(where, f"cannot be used ({type(exc).__name__})") from None
+        finally:
+            _forget_files(private)
+        api.user_agent = user_agent
+        return cls(api, request_timeout=request_timeout, retry_attempts=retry_attempts)
 
     @classmethod
     def for_server(

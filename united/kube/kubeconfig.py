@@ -7,6 +7,12 @@ not at all (every request then fails, forever). A person starting ``united run``
 know which file, which entry, and what to do. The checks mirror what the loader needs:
 a readable YAML mapping, a current (or given) context that exists, naming a cluster with
 an http(s) server and a user that exist.
+
+A member cluster's kubeconfig comes from a Secret (:func:`check_inline`): it must also be
+self-contained, because whatever it names is done *by the controller*: a file path would
+make the controller read its own files (its ServiceAccount token, its serving key) for
+whoever may write that Secret, and an ``exec`` or ``auth-provider`` would run a program.
+Its messages name fields, never values: the bytes are credentials.
 """
 
 from __future__ import annotations
@@ -21,9 +27,12 @@ import yaml
 
 from united.kube.errors import ConfigError
 
-__all__ = ["NO_SUCH_FILE", "check", "where"]
+__all__ = ["NO_SUCH_FILE", "SELF_CONTAINED", "check", "check_inline", "parse", "where"]
 
 NO_SUCH_FILE = "no such file"
+SELF_CONTAINED = "Forbidden: a member kubeconfig must be self-contained (token or client-certificate-data)"
+_USER_REFUSED = ("exec", "auth-provider", "tokenFile", "client-certificate", "client-key")
+_CLUSTER_REFUSED = ("certificate-authority",)
 
 
 def where(path: str | os.PathLike[str]) -> str:
@@ -44,14 +53,66 @@ def check(path: str | os.PathLike[str], *, context: str | None = None) -> None:
         raise ConfigError(at, "is a directory, not a file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(at, f"cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+    config = parse(text, at)
+    if not isinstance(config, Mapping):
+        raise ConfigError(at, "not a kubeconfig (expected a YAML mapping with clusters, contexts and users)")
+    _check_config(config, at, context=context)
+
+
+def parse(text: str, at: str) -> Any:
+    """The YAML in ``text``; a syntax error names the line and the problem, not the text."""
     try:
-        config = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(at, f"not valid YAML{line}: {getattr(exc, 'problem', None) or exc}") from None
+        raise ConfigError(at, f"not valid YAML{line}: {getattr(exc, 'problem', None) or 'syntax error'}") from None
+
+
+def check_inline(config: object, where: str) -> None:
+    """Raise :class:`ConfigError` (at ``where``) unless ``config``, a parsed kubeconfig, is one
+    :func:`check` accepts *and* self-contained: no ``exec``, ``auth-provider``, ``tokenFile``
+    or file path (``certificate-authority``, ``client-certificate``, ``client-key``; their
+    ``-data`` forms are fine), no user or password in a server URL, no
+    ``insecure-skip-tls-verify: true``. Messages name the field, never a value."""
     if not isinstance(config, Mapping):
-        raise ConfigError(at, "not a kubeconfig (expected a YAML mapping with clusters, contexts and users)")
+        raise ConfigError(where, "not a kubeconfig (expected a YAML mapping with clusters, contexts and users)")
+    for index, entry in _entries(config, "users"):
+        user = entry.get("user")
+        for key in _USER_REFUSED:
+            if isinstance(user, Mapping) and key in user:
+                raise ConfigError(where, f"users[{index}].user.{key}: {SELF_CONTAINED}")
+    for index, entry in _entries(config, "clusters"):
+        cluster = entry.get("cluster")
+        if not isinstance(cluster, Mapping):
+            continue
+        for key in _CLUSTER_REFUSED:
+            if key in cluster:
+                raise ConfigError(where, f"clusters[{index}].cluster.{key}: {SELF_CONTAINED}")
+        if cluster.get("insecure-skip-tls-verify") is True:
+            raise ConfigError(
+                where, f"clusters[{index}].cluster.insecure-skip-tls-verify: Forbidden: the server must be verified"
+            )
+        try:
+            url = urlparse(str(cluster.get("server") or ""))
+            userinfo = url.username is not None or url.password is not None
+        except ValueError:
+            raise ConfigError(where, f"clusters[{index}].cluster.server: Invalid value: not a URL") from None
+        if userinfo:
+            raise ConfigError(
+                where, f"clusters[{index}].cluster.server: Forbidden: credentials in the URL (use a token)"
+            )
+    _check_config(config, where, context=None)
+
+
+def _entries(config: Mapping[str, Any], section: str) -> list[tuple[int, Mapping[str, Any]]]:
+    entries = config.get(section)
+    if not isinstance(entries, list):
+        return []
+    return [(index, entry) for index, entry in enumerate(entries) if isinstance(entry, Mapping)]
+
+
+def _check_config(config: Mapping[str, Any], at: str, *, context: str | None) -> None:
     name = context or config.get("current-context")
     if not name:
         raise ConfigError(at, "no current-context is set; choose one with `kubectl config use-context NAME`")

@@ -249,10 +249,15 @@ class Store:
     to objects and from namespace to orphans (objects without a controller owner), and,
     given a ``label`` key, from namespace and that label's value to objects.
 
+    ``owner`` says who owns an object (default: its controller ownerReference's UID); a store
+    of objects in another cluster, where no ownerReference can name our objects, passes one
+    that reads labels.
+
     Reads are for anyone; writes are for the informer that owns the store.
     """
 
-    def __init__(self, *, label: str | None = None) -> None:
+    def __init__(self, *, label: str | None = None, owner: Callable[[JSON], str | None] = controller_uid) -> None:
+        self._owner = owner
         self._objects: dict[str, JSON] = {}
         self._owner_of: dict[str, str] = {}  # key -> controller owner UID
         self._children: dict[str, dict[str, set[str]]] = {}  # owner UID -> namespace -> keys
@@ -322,7 +327,7 @@ class Store:
         if isinstance(value, str):
             self._label_of[key] = slot = f"{namespace}/{value}"
             self._labelled.setdefault(slot, {})[key] = obj
-        owner = controller_uid(obj)
+        owner = self._owner(obj)
         if owner is not None:
             self._owner_of[key] = owner
             self._children.setdefault(owner, {}).setdefault(namespace, set()).add(key)
@@ -407,7 +412,9 @@ class Informer:
     ``backoff_initial``/``backoff_max`` (seconds between attempts after failures),
     ``page_size`` for the LIST, ``failures``, the :class:`FailureLog` its failures are
     reported to (default: its own), ``on_undecodable`` callbacks (see the module docstring),
-    and ``index_label`` (a label key the store indexes by value, see :class:`Store`).
+    and ``index_label`` and ``owner`` (how the store indexes, see :class:`Store`).
+
+    :meth:`restart` swaps the client (new credentials) under a running informer.
     """
 
     def __init__(
@@ -427,6 +434,7 @@ class Informer:
         handlers: Iterable[EventHandler] = (),
         failures: FailureLog | None = None,
         on_undecodable: Iterable[UndecodableHandler] = (),
+        owner: Callable[[JSON], str | None] = controller_uid,
     ) -> None:
         if watch_timeout < 1 or inactivity_timeout <= 0:
             raise ValueError("need watch_timeout >= 1 and inactivity_timeout > 0")
@@ -440,7 +448,7 @@ class Informer:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.page_size = page_size
-        self.store = Store(label=index_label)
+        self.store = Store(label=index_label, owner=owner)
         self.has_synced = asyncio.Event()
         self.resource_version = ""
         """Where the next watch starts: the last LIST's RV, then every event's
@@ -450,6 +458,7 @@ class Informer:
         self.undecodable: dict[str, Undecodable] = {}
         """The objects skipped as undecodable, by key; updated in place (a live view)."""
         self._failures = 0
+        self._attempt: asyncio.Task[None] | None = None
         self.name = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
         if namespace:
             self.name += f" in {namespace}"
@@ -459,6 +468,8 @@ class Informer:
         self.last_error = ""
         """Why the last LIST or watch failed (``cannot list deployments.apps: …``); empty
         once one succeeds again. Readiness reports it for informers that have not synced."""
+        self.last_status = 0
+        """The HTTP status of that failure (0: no answer, or not an API error)."""
         self._log = log.bind(resource=resource.plural, namespace=namespace, selector=label_selector)
         # Counters, for tests and debugging.
         self.lists = 0
@@ -478,6 +489,28 @@ class Informer:
 
     async def run(self) -> None:
         """LIST and WATCH until cancelled; never returns otherwise."""
+        task = asyncio.current_task()
+        while True:
+            self._attempt = asyncio.create_task(self._run(), name=f"informer-{self.name}")
+            try:
+                await self._attempt
+            except asyncio.CancelledError:
+                if task is None or task.cancelling():
+                    raise  # cancelled from outside, not by restart()
+
+    def restart(self, client: KubeClient) -> None:
+        """Go on with ``client`` (new credentials): the current LIST or watch is cancelled and
+        the watch resumes from :attr:`resource_version` with the new client, at once (no
+        backoff left from failures with the old one); nothing is re-listed unless the resume
+        point is gone (410) or the first LIST had not finished."""
+        self.client = client
+        self._failures = 0
+        if not self.has_synced.is_set():
+            self.resource_version = ""
+        if self._attempt is not None:
+            self._attempt.cancel()
+
+    async def _run(self) -> None:
         while True:
             try:
                 if not self.resource_version:
@@ -506,6 +539,7 @@ class Informer:
                 self.errors += 1
                 self._failures += 1
                 resume = isinstance(exc, ApiError) and bool(self.resource_version) and self._failures < RESUME_ATTEMPTS
+                self.last_status = exc.status if isinstance(exc, ApiError) else 0
                 self.last_error = f"cannot {'watch' if self.has_synced.is_set() else 'list'} {self.name}: {exc}"
                 self.failures.failed(resource=self.name, error=exc, attempt=self._failures)
                 if not resume:
@@ -544,6 +578,7 @@ class Informer:
     def _recovered(self) -> None:
         if self.last_error:
             self.last_error = ""
+            self.last_status = 0
             self.failures.recovered(self.name)
 
     def _skip(self, problem: Undecodable) -> None:

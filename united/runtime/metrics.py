@@ -26,7 +26,7 @@ The pieces other modules plug in:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import StrEnum
 from typing import NamedTuple, Protocol
@@ -313,6 +313,13 @@ class Metrics:
             registry=r,
         )
 
+        self.member_requests_total = Counter(
+            "united_member_requests_total",
+            "Number of HTTP requests to member clusters' API servers, by cluster, verb, status code and resource",
+            ["cluster", "verb", "code", "resource"],
+            registry=r,
+        )
+
         # -- leader election ---------------------------------------------------------------
         self.leader_election_master_status = Gauge(
             "leader_election_master_status",
@@ -371,6 +378,16 @@ class Metrics:
         return WorkQueueMetrics(self, name)
 
     # -- leader election ----------------------------------------------------------------
+
+    def member_observer(self, cluster: str) -> Callable[[str, str, int, float], None]:
+        """A client ``observer`` counting a member cluster's requests (``rest_client_*`` stays
+        the host's, so the host's zero-write checks are not blurred by members)."""
+
+        def observe(verb: str, resource: str, code: int, seconds: float) -> None:
+            labels = {"cluster": cluster, "verb": verb.upper(), "code": str(code) if code else NO_ANSWER_CODE}
+            self.member_requests_total.labels(resource=resource, **labels).inc()
+
+        return observe
 
     def set_leader(self, lease: str, leading: bool) -> None:
         """1 while this process holds the Lease ``lease``, 0 otherwise."""

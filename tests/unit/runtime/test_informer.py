@@ -131,6 +131,26 @@ def test_the_owner_index_answers_per_namespace() -> None:
     assert [object_key(o) for o in store.by_owner("p")] == ["ns/a"]
 
 
+def test_a_store_given_an_owner_function_indexes_by_it_instead_of_owner_references() -> None:
+    """A member cluster's store: the owner is a label (no ownerReference can cross clusters),
+    and an ownerReference there means nothing to us."""
+
+    def by_label(item: JSON) -> str | None:
+        return ((item["metadata"].get("labels") or {}).get("owner-uid")) or None
+
+    labelled = obj("a")
+    labelled["metadata"]["labels"] = {"owner-uid": "u1"}
+    for store in (Store(owner=by_label), Store()):
+        store.upsert(labelled)
+        store.upsert(obj("b", owner="u1"))
+    assert [object_key(o) for o in store.by_owner("u1", "ns")] == ["ns/b"], "default: ownerReferences"
+    store = Store(owner=by_label)
+    store.upsert(labelled)
+    store.upsert(obj("b", owner="u1"))
+    assert [object_key(o) for o in store.by_owner("u1", "ns")] == ["ns/a"]
+    assert [object_key(o) for o in store.orphans("ns")] == ["ns/b"]
+
+
 def test_the_label_index_follows_label_changes_namespaces_and_removals() -> None:
     def pod(name: str, namespace: str, subset: str | None) -> dict[str, Any]:
         labels = {"app": "web"} if subset is None else {"app": "web", "subset": subset}
@@ -238,8 +258,10 @@ class ScriptedClient:
         self.watches = list(watches)
         self.watched_from: list[str | None] = []
         self.idle = asyncio.Event()
+        self.listed = 0
 
     async def list(self, resource: Any, **options: Any) -> ObjectList:
+        self.listed += 1
         answer = self.lists.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -437,6 +459,45 @@ async def test_run_resumes_from_a_known_resource_version_without_listing() -> No
     await run_until_idle(informer, client)
     assert client.watched_from == ["50", "51"]
     assert informer.lists == 0
+
+
+async def test_restart_swaps_the_client_and_resumes_the_watch_from_where_it_was() -> None:
+    old = ScriptedClient(lists=[ObjectList([obj("a", "5")], "10")], watches=[[WatchEvent("ADDED", obj("b", "11"))]])
+    new = ScriptedClient(lists=[], watches=[[WatchEvent("MODIFIED", obj("a", "12"))]])
+    events: Recorded = []
+    informer = make_informer(old, handlers=[recorder(events)])
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(old.idle.wait(), 5)
+        informer.restart(cast(KubeClient, new))
+        await asyncio.wait_for(new.idle.wait(), 5)
+        assert informer.client is cast(KubeClient, new)
+        assert new.watched_from == ["11", "12"] and new.listed == 0, "no re-list: the watch resumes"
+        assert events == [(ADDED, "ns/a", "5", None), (ADDED, "ns/b", "11", None), (MODIFIED, "ns/a", "12", "5")]
+        assert not task.done(), "restart is not the end of run()"
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert informer._attempt is not None and informer._attempt.cancelled(), "cancelling run() stops the attempt"
+
+
+async def test_restart_before_the_first_list_lists_with_the_new_client() -> None:
+    refused = ScriptedClient(lists=[Forbidden("401 old token")] * 50, watches=[])
+    new = ScriptedClient(lists=[ObjectList([obj("a", "5")], "10")], watches=[])
+    informer = make_informer(refused, backoff_initial=3600, backoff_max=3600)
+    task = asyncio.create_task(informer.run())
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert refused.listed == 1 and informer.errors == 1
+        informer.restart(cast(KubeClient, new))
+        await asyncio.wait_for(informer.has_synced.wait(), 5)
+        assert (refused.listed, new.watched_from) == (1, ["10"]), "no hour-long backoff after the swap"
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
 
 async def test_watches_that_end_at_once_are_paced_not_busy_looped() -> None:

@@ -1,0 +1,285 @@
+"""Member clusters as the controller holds them: a client made from the Secret, a probe loop,
+and the health it keeps (``health.py`` decides what a probe means).
+
+* **Probe**: ``GET /version`` every ``probe.periodSeconds`` with ``probe.timeoutSeconds``; the
+  period is fixed, never faster on failure (no tight loop against a dead member), but
+  :meth:`Member.suspect` (a failed member request, a changed Secret) probes at once, at most
+  every :data:`SUSPECT_EVERY` seconds.
+* **Credentials**: the bytes of the Secret's key make a client
+  (:meth:`~united.kube.client.KubeClient.from_kubeconfig_data`, self-contained only); new bytes
+  make a new client, swapped into the member's informers (:meth:`Informer.restart`), the old one
+  closed after :data:`CLOSE_GRACE` seconds for requests in flight. A 401 re-reads the Secret.
+  Nothing restarts.
+* **Only the leader writes, in members too**: a member client's fence is the host client's fence,
+  read at each request (the host's elector sets it once elected), so a member write is refused
+  exactly when a host write would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from united.kube import ApiError, KubeClient
+from united.kube.errors import ConfigError
+from united.multicluster.credentials import SecretWatch, Spawn
+from united.multicluster.health import Failure, Health, advance, classify
+from united.multicluster.model import ClusterSpec
+from united.runtime.informer import Informer
+
+log = structlog.get_logger(__name__)
+SUSPECT_EVERY = 2.0
+"""Seconds between two probes that :meth:`Member.suspect` asks for, at least."""
+CLOSE_GRACE = 1.0
+"""Seconds an old client lives on after a credential swap, for requests in flight."""
+Observer = Callable[[str, str, int, float], None]
+
+
+class Member:
+    """One member cluster: :attr:`health`, :attr:`client` (None until the Secret gave a usable
+    kubeconfig), and the probe loop (:meth:`run`)."""
+
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        *,
+        host: KubeClient,
+        secrets: SecretWatch,
+        health: Health | None,
+        changed: Callable[[Member, bool], None],
+        observer: Observer | None = None,
+        spawn: Spawn,
+    ) -> None:
+        self.name = spec.name
+        self.spec = spec
+        self.health = health or advance(None, *classify(None, None), time.time())
+        self.client: KubeClient | None = None
+        self.informers: list[Informer] = []
+        """The member's informers; a credential swap restarts them on the new client."""
+        self._host = host
+        self._secrets = secrets
+        self._changed = changed
+        self._observer = observer
+        self._spawn = spawn
+        self._kubeconfig: bytes | None = None
+        self._unusable: Failure | None = None
+        """Why :attr:`_kubeconfig` could not make a client (until the Secret changes)."""
+        self._wake = asyncio.Event()
+        self._probed = -SUSPECT_EVERY
+        self.probes = 0
+
+    def suspect(self) -> None:
+        """Something failed against this member (or its Secret changed): probe now, not at the
+        end of the period (at most every :data:`SUSPECT_EVERY` seconds)."""
+        self._wake.set()
+
+    def update(self, spec: ClusterSpec) -> None:
+        """The ``Cluster`` changed: its probe settings or Secret apply from the next probe on."""
+        self.spec = spec
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Probe until cancelled."""
+        loop = asyncio.get_running_loop()
+        while True:
+            self._wake.clear()
+            self._probed = loop.time()
+            await self.probe()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.spec.probe.period_seconds)
+            await asyncio.sleep(max(0.0, self._probed + SUSPECT_EVERY - loop.time()))
+
+    async def probe(self) -> None:
+        """One probe: make or swap the client from the Secret, ``GET /version``, update
+        :attr:`health`, tell the registry (``flipped``: the Ready status or reason changed)."""
+        self.probes += 1
+        ref = self.spec.secret_ref
+        kubeconfig = self._secrets.kubeconfig(ref)
+        failure: Failure | None = None
+        version: str | None = None
+        if kubeconfig is None:
+            return  # the Secret's first LIST is under way: nothing to say yet
+        if isinstance(kubeconfig, Failure):
+            failure = kubeconfig
+            await self._drop_client()
+        else:
+            if kubeconfig != self._kubeconfig:
+                self._unusable = await self.connect(kubeconfig)
+            failure = self._unusable
+        if failure is None and self.client is not None:
+            failure, version = await self._version(self.client)
+            failure = failure or self._refused()
+            if failure is not None and failure.status == 401:
+                await self._secrets.reread(ref)
+        self._record(failure, version)
+
+    def _refused(self) -> Failure | None:
+        """A member informer's LIST/WATCH refused (401, or 403: the member's role lacks a rule
+        the controller needs) makes the member ``Unauthorized``/``Forbidden`` though ``/version``
+        answers (every authenticated user may read it): the member cannot be used as it is."""
+        for informer in self.informers:
+            if informer.last_status in (401, 403):
+                return Failure(status=informer.last_status, message=informer.last_error)
+        return None
+
+    async def connect(self, kubeconfig: bytes) -> Failure | None:
+        """A new client from ``kubeconfig``, swapped in for the old one (closed after a grace)."""
+        ref = self.spec.secret_ref
+        try:
+            client = await KubeClient.from_kubeconfig_data(kubeconfig, where=f"secret {ref} key {ref.key}")
+        except ConfigError as exc:
+            await self._drop_client()
+            self._kubeconfig = kubeconfig
+            return Failure(message=str(exc), credentials=True)
+        client.fence = self._fence
+        client.observer = self._observer
+        old, self.client, self._kubeconfig = self.client, client, kubeconfig
+        for informer in self.informers:
+            informer.restart(client)
+        if old is not None:
+            log.info("member credentials changed; client swapped", cluster=self.name)
+            self._spawn(_close_later(old))
+        return None
+
+    def _fence(self, method: str, path: str) -> None:
+        fence = self._host.fence
+        if fence is not None:
+            fence(method, path)
+
+    async def _version(self, client: KubeClient) -> tuple[Failure | None, str | None]:
+        timeout = self.spec.probe.timeout_seconds
+        try:
+            async with asyncio.timeout(timeout):
+                text = await client.get_path("/version")
+        except TimeoutError:
+            return Failure(message=f"cannot reach {client.host}: no answer in {timeout}s", request="get /version"), None
+        except ApiError as exc:
+            return Failure(status=exc.status, message=exc.message, request="get /version"), None
+        except Exception as exc:  # anything else must not end the probe loop; its words may quote data
+            log.warning("member probe failed unexpectedly", cluster=self.name, error_type=type(exc).__name__)
+            return Failure(message=f"the probe failed ({type(exc).__name__})", request="get /version"), None
+        try:
+            version = json.loads(text)["gitVersion"]
+        except (ValueError, KeyError, TypeError):
+            return Failure(status=200, message="not a Kubernetes /version answer", request="get /version"), None
+        return None, str(version)
+
+    def _record(self, failure: Failure | None, version: str | None) -> None:
+        reason, message = classify(failure, version)
+        old = self.health
+        self.health = advance(old, reason, message, time.time(), version=version)
+        flipped = (old.status, old.reason) != (self.health.status, self.health.reason)
+        if flipped:
+            log.info("member cluster health", cluster=self.name, reason=reason, message=message)
+        self._changed(self, flipped)
+
+    async def _drop_client(self) -> None:
+        client, self.client, self._kubeconfig = self.client, None, None
+        if client is not None:
+            await client.close()
+
+    async def close(self) -> None:
+        await self._drop_client()
+
+
+async def _close_later(client: KubeClient) -> None:
+    await asyncio.sleep(CLOSE_GRACE)
+    await client.close()
+
+
+class Members:
+    """The member clusters by ``Cluster`` name. :meth:`subscribe` callbacks get the name when a
+    member's Ready status or reason flips; ``on_probe`` gets it after every probe (the
+    ``ClusterController`` decides whether the status needs a write)."""
+
+    def __init__(
+        self,
+        host: KubeClient,
+        *,
+        secrets: SecretWatch,
+        spawn: Spawn,
+        observer: Callable[[str], Observer] | None = None,
+    ) -> None:
+        self._host = host
+        self.secrets = secrets
+        self._spawn = spawn
+        self._observer = observer
+        self._members: dict[str, tuple[Member, asyncio.Task[Any]]] = {}
+        self._subscribers: list[Callable[[str], None]] = []
+        self.on_probe: Callable[[str], None] = lambda name: None
+        secrets.on_change(self._secret_changed)
+
+    def get(self, name: str) -> Member | None:
+        entry = self._members.get(name)
+        return entry[0] if entry else None
+
+    def names(self) -> list[str]:
+        return sorted(self._members)
+
+    def subscribe(self, callback: Callable[[str], None]) -> None:
+        self._subscribers.append(callback)
+
+    def apply(self, spec: ClusterSpec, *, status: dict[str, Any] | None) -> Member:
+        """Start the member ``spec`` names (its health seeded from the stored ``status``, so
+        "since" outlives restarts), or update the running one."""
+        self.secrets.watch(spec.secret_ref)
+        entry = self._members.get(spec.name)
+        if entry is not None:
+            member = entry[0]
+            if member.spec != spec:
+                member.update(spec)
+                self._forget_secrets()
+            return member
+        member = Member(
+            spec,
+            host=self._host,
+            secrets=self.secrets,
+            health=Health.seed(status),
+            changed=self._changed,
+            observer=self._observer(spec.name) if self._observer is not None else None,
+            spawn=self._spawn,
+        )
+        self._members[spec.name] = (member, self._spawn(member.run()))
+        return member
+
+    async def remove(self, name: str) -> None:
+        """The ``Cluster`` is gone: stop probing, close its client."""
+        entry = self._members.pop(name, None)
+        if entry is None:
+            return
+        member, task = entry
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await member.close()
+        self._forget_secrets()
+        for callback in self._subscribers:
+            callback(name)
+
+    async def close(self) -> None:
+        for name in list(self._members):
+            await self.remove(name)
+        self.secrets.stop()
+
+    def _forget_secrets(self) -> None:
+        self.secrets.forget({(m.spec.secret_ref.namespace, m.spec.secret_ref.name) for m, _ in self._members.values()})
+
+    def _secret_changed(self, namespace: str, name: str) -> None:
+        for member, _ in self._members.values():
+            ref = member.spec.secret_ref
+            if (ref.namespace, ref.name) == (namespace, name):
+                member.suspect()
+
+    def _changed(self, member: Member, flipped: bool) -> None:
+        self.on_probe(member.name)
+        if flipped:
+            for callback in self._subscribers:
+                callback(member.name)
+
+
+__all__ = ["CLOSE_GRACE", "SUSPECT_EVERY", "Member", "Members"]

@@ -1,0 +1,12 @@
+"""Where ``Cluster`` objects live in the REST tree.
+
+Kept apart from :mod:`united.multicluster.model`, which stays pure: ``Resource`` comes from the
+kube client, the only package that may import ``kubernetes_asyncio``.
+"""
+
+from __future__ import annotations
+
+from united.kube.client import Resource
+from united.multicluster.model import GROUP, KIND, PLURAL, VERSION
+
+CLUSTERS = Resource(GROUP, VERSION, PLURAL, False, KIND)
