@@ -28,7 +28,7 @@ import pytest
 
 from tests.chaos import figures
 from tests.chaos.support import KILLS, SEED
-from tests.e2e.conftest import ZONES, kube, namespace, sim
+from tests.e2e.conftest import ZONES, kube, namespace, sim, skip_local_only
 from tests.e2e.controller.conftest import LOG_DIR
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
@@ -44,6 +44,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "chaos: reliability under faults (tests/chaos: fault proxy, kills, restarts, bad input, RBAC)"
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With ``UNITED_E2E_KUBECONFIG`` the whole suite is skipped: it needs its own control plane."""
+    skip_local_only(items)
 
 
 def pytest_report_header() -> str:

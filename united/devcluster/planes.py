@@ -11,8 +11,11 @@ Kruise CRDs, no volume controllers.
 from __future__ import annotations
 
 import gc
+import os
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -36,6 +39,30 @@ MEMBER_CONTROLLERS = (
 admission), Deployments and ReplicaSets (pods), cascades and namespace clean-up."""
 MEMBER_NODES = tuple(zone_nodes(("zone-a",)))
 APISERVER = "kube-apiserver"
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Resident memory and CPU time used so far, summed over some processes and threads."""
+
+    rss_bytes: int
+    cpu_seconds: float
+
+
+def footprint(stat_files: Iterable[Path]) -> Footprint:
+    """Sum over ``/proc/<pid>`` or ``/proc/<pid>/task/<tid>`` directories: RSS from ``status``
+    (threads share their process's, so count a process once), user + system CPU from ``stat``."""
+    rss = 0
+    cpu = 0.0
+    for directory in stat_files:
+        fields = (directory / "stat").read_text().rsplit(")", 1)[1].split()
+        cpu += (int(fields[11]) + int(fields[12])) / _TICKS
+        if directory.parent.name != "task":
+            status = (directory / "status").read_text()
+            kilobytes = next((line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")), "0")
+            rss += int(kilobytes) * 1024
+    return Footprint(rss, cpu)
 
 
 class Plane:
@@ -53,6 +80,8 @@ class Plane:
         heartbeat_interval: float = 10.0,
     ) -> None:
         self.name = name
+        self.start_seconds: float | None = None
+        """How long :func:`start_planes` took until this plane was up, simulation included."""
         self.cluster = LocalCluster(binaries, name=name, controllers=controllers)
         self.simulation = Simulation(
             self.cluster.admin_kubeconfig, nodes=nodes, workloads=workloads, heartbeat_interval=heartbeat_interval
@@ -93,6 +122,15 @@ class Plane:
         ready and returns its pid. Call it from the thread that started the plane."""
         return self.cluster.start_component(APISERVER)
 
+    def footprint(self) -> Footprint:
+        """Memory and CPU of this plane: its components, and the thread of its simulation
+        (which runs in this process; its share of this process's memory is not counted)."""
+        directories = [Path(f"/proc/{pid}") for pid in self.cluster.pids.values()]
+        thread = self.simulation.native_id
+        if thread is not None:
+            directories.append(Path(f"/proc/self/task/{thread}"))
+        return footprint(directories)
+
     def stop(self) -> None:
         self.simulation.stop()
         self.cluster.stop()
@@ -106,10 +144,12 @@ class Plane:
 def start_planes(planes: Sequence[Plane], *, timeout: float = 90.0) -> None:
     """Start the planes' components together (see :func:`start_together`), then their
     simulations; on any failure stop them all and re-raise."""
+    began = time.monotonic()
     start_together([plane.cluster for plane in planes])
     try:
         for plane in planes:
             plane.simulation.start(timeout=timeout)
+            plane.start_seconds = time.monotonic() - began
     except BaseException:
         stop_planes(planes)
         raise
