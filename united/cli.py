@@ -235,16 +235,35 @@ def _plan(args: argparse.Namespace) -> int:
     if spread_commands.is_workloadspread(docs):
         return spread_commands.plan_command(args, docs)
     ud, plan = _allocate(args)
-    subsets = [
-        {"name": a.name, "replicas": a.replicas, "partition": a.partition, "reason": a.reason, "message": a.message}
-        for a in plan.subsets
-    ]
+    clusters = {s.name: s.cluster for s in ud.spec.subsets}
     if args.output == "json":
+        subsets = [
+            {
+                "name": a.name,
+                "replicas": a.replicas,
+                "partition": a.partition,
+                "reason": a.reason,
+                "message": a.message,
+                "cluster": clusters.get(a.name),
+            }
+            for a in plan.subsets
+        ]
         _print_json({"name": ud.name, "replicas": plan.replicas, "allocator": plan.allocator, "subsets": subsets})
         return EXIT_OK
     print(f"UnitedDeployment {ud.name}: {plan.replicas} replicas, allocator {plan.allocator}")
-    rows = [("SUBSET", "REPLICAS", "PARTITION", "REASON", "MESSAGE")]
-    rows += [(a.name, str(a.replicas), str(a.partition), a.reason, a.message) for a in plan.subsets]
+    remote = any(clusters.values())
+    rows = [("SUBSET", *(("CLUSTER",) if remote else ()), "REPLICAS", "PARTITION", "REASON", "MESSAGE")]
+    rows += [
+        (
+            a.name,
+            *((clusters.get(a.name) or "-",) if remote else ()),
+            str(a.replicas),
+            str(a.partition),
+            a.reason,
+            a.message,
+        )
+        for a in plan.subsets
+    ]
     print_table(rows)
     return EXIT_OK
 
@@ -263,8 +282,12 @@ def _render(args: argparse.Namespace) -> int:
     ]
     if args.output == "json":
         _print_json(children)
-    else:
-        sys.stdout.write(yaml.safe_dump_all(children, sort_keys=False, default_flow_style=False))
+        return EXIT_OK
+    documents = []
+    for s, child in zip(ud.spec.subsets, children, strict=True):
+        where = f"# subset {s.name} -> cluster {s.cluster}\n" if s.cluster else ""
+        documents.append(where + yaml.safe_dump(child, sort_keys=False, default_flow_style=False))
+    sys.stdout.write("---\n".join(documents))
     return EXIT_OK
 
 
