@@ -297,7 +297,7 @@ def test_plan_bad_state_file(tmp_path: Path) -> None:
         [
             'state.subsets[ecs].replicas: Invalid value: "two": must be an integer',
             "state.subsets[ecs].ready: Unknown field: supported fields: replicas, readyReplicas, unschedulable, "
-            "reservedPods",
+            "reservedPods, clusterUnreachable, unreachableSeconds",
         ],
     )
     assert r.out == ""

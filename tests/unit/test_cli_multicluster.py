@@ -3,11 +3,18 @@ CLUSTER column and JSON key of ``plan``, the comment lines of ``render``, bad in
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.unit.test_cli import REPO, ZONES, assert_field_errors, united
+from tests.unit.test_cli import ADAPTIVE, REPO, ZONES, assert_field_errors, united
+
+
+def adaptive_with_remote_ecs() -> str:
+    doc: dict[str, Any] = yaml.safe_load((REPO / ADAPTIVE).read_text())
+    doc["spec"]["topology"]["subsets"][0]["cluster"] = "member-1"
+    return yaml.safe_dump(doc)
 
 
 def zones(*clusters: str | None, api_version: str = "apps.united.io/v1alpha1") -> str:
@@ -81,4 +88,41 @@ def test_the_kruise_group_is_refused_exit_2() -> None:
     assert_field_errors(
         united("validate", "-", stdin=zones("member-1", None, None, api_version="apps.kruise.io/v1beta1")),
         ["spec.topology.subsets[0].cluster: Forbidden: multi-cluster subsets need the apps.united.io group"],
+    )
+
+
+def plan_with_outage(tmp_path: Path, entry: str) -> list[tuple[str, int, str]]:
+    """``plan`` of the Adaptive sample (rescheduleCriticalSeconds 30) with subset ecs in member-1."""
+    manifest, state = tmp_path / "ud.yaml", tmp_path / "state.yaml"
+    manifest.write_text(adaptive_with_remote_ecs())
+    state.write_text(f"subsets:\n  ecs: {{replicas: 20, readyReplicas: 20, {entry}}}\n")
+    r = united("plan", str(manifest), "--state", str(state), "-o", "json")
+    assert (r.code, r.err) == (0, ""), r
+    return [(s["name"], s["replicas"], s["reason"]) for s in r.json()["subsets"]]
+
+
+def test_plan_state_cluster_unreachable_fails_over_after_the_critical_time(tmp_path: Path) -> None:
+    assert plan_with_outage(tmp_path, "clusterUnreachable: true, unreachableSeconds: 29") == [
+        ("ecs", 20, "adaptive-ready-kept"),
+        ("serverless", 0, "overflow"),
+    ]
+    moved = [("ecs", 0, "cluster-failover"), ("serverless", 20, "overflow")]
+    assert plan_with_outage(tmp_path, "clusterUnreachable: true, unreachableSeconds: 30") == moved
+    assert plan_with_outage(tmp_path, "clusterUnreachable: true") == moved
+
+
+def test_plan_state_cluster_unreachable_errors(tmp_path: Path) -> None:
+    state = tmp_path / "state.yaml"
+    state.write_text("subsets:\n  zone-a: {clusterUnreachable: true}\n  zone-b: {unreachableSeconds: 5}\n")
+    assert_field_errors(
+        united("plan", ZONES, "--state", str(state)),
+        ["state.subsets[zone-b].unreachableSeconds: Invalid value: 5: needs clusterUnreachable: true"],
+    )
+    state.write_text("subsets:\n  zone-a: {clusterUnreachable: true}\n")
+    assert_field_errors(
+        united("plan", ZONES, "--state", str(state)),
+        [
+            "state.subsets[zone-a].clusterUnreachable: Invalid value: true: subset zone-a has no cluster: "
+            "it runs where the UnitedDeployment is"
+        ],
     )
