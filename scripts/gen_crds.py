@@ -537,8 +537,11 @@ def subset_status_schema() -> Schema:
             "reason": string("Machine-readable reason for the subset's state."),
             "message": string("Human-readable details about the subset's state."),
             "rollout": string("Progressive rollout: Pending, Updating or Updated."),
+            "cluster": string(
+                "united: the Cluster holding the subset's child; absent for the UnitedDeployment's own."
+            ),
             "conditions": list_map(
-                condition("A subset condition (e.g. Schedulable).", with_generation=False),
+                condition("A subset condition (Schedulable, ClusterReady).", with_generation=False),
                 ["type"],
                 "Conditions of the subset.",
             ),

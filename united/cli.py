@@ -8,6 +8,7 @@ never a traceback); 1 an unexpected internal failure. The JSON shapes printed wi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -20,11 +21,11 @@ from united import __version__, data
 from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.log import add_logging_arguments, configure_logging
-from united.manifest import Source, load, load_state
+from united.manifest import Source, State, load, load_state
 from united.output import print_json as _print_json
 from united.output import print_table
 from united.placement.selector import text_errors
-from united.uniteddeployment import revision
+from united.uniteddeployment import adaptive, revision
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import AllocationError, Plan, SubsetState, allocate
 from united.uniteddeployment.keys import Keys
@@ -220,14 +221,48 @@ def _validate_spread(source: Source, old: Source | None) -> list[FieldError]:
 
 def _allocate(args: argparse.Namespace) -> tuple[UnitedDeployment, Plan]:
     ud = _load(args.file, replicas=args.replicas)
-    state: dict[str, SubsetState] = load_state(args.state) if args.state else {}
+    state = load_state(args.state) if args.state else State()
     names = {s.name for s in ud.spec.subsets}
-    for extra in sorted(set(state) - names):
+    for extra in sorted(set(state.subsets) - names):
         print(f"note: state subset {extra!r} is not in the topology; its child would be deleted", file=sys.stderr)
     try:
-        return ud, allocate(ud.spec, state)
+        return ud, allocate(ud.spec, _outages(ud, state))
     except AllocationError as e:
         raise ManifestError([FieldError("spec.topology.subsets", str(e))]) from e
+
+
+def _outages(ud: UnitedDeployment, state: State) -> dict[str, SubsetState]:
+    """The subsets' states, each unreachable one decided as the controller would: with
+    Adaptive scheduling, marked once its cluster has been unreachable for
+    ``rescheduleCriticalSeconds`` (other allocators keep its last-known counts)."""
+    settings = adaptive.Settings.of(ud.spec)
+    out = dict(state.subsets)
+    errors = []
+    for name, seconds in state.unreachable.items():
+        subset = ud.spec.subset(name)
+        if subset is None:
+            continue
+        if subset.cluster is None:
+            path = Path("state").child("subsets").key(name).child("clusterUnreachable")
+            errors.append(invalid(path, True, f"subset {name} has no cluster: it runs where the UnitedDeployment is"))
+            continue
+        if settings is None:
+            continue
+        st = out[name]
+        decision = adaptive.cluster_down(
+            settings,
+            subset=name,
+            cluster=subset.cluster,
+            since=0.0,
+            now=seconds if math.isfinite(seconds) else settings.critical,
+            previous=None,
+            replicas=st.replicas,
+        )
+        if decision.unschedulable:
+            out[name] = dataclasses.replace(st, unschedulable=True, reserved_pods=decision.held)
+    if errors:
+        raise ManifestError(errors)
+    return out
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -235,16 +270,35 @@ def _plan(args: argparse.Namespace) -> int:
     if spread_commands.is_workloadspread(docs):
         return spread_commands.plan_command(args, docs)
     ud, plan = _allocate(args)
-    subsets = [
-        {"name": a.name, "replicas": a.replicas, "partition": a.partition, "reason": a.reason, "message": a.message}
-        for a in plan.subsets
-    ]
+    clusters = {s.name: s.cluster for s in ud.spec.subsets}
     if args.output == "json":
+        subsets = [
+            {
+                "name": a.name,
+                "replicas": a.replicas,
+                "partition": a.partition,
+                "reason": a.reason,
+                "message": a.message,
+                "cluster": clusters.get(a.name),
+            }
+            for a in plan.subsets
+        ]
         _print_json({"name": ud.name, "replicas": plan.replicas, "allocator": plan.allocator, "subsets": subsets})
         return EXIT_OK
     print(f"UnitedDeployment {ud.name}: {plan.replicas} replicas, allocator {plan.allocator}")
-    rows = [("SUBSET", "REPLICAS", "PARTITION", "REASON", "MESSAGE")]
-    rows += [(a.name, str(a.replicas), str(a.partition), a.reason, a.message) for a in plan.subsets]
+    remote = any(clusters.values())
+    rows = [("SUBSET", *(("CLUSTER",) if remote else ()), "REPLICAS", "PARTITION", "REASON", "MESSAGE")]
+    rows += [
+        (
+            a.name,
+            *((clusters.get(a.name) or "-",) if remote else ()),
+            str(a.replicas),
+            str(a.partition),
+            a.reason,
+            a.message,
+        )
+        for a in plan.subsets
+    ]
     print_table(rows)
     return EXIT_OK
 
@@ -263,8 +317,12 @@ def _render(args: argparse.Namespace) -> int:
     ]
     if args.output == "json":
         _print_json(children)
-    else:
-        sys.stdout.write(yaml.safe_dump_all(children, sort_keys=False, default_flow_style=False))
+        return EXIT_OK
+    documents = []
+    for s, child in zip(ud.spec.subsets, children, strict=True):
+        where = f"# subset {s.name} -> cluster {s.cluster}\n" if s.cluster else ""
+        documents.append(where + yaml.safe_dump(child, sort_keys=False, default_flow_style=False))
+    sys.stdout.write("---\n".join(documents))
     return EXIT_OK
 
 

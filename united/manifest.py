@@ -6,6 +6,7 @@ timestamps stay strings: a date-looking label value must not become a Python ``d
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -84,26 +85,62 @@ def load(path: str) -> Source:
     raise ManifestError([FieldError(name, f"no UnitedDeployment or WorkloadSpread among {len(docs)} documents")])
 
 
-def load_state(path: str) -> dict[str, SubsetState]:
-    """Parse a STATE file: ``{"subsets": {name: {replicas, readyReplicas, unschedulable, reservedPods}}}``."""
+@dataclass(frozen=True, slots=True)
+class State:
+    """A STATE file: what exists per subset, and for how long each unreachable subset's
+    cluster has been so (``math.inf`` when the file does not say)."""
+
+    subsets: dict[str, SubsetState] = field(default_factory=dict)
+    unreachable: dict[str, float] = field(default_factory=dict)
+
+
+def load_state(path: str) -> State:
+    """Parse a STATE file: ``{"subsets": {name: {replicas, readyReplicas, unschedulable, reservedPods,
+    clusterUnreachable, unreachableSeconds}}}``."""
     name = "<stdin>" if path == "-" else path
     docs = load_documents(read_text(path), name=name)
     return parse_state(docs[0] if docs else {})
 
 
-_STATE_FIELDS = {"replicas": int, "readyReplicas": int, "unschedulable": bool, "reservedPods": int}
+_STATE_FIELDS = {
+    "replicas": int,
+    "readyReplicas": int,
+    "unschedulable": bool,
+    "reservedPods": int,
+    "clusterUnreachable": bool,
+    "unreachableSeconds": int,
+}
 
 
-def parse_state(doc: Any) -> dict[str, SubsetState]:
-    return {
-        name: SubsetState(
-            replicas=values.get("replicas", 0),
-            ready_replicas=values.get("readyReplicas", 0),
-            unschedulable=values.get("unschedulable", False),
-            reserved_pods=values.get("reservedPods", 0),
-        )
-        for name, values in state_entries(doc, _STATE_FIELDS).items()
-    }
+_ALONE = "needs clusterUnreachable: true"
+
+
+def parse_state(doc: Any) -> State:
+    entries = state_entries(doc, _STATE_FIELDS)
+    errors = [
+        invalid(Path("state").child("subsets").key(name).child("unreachableSeconds"), seconds, _ALONE)
+        for name, values in entries.items()
+        if (seconds := values.get("unreachableSeconds")) is not None and not values.get("clusterUnreachable")
+    ]
+    if errors:
+        raise ManifestError(errors)
+    return State(
+        subsets={
+            name: SubsetState(
+                replicas=values.get("replicas", 0),
+                ready_replicas=values.get("readyReplicas", 0),
+                unschedulable=values.get("unschedulable", False),
+                reserved_pods=values.get("reservedPods", 0),
+                unreachable=values.get("clusterUnreachable", False),
+            )
+            for name, values in entries.items()
+        },
+        unreachable={
+            name: float(values.get("unreachableSeconds", math.inf))
+            for name, values in entries.items()
+            if values.get("clusterUnreachable")
+        },
+    )
 
 
 def state_entries(doc: Any, fields: Mapping[str, type]) -> dict[str, dict[str, Any]]:

@@ -32,7 +32,14 @@ CANARY = "manifests/samples/canary-partitions.yaml"
 #: A ``field.path: message`` line: a path (or file name), a colon and a space, then the message.
 ERROR_LINE = re.compile(r"^\S[^\n]*?: \S.*$")
 PLAN_KEYS = {"name": str, "replicas": int, "allocator": str, "subsets": list}
-PLAN_SUBSET_KEYS = {"name": str, "replicas": int, "partition": int, "reason": str, "message": str}
+PLAN_SUBSET_KEYS: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "replicas": int,
+    "partition": int,
+    "reason": str,
+    "message": str,
+    "cluster": (str, type(None)),
+}
 
 
 @dataclass
@@ -132,7 +139,7 @@ def assert_plan_shape(plan: Any) -> None:
     assert plan["allocator"] in ("specified", "elastic", "adaptive", "reservation")
     for s in plan["subsets"]:
         assert isinstance(s, dict) and list(s) == list(PLAN_SUBSET_KEYS)
-        assert all(type(s[k]) is t for k, t in PLAN_SUBSET_KEYS.items())
+        assert all(type(s[k]) in (t if isinstance(t, tuple) else (t,)) for k, t in PLAN_SUBSET_KEYS.items())
 
 
 # validate
@@ -231,7 +238,14 @@ def test_plan_json_exactly_as_readme() -> None:
 
     def subset(name: str, replicas: int, percent: int) -> dict[str, Any]:
         message = f"{percent}% of 10 replicas, rounded half up: {replicas}"
-        return {"name": name, "replicas": replicas, "partition": 0, "reason": "percent", "message": message}
+        return {
+            "name": name,
+            "replicas": replicas,
+            "partition": 0,
+            "reason": "percent",
+            "message": message,
+            "cluster": None,
+        }
 
     assert r.json() == {
         "name": "api-zones",
@@ -283,7 +297,7 @@ def test_plan_bad_state_file(tmp_path: Path) -> None:
         [
             'state.subsets[ecs].replicas: Invalid value: "two": must be an integer',
             "state.subsets[ecs].ready: Unknown field: supported fields: replicas, readyReplicas, unschedulable, "
-            "reservedPods",
+            "reservedPods, clusterUnreachable, unreachableSeconds",
         ],
     )
     assert r.out == ""

@@ -1023,6 +1023,7 @@ EXPECTED_STATUS: dict[str, tuple[str, str | None]] = {
     "subsetStatuses[].reason": ("string", None),
     "subsetStatuses[].message": ("string", None),
     "subsetStatuses[].rollout": ("string", None),
+    "subsetStatuses[].cluster": ("string", None),
     "rollout": ("object", None),
     "rollout.revision": ("string", None),
     "rollout.wave": ("integer", "int32"),

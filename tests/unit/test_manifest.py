@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from united.api.field import ManifestError
-from united.manifest import load, load_documents, load_state, parse_state, read_text
+from united.manifest import State, load, load_documents, load_state, parse_state, read_text
 from united.uniteddeployment.allocation import SubsetState
 
 UD = """\
@@ -151,12 +151,37 @@ def test_load_state_yaml_and_json(tmp_path: Path) -> None:
         "a": SubsetState(replicas=2, ready_replicas=1),
         "b": SubsetState(unschedulable=True, reserved_pods=3),
     }
-    assert load_state(write(tmp_path, yaml_state, "s.yaml")) == expected
-    assert load_state(write(tmp_path, json_state, "s.json")) == expected
+    assert load_state(write(tmp_path, yaml_state, "s.yaml")) == State(expected)
+    assert load_state(write(tmp_path, json_state, "s.json")) == State(expected)
 
 
 def test_load_state_empty_file_is_no_children(tmp_path: Path) -> None:
-    assert load_state(write(tmp_path, "")) == {}
+    assert load_state(write(tmp_path, "")) == State()
+
+
+def test_parse_state_unreachable_clusters() -> None:
+    state = parse_state(
+        {
+            "subsets": {
+                "a": {"replicas": 2, "readyReplicas": 2, "clusterUnreachable": True, "unreachableSeconds": 45},
+                "b": {"replicas": 1, "clusterUnreachable": True},
+                "c": {"clusterUnreachable": False},
+            }
+        }
+    )
+    assert state.subsets == {
+        "a": SubsetState(replicas=2, ready_replicas=2, unreachable=True),
+        "b": SubsetState(replicas=1, unreachable=True),
+        "c": SubsetState(),
+    }
+    assert state.unreachable == {"a": 45.0, "b": float("inf")}
+
+
+def test_unreachable_seconds_need_an_unreachable_cluster() -> None:
+    assert errors(parse_state, {"subsets": {"a": {"unreachableSeconds": 5}, "b": {"unreachableSeconds": 1}}}) == [
+        "state.subsets[a].unreachableSeconds: Invalid value: 5: needs clusterUnreachable: true",
+        "state.subsets[b].unreachableSeconds: Invalid value: 1: needs clusterUnreachable: true",
+    ]
 
 
 def test_load_state_errors_name_the_file(tmp_path: Path) -> None:
@@ -166,10 +191,10 @@ def test_load_state_errors_name_the_file(tmp_path: Path) -> None:
 
 
 def test_parse_state_defaults() -> None:
-    assert parse_state({}) == {}
-    assert parse_state({"subsets": None}) == {}
-    assert parse_state({"subsets": {"a": None, "b": {}}}) == {"a": SubsetState(), "b": SubsetState()}
-    assert parse_state({"subsets": {1: {"replicas": 1}}}) == {"1": SubsetState(replicas=1)}
+    assert parse_state({}) == State()
+    assert parse_state({"subsets": None}) == State()
+    assert parse_state({"subsets": {"a": None, "b": {}}}) == State({"a": SubsetState(), "b": SubsetState()})
+    assert parse_state({"subsets": {1: {"replicas": 1}}}) == State({"1": SubsetState(replicas=1)})
 
 
 @pytest.mark.parametrize(
@@ -184,7 +209,7 @@ def test_parse_state_defaults() -> None:
             {"subsets": {"a": {"ready": 1}}},
             [
                 "state.subsets[a].ready: Unknown field: supported fields: "
-                "replicas, readyReplicas, unschedulable, reservedPods"
+                "replicas, readyReplicas, unschedulable, reservedPods, clusterUnreachable, unreachableSeconds"
             ],
         ),
         ({"subsets": {"a": {"replicas": "2"}}}, ['state.subsets[a].replicas: Invalid value: "2": must be an integer']),

@@ -166,6 +166,50 @@ def cluster_status(previous: Mapping[str, Any] | None, health: Health, now: floa
     return status
 
 
+CLUSTER_READY = "ClusterReady"
+"""The condition a remote subset gets in ``subsetStatuses[].conditions`` while its cluster
+cannot be used."""
+CLUSTER_NOT_FOUND = "ClusterNotFound"
+NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
+CLUSTER_SYNCING = "ClusterSyncing"
+_SUBSET_REASONS = {
+    UNREACHABLE: "ClusterUnreachable",
+    UNAUTHORIZED: "ClusterUnauthorized",
+    FORBIDDEN: "ClusterForbidden",
+    CREDENTIALS_UNAVAILABLE: "ClusterCredentialsUnavailable",
+    PROBING: CLUSTER_SYNCING,
+}
+_WORDS = {
+    "ClusterUnreachable": "unreachable",
+    "ClusterUnauthorized": "refuses our credentials",
+    "ClusterForbidden": "forbids a request we need",
+    "ClusterCredentialsUnavailable": "has no usable credentials",
+    CLUSTER_NOT_FOUND: "has no Cluster object",
+    NAMESPACE_NOT_ALLOWED: "does not admit this namespace",
+    CLUSTER_SYNCING: "not synced yet",
+}
+
+
+def cluster_ready(cluster: str, reason: str, since: float, detail: str = "") -> Json:
+    """The ``ClusterReady=False`` condition of a remote subset whose cluster cannot be used now.
+
+    ``reason``: the member's ``Ready`` reason (``Unreachable``…, mapped to ``ClusterUnreachable``…)
+    or the subset's own (``ClusterNotFound``, ``NamespaceNotAllowed``, ``ClusterSyncing``);
+    ``since``: when that began; ``detail``: the member's message. Nothing in it changes from one
+    pass to the next while the cluster stays so: a no-op pass writes nothing.
+    """
+    subset_reason = _SUBSET_REASONS.get(reason, reason)
+    message = f"cluster {cluster} {_WORDS.get(subset_reason, 'unavailable')} since {format_time(since)}"
+    message += (f": {detail}" if detail else "") + "; showing the last-known counts"
+    return {
+        "type": CLUSTER_READY,
+        "status": "False",
+        "lastTransitionTime": format_time(since),
+        "reason": subset_reason,
+        "message": message,
+    }
+
+
 def _since_suffix(since: float) -> str:
     return f" (since {format_time(since)})"
 

@@ -49,6 +49,8 @@ RESCHEDULE = "reschedule"
 """Condition reason when a subset is (re)assessed: the reference's spelling, kept for tools."""
 RECOVER = "recover"
 """Condition reason when a default-mode window ends."""
+CLUSTER_UNREACHABLE = "ClusterUnreachable"
+"""Condition reason when a subset is marked because its cluster cannot be seen."""
 
 RESERVED = "true"
 NOT_RESERVED = "false"
@@ -58,6 +60,7 @@ RECOVERED_MESSAGE = "unschedulable subset recovered after {window:g} seconds"
 RESERVED_MESSAGE = "reserved pods found: substitutes run in later subsets until they are ready for {window:g}s"
 NO_RESERVED_MESSAGE = "no reserved pods"
 REGROWN_MESSAGE = "subset just recovered scaled up: its new pods stay reserved until ready for {window:g}s"
+CLUSTER_DOWN_MESSAGE = "cluster {cluster} unreachable for more than {critical:g}s: its replicas move to later subsets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +313,37 @@ def decide(
             partition=partition,
         )
     return _default(settings, ordered, subset=subset, previous=previous, now=now)
+
+
+def cluster_down(
+    settings: Settings,
+    *,
+    subset: str,
+    cluster: str,
+    since: float,
+    now: float,
+    previous: Condition | None,
+    replicas: int = 0,
+) -> Decision:
+    """Decide a subset whose cluster cannot be seen since ``since`` (unreachable, or refusing
+    our credentials: either way nothing there can be checked or fixed).
+
+    Like a pod stuck unschedulable: after ``rescheduleCriticalSeconds`` the subset is marked
+    and its replicas move to later subsets. Unlike it, the mark is held while the cluster stays
+    unseen (there is no window end to reach); once the cluster is back, :func:`decide` applies
+    the usual window from the mark. Reservation mode keeps the subset's last-known
+    ``replicas`` as reserved: substitutes run elsewhere until they are back and ready.
+    """
+    reserved = replicas if settings.reserve else 0
+    if previous is not None and not previous.status:
+        return Decision(unschedulable=True, reserved=reserved, condition=previous)
+    deadline = since + settings.critical
+    if now < deadline:
+        return Decision(unschedulable=False, condition=previous, deadline=deadline)
+    message = CLUSTER_DOWN_MESSAGE.format(cluster=cluster, critical=settings.critical)
+    condition = Condition(False, CLUSTER_UNREACHABLE, message, math.floor(now))
+    event = Event("Warning", "SubsetUnschedulable", f"subset {subset}: {message}")
+    return Decision(unschedulable=True, reserved=reserved, condition=condition, event=event)
 
 
 def _default(

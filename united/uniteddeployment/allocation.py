@@ -43,6 +43,7 @@ READY_KEPT = "adaptive-ready-kept"
 READY_CAPPED = "adaptive-ready-capped"
 RESERVED = "reserved"
 SHARE = "share"
+CLUSTER_FAILOVER = "cluster-failover"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,11 @@ class SubsetState:
     unschedulable: bool = False
     """Marked unschedulable by adaptive scheduling (pods pending too long, or reserved)."""
     reserved_pods: int = 0
+    unreachable: bool = False
+    """Its cluster cannot be seen (a member cluster down, or refusing us): its counts are the
+    last known ones. Marked ``unschedulable`` too once that has lasted
+    ``rescheduleCriticalSeconds`` (``adaptive.cluster_down``): then none of its pods counts as
+    ready, and Adaptive caps it at its minimum."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +389,8 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
 
     Adaptive: an unschedulable subset keeps at most its ready pods but never less than its
     minimum; a schedulable subset's ready pods are protected, so scale-in takes from later
-    subsets first.
+    subsets first. A subset marked because its cluster is unreachable has no ready pod we can
+    see: it is capped at its minimum (``cluster-failover``).
     """
     total = spec.replicas or 0
     bounds = _bounds(spec, total)
@@ -394,6 +401,7 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
             st = state.get(s.name)
             ready = st.ready_replicas if st else 0
             if st is not None and st.unschedulable:
+                ready = 0 if st.unreachable else ready
                 b.min, b.max = max(ready, b.min), min(ready, b.max)
                 capped[s.name] = ready
             elif ready > b.min:
@@ -405,7 +413,17 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
     out = []
     for s, b in zip(spec.subsets, bounds, strict=True):
         n = b.total
-        if s.name in capped:
+        st = state.get(s.name)
+        if s.name in capped and st is not None and st.unreachable:
+            out.append(
+                (
+                    n,
+                    CLUSTER_FAILOVER,
+                    f"cluster {s.cluster} unreachable: capped at {n} (minReplicas); "
+                    "the rest moves to later subsets",
+                )
+            )
+        elif s.name in capped:
             ready = capped[s.name]
             msg = f"unschedulable: capped at its {_pods(ready, 'ready pod')}"
             if b.min0 > ready:

@@ -59,6 +59,8 @@ class Subset:
     patch: Json | None = None
     weight: int | None = None
     """Share of what fixed subsets leave, in proportion (Sainte-Laguë); unset counts as 1."""
+    cluster: str | None = None
+    """The ``Cluster`` whose API server holds the child; None (absent or ``""``): the host."""
 
     @property
     def elastic(self) -> bool:
@@ -203,7 +205,7 @@ class UnitedDeployment:
 
 _SPEC_FIELDS = frozenset({"replicas", "selector", "template", "topology", "updateStrategy", "revisionHistoryLimit"})
 _SUBSET_FIELDS = frozenset(
-    {"name", "nodeSelectorTerm", "tolerations", "replicas", "minReplicas", "maxReplicas", "patch", "weight"}
+    {"name", "nodeSelectorTerm", "tolerations", "replicas", "minReplicas", "maxReplicas", "patch", "weight", "cluster"}
 )
 
 
@@ -338,6 +340,7 @@ def _subsets(r: Reader, value: Any, path: Path) -> tuple[Subset, ...]:
                 max_replicas=r.int_or_str(raw.get("maxReplicas"), p.child("maxReplicas")),
                 patch=r.obj(patch, p.child("patch")),
                 weight=r.int32(raw.get("weight"), p.child("weight")),
+                cluster=r.string(raw.get("cluster"), p.child("cluster")) or None,
             )
         )
     return tuple(out)

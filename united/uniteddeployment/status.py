@@ -70,6 +70,11 @@ class Facts:
     """Children still to delete (removed subsets, duplicates, other kinds)."""
     schedulable: Mapping[str, Json] = field(default_factory=dict)
     """Adaptive scheduling: each subset's ``Schedulable`` condition (``subsetStatuses[].conditions``)."""
+    clusters: Mapping[str, str] = field(default_factory=dict)
+    """Multi-cluster: each remote subset's ``Cluster`` (``subsetStatuses[].cluster``)."""
+    cluster_conditions: Mapping[str, Json] = field(default_factory=dict)
+    """Multi-cluster: the ``ClusterReady=False`` condition of each remote subset whose cluster
+    cannot be used now (``united.multicluster.health.cluster_ready``)."""
     rollout: Json | None = None
     """A Progressive rollout's ``status.rollout`` (:mod:`united.uniteddeployment.rollout`)."""
     rollout_states: Mapping[str, str] = field(default_factory=dict)
@@ -187,8 +192,11 @@ def _subset_statuses(facts: Facts) -> list[Json]:
         }
         if a.name in facts.rollout_states:
             entry["rollout"] = facts.rollout_states[a.name]
-        if a.name in facts.schedulable:
-            entry["conditions"] = [dict(facts.schedulable[a.name])]
+        if a.name in facts.clusters:
+            entry["cluster"] = facts.clusters[a.name]
+        conditions = [dict(c[a.name]) for c in (facts.schedulable, facts.cluster_conditions) if a.name in c]
+        if conditions:
+            entry["conditions"] = conditions
         out.append(entry)
     return out
 

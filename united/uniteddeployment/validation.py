@@ -15,6 +15,8 @@ fixed and the fixes named here:
   the pod template's name, namespace or owner references;
 * ``topology.rounding`` and ``subsets[].weight`` are ours (issue 13); with ``Monotone`` the
   replica sums are checked with the monotone numbers, not the half-up ones;
+* ``subsets[].cluster`` is ours (issue 12), in our group only; whether that ``Cluster`` exists is
+  the controller's to say (``ClusterNotFound``): offline validation cannot know;
 * what one UnitedDeployment may ask is bounded (:mod:`united.api.limits`): the reference
   merges any number of patches of any size on its one reconcile loop.
 
@@ -415,6 +417,7 @@ def _subset(
         if not name_errors and template is not None and template.variant in _REVISION_LABELLED_PODS:
             errors += _child_name_fits(ud.name, s.name, template.variant, path.child("name"))
     names.add(s.name)
+    errors += _cluster(ud, s, path.child("cluster"))
     if s.node_selector_term is not None:
         if size(s.node_selector_term) > MAX_PLACEMENT_BYTES:
             errors.append(too_long(path.child("nodeSelectorTerm"), MAX_PLACEMENT_BYTES))
@@ -436,6 +439,14 @@ def _subset(
     elif s.patch is not None and template is not None:
         errors += _patch(spec, template, s, keys, path.child("patch"))
     return errors
+
+
+def _cluster(ud: UnitedDeployment, s: Subset, path: Path) -> list[FieldError]:
+    if s.cluster is None:
+        return []
+    if ud.group != GROUP:
+        return [forbidden(path, f"multi-cluster subsets need the {GROUP} group")]
+    return dns_subdomain_errors(s.cluster, path)
 
 
 def _child_name_fits(ud_name: str, subset: str, variant: str, path: Path) -> list[FieldError]:

@@ -19,6 +19,7 @@ from united.multicluster.health import (
     Health,
     advance,
     classify,
+    cluster_ready,
     cluster_status,
     condition,
 )
@@ -155,3 +156,31 @@ def test_the_pure_modules_import_no_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_cluster_ready_condition_of_a_remote_subset() -> None:
+    assert cluster_ready("member-1", UNREACHABLE, T0 + 2, REFUSED) == {
+        "type": "ClusterReady",
+        "status": "False",
+        "lastTransitionTime": "2026-11-24T16:00:02Z",
+        "reason": "ClusterUnreachable",
+        "message": f"cluster member-1 unreachable since 2026-11-24T16:00:02Z: {REFUSED}; showing the last-known counts",
+    }
+
+
+@pytest.mark.parametrize(
+    ("reason", "subset_reason", "words"),
+    [
+        (UNAUTHORIZED, "ClusterUnauthorized", "refuses our credentials"),
+        (FORBIDDEN, "ClusterForbidden", "forbids a request we need"),
+        (CREDENTIALS_UNAVAILABLE, "ClusterCredentialsUnavailable", "has no usable credentials"),
+        (PROBING, "ClusterSyncing", "not synced yet"),
+        ("ClusterNotFound", "ClusterNotFound", "has no Cluster object"),
+        ("NamespaceNotAllowed", "NamespaceNotAllowed", "does not admit this namespace"),
+        ("ClusterSyncing", "ClusterSyncing", "not synced yet"),
+    ],
+)
+def test_cluster_ready_reasons(reason: str, subset_reason: str, words: str) -> None:
+    condition = cluster_ready("m", reason, T0)
+    assert condition["reason"] == subset_reason
+    assert condition["message"] == f"cluster m {words} since 2026-11-24T16:00:00Z; showing the last-known counts"

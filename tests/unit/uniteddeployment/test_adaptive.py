@@ -13,8 +13,10 @@ from united.kube.client import ObjectList
 from united.uniteddeployment.adaptive import (
     Condition,
     Decision,
+    Event,
     LabelChange,
     Settings,
+    cluster_down,
     decide,
     format_time,
     max_unavailable,
@@ -544,3 +546,56 @@ class TestReconcilerWiring:
         # a keeps its 2 pods (1 reserved): 1 substitute in b; a's rollout may take 2 - 0 pods down.
         assert children["web-a"]["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 2
         assert children["web-b"]["spec"] == {"replicas": 1}
+
+
+# --- a subset whose cluster cannot be seen (issue 12) ---------------------------------------------
+
+
+def down(now: float, previous: Condition | None = None, settings: Settings = DEFAULT, **kw: Any) -> Decision:
+    return cluster_down(settings, subset="m1", cluster="member-1", since=T0, now=now, previous=previous, **kw)
+
+
+def test_cluster_down_before_the_critical_time_waits_for_it() -> None:
+    assert down(T0) == Decision(unschedulable=False, deadline=T0 + 10)
+    assert down(T0 + 9.95) == Decision(unschedulable=False, deadline=T0 + 10)
+    kept = Condition(True, "recover", "fine", T0 - 100)
+    assert down(T0 + 5, kept).condition == kept
+
+
+def test_cluster_down_after_the_critical_time_marks_the_subset() -> None:
+    decision = down(T0 + 10)
+    message = "cluster member-1 unreachable for more than 10s: its replicas move to later subsets"
+    assert decision == Decision(
+        unschedulable=True,
+        condition=Condition(False, "ClusterUnreachable", message, T0 + 10),
+        event=Event("Warning", "SubsetUnschedulable", f"subset m1: {message}"),
+    )
+    assert decision.deadline is None
+
+
+def test_cluster_down_holds_the_mark_while_down_without_a_new_event() -> None:
+    marked = down(T0 + 10).condition
+    assert marked is not None
+    for now in (T0 + 11, T0 + 10 + 20, T0 + 10_000):
+        held = down(now, marked)
+        assert (held.unschedulable, held.condition, held.event, held.deadline) == (True, marked, None, None)
+
+
+def test_cluster_down_holds_a_mark_for_stuck_pods_too() -> None:
+    stuck = Condition(False, "reschedule", "pods pending", T0 - 5)
+    assert down(T0 + 100, stuck) == Decision(unschedulable=True, condition=stuck)
+
+
+def test_cluster_back_gets_the_window_from_the_mark() -> None:
+    marked = down(T0 + 10).condition
+    back = run(DEFAULT, [running("p1")], T0 + 15, previous=marked)
+    assert (back.unschedulable, back.deadline) == (True, T0 + 30)
+    recovered = run(DEFAULT, [running("p1")], T0 + 30, previous=marked)
+    assert recovered.unschedulable is False
+    assert recovered.condition is not None and recovered.condition.reason == "recover"
+
+
+def test_cluster_down_in_reservation_mode_reserves_the_last_known_replicas() -> None:
+    decision = down(T0 + 10, settings=RESERVE, replicas=4)
+    assert (decision.unschedulable, decision.reserved, decision.held) == (True, 4, 4)
+    assert down(T0 + 10, replicas=4).reserved == 0

@@ -350,3 +350,62 @@ def test_specified_properties(total: int, values: list[int | str | None]) -> Non
     shares = [a.replicas for a in plan.subsets if a.reason == "remainder"]
     if shares:
         assert max(shares) - min(shares) <= 1
+
+
+class TestClusterFailover:
+    """A subset whose member cluster is down past rescheduleCriticalSeconds (issue 12)."""
+
+    def test_cluster_failover(self) -> None:
+        s = spec(
+            9,
+            S("h", max_replicas=3),
+            S("m1", cluster="member-1", max_replicas=3),
+            S("m2", cluster="member-2"),
+            adaptive=True,
+        )
+        state = {
+            "h": SubsetState(replicas=3, ready_replicas=3),
+            "m1": SubsetState(replicas=3, ready_replicas=3, unschedulable=True, unreachable=True),
+            "m2": SubsetState(replicas=3, ready_replicas=3),
+        }
+        plan = allocate(s, state)
+        assert plan.total == 9
+        assert [(a.name, a.replicas, a.reason) for a in plan.subsets] == [
+            ("h", 3, "adaptive-ready-kept"),
+            ("m1", 0, "cluster-failover"),
+            ("m2", 6, "overflow"),
+        ]
+        assert plan["m1"].message == (
+            "cluster member-1 unreachable: capped at 0 (minReplicas); the rest moves to later subsets"
+        )
+
+    def test_capped_at_the_minimum(self) -> None:
+        s = spec(10, S("m1", cluster="member-1", min_replicas=2), S("h"), adaptive=True)
+        state = {"m1": SubsetState(replicas=5, ready_replicas=5, unschedulable=True, unreachable=True)}
+        plan = allocate(s, state)
+        assert [(a.replicas, a.reason) for a in plan.subsets] == [(2, "cluster-failover"), (8, "overflow")]
+        assert plan["m1"].message.startswith("cluster member-1 unreachable: capped at 2 (minReplicas)")
+
+    def test_before_the_mark_last_known_ready_pods_are_kept(self) -> None:
+        """Before the critical time nothing moves: the subset keeps its last-known ready pods
+        as if it were seen (the controller cannot scale it in anyway)."""
+        s = spec(4, S("m1", cluster="member-1"), S("h"), adaptive=True)
+        unseen = {"m1": SubsetState(replicas=4, ready_replicas=4, unreachable=True)}
+        assert [(a.replicas, a.reason) for a in allocate(s, unseen).subsets] == [
+            (4, "adaptive-ready-kept"),
+            (0, "overflow"),
+        ]
+
+    def test_only_an_unreachable_mark_ignores_ready_pods(self) -> None:
+        """A subset marked for unschedulable pods keeps its ready ones; one marked for its
+        cluster has none we can see."""
+        s = spec(4, S("m1", cluster="member-1"), S("h"), adaptive=True)
+        pods = {"m1": SubsetState(replicas=4, ready_replicas=3, unschedulable=True)}
+        down = {"m1": SubsetState(replicas=4, ready_replicas=3, unschedulable=True, unreachable=True)}
+        assert shape(s, pods) == (3, 1)
+        assert shape(s, down) == (0, 4)
+
+    def test_other_allocators_ignore_it(self) -> None:
+        s = spec(6, S("h", replicas=2), S("m1", cluster="member-1"))
+        state = {"m1": SubsetState(replicas=4, ready_replicas=4, unschedulable=True, unreachable=True)}
+        assert shape(s, state) == shape(s) == (2, 4)

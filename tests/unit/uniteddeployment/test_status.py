@@ -193,3 +193,25 @@ def test_a_paused_rollout_is_not_reconciling_nor_stalled() -> None:
         facts(children=views, rollout={**ROLLOUT, "phase": "Stalled"}, problem=Problem("RolloutStuck", "x"))
     )
     assert conditions(stuck)["Stalled"] == ("True", "RolloutStuck")
+
+
+def test_cluster_entries() -> None:
+    """Remote subsets name their cluster; one whose cluster cannot be used carries ClusterReady
+    (after Schedulable), and its last-known counts are summed like any others."""
+    schedulable = {"type": "Schedulable", "status": "False", "reason": "ClusterUnreachable"}
+    down = {"type": "ClusterReady", "status": "False", "reason": "ClusterUnreachable", "message": "m"}
+    views = {"a": ChildView("a1", 2, 2, 2, 2, 2), "b": ChildView("", 3, 3, 3, 3, 3, current=False)}
+    status = compute(
+        facts(
+            children=views,
+            clusters={"b": "member-1"},
+            schedulable={"b": schedulable},
+            cluster_conditions={"b": down},
+        )
+    )
+    a, b = status["subsetStatuses"]
+    assert "cluster" not in a and "conditions" not in a
+    assert b["cluster"] == "member-1"
+    assert b["conditions"] == [schedulable, down]
+    assert (status["replicas"], status["readyReplicas"]) == (5, 5)
+    assert compute(facts(children=views, clusters={"b": "member-1"}))["subsetStatuses"][1].get("conditions") is None
