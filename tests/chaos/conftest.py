@@ -5,7 +5,8 @@ API server, SIGKILLs controllers that hold the one Lease the shipped Role grants
 floods the cluster with scale writes, none of which may leak into the e2e suite (whose
 session controller would otherwise also serve our UnitedDeployments). The cluster is
 started once for ``tests/chaos`` and stopped when the package is done, before the e2e
-suite starts its own. ``kube``, ``namespace`` and ``sim`` are the e2e fixtures, imported.
+suite starts its own. ``kube``, ``namespace`` and ``sim`` are the e2e fixtures, imported;
+so are ``members`` and ``member_kube`` (member planes next to this suite's own cluster).
 
 Knobs (environment):
 
@@ -28,8 +29,9 @@ import pytest
 
 from tests.chaos import figures
 from tests.chaos.support import KILLS, SEED
-from tests.e2e.conftest import ZONES, kube, namespace, sim
+from tests.e2e.conftest import ZONES, kube, namespace, sim, skip_local_only
 from tests.e2e.controller.conftest import LOG_DIR
+from tests.e2e.multicluster.conftest import member_kube, members
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.installation import SYSTEM, install_controller
@@ -37,13 +39,18 @@ from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
 from united.kube.client import KubeClient
 
-__all__ = ["kube", "namespace", "sim"]
+__all__ = ["kube", "member_kube", "members", "namespace", "sim"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "chaos: reliability under faults (tests/chaos: fault proxy, kills, restarts, bad input, RBAC)"
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With ``UNITED_E2E_KUBECONFIG`` the whole suite is skipped: it needs its own control plane."""
+    skip_local_only(items)
 
 
 def pytest_report_header() -> str:

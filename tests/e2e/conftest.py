@@ -10,22 +10,29 @@
 * ``kube`` (per test): an admin :class:`KubeClient` on the test's event loop.
 * ``namespace`` (per test): a fresh namespace, usable (its ``default``
   ServiceAccount has a token, so pods can be created), deleted afterwards.
+
+With ``UNITED_E2E_KUBECONFIG`` set (``united.devcluster.external``), ``cluster`` is that
+existing cluster, ``simulation`` is None (its nodes are real), and the tests that need the
+local control plane are skipped at collection with the reason.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import re
 import secrets
 import sys
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import yaml
 
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.credentials import StaticUser
+from united.devcluster.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
@@ -35,6 +42,8 @@ from united.kube.errors import NotFound
 ZONES = ("zone-a", "zone-b", "zone-c")
 # A static user with no RBAC grants, for tests that check authorization.
 NOBODY = StaticUser("e2e-nobody", groups=("e2e-testers",))
+EXTERNAL = target(os.environ)
+"""The existing cluster to test instead of a local control plane, if any."""
 
 
 # A safety net against a hung test eating CI's time; generous enough to include a
@@ -46,14 +55,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+    skip_local_only(items)
+
+
+def skip_local_only(items: list[pytest.Item]) -> None:
+    """Against an existing cluster, skip what needs the local control plane, saying why."""
+    if EXTERNAL is None:
+        return
+    for item in items:
+        reason = local_only_reason(item.nodeid, getattr(item, "fixturenames", ()))
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def _progress(message: str) -> None:
     print(message, file=sys.__stderr__, flush=True)
 
 
+def _existing(where: Target) -> Iterator[ExternalCluster]:
+    problem = ""
+    try:
+        existing = ExternalCluster(where)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        problem = str(exc)
+    if problem:
+        pytest.fail(f"{KUBECONFIG_VARIABLE}={where.kubeconfig}: {problem}", pytrace=False)
+    try:
+        yield existing
+    finally:
+        existing.stop()
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
+    if EXTERNAL is not None:
+        yield from _existing(EXTERNAL)
+        return
     layout = Layout.default()
     if not is_provisioned(layout):
         _progress(f"\ne2e: the local control plane is not provisioned in {layout.root}; "
@@ -87,7 +124,10 @@ def unprivileged_user() -> StaticUser:
 
 
 @pytest.fixture(scope="session")
-def simulation(cluster: LocalCluster) -> Iterator[Simulation]:
+def simulation(cluster: LocalCluster) -> Iterator[Simulation | None]:
+    if EXTERNAL is not None:
+        yield None
+        return
     simulation = Simulation(cluster.admin_kubeconfig, nodes=zone_nodes(ZONES),
                             heartbeat_interval=5.0)
     simulation.start()
@@ -126,6 +166,8 @@ async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
 
     async def usable() -> None:
         account = await kube.get(SERVICE_ACCOUNTS, "default", namespace=name)
+        if EXTERNAL is not None:
+            return  # clusters since 1.24 make no token Secrets; pods get projected tokens
         names = [ref["name"] for ref in account.get("secrets") or []]
         assert names, f"namespace {name}: default ServiceAccount has no token secret yet"
         secret = await kube.get(SECRETS, names[0], namespace=name)

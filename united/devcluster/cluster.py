@@ -258,19 +258,22 @@ class LocalCluster:
 
     ``users`` are extra static-token users (RBAC decides what they may do); each gets
     a kubeconfig via :meth:`kubeconfig_for`. ``admin_kubeconfig`` is for tests and
-    ``kubectl``.
+    ``kubectl``. ``name`` tells several planes of one run apart (multi-cluster tests):
+    it is in the directory names and is etcd's member name.
     """
 
     def __init__(
         self,
         binaries: Binaries,
         *,
+        name: str = "host",
         users: Sequence[StaticUser] = (),
         controllers: Sequence[str] = DEFAULT_CONTROLLERS,
         startup_timeout: float = 90.0,
         log_root: Path | None = None,
     ) -> None:
         self.binaries = binaries
+        self.name = name
         self.admin = admin_user()
         self.users = {u.name: u for u in (self.admin, *users)}
         self.controllers = tuple(controllers)
@@ -278,15 +281,16 @@ class LocalCluster:
         self._log_root = log_root
         _interrupt_on_sigterm()
         sweep_abandoned(Path(log_root or tempfile.gettempdir()))
-        self.workdir = Path(tempfile.mkdtemp(prefix="united-kube-", dir=log_root))
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"united-kube-{name}-", dir=log_root))
         self.log_dir = self.workdir / "logs"
         self.log_dir.mkdir()
-        self._etcd_dir = Path(tempfile.mkdtemp(prefix="united-etcd-", dir=_fast_tmp()))
+        self._etcd_dir = Path(tempfile.mkdtemp(prefix=f"united-etcd-{name}-", dir=_fast_tmp()))
         owner = {"pid": os.getpid(), "started": _started(os.getpid()), "etcd": str(self._etcd_dir)}
         (self.workdir / OWNER_FILE).write_text(json.dumps(owner))
         self.ports = Ports.pick()
         self.server = f"https://{HOST}:{self.ports.apiserver}"
         self._processes: list[_Process] = []
+        self._down: set[str] = set()
         self._certs: certs_mod.CertificateSet | None = None
         self.keep_logs = False
         self._stopped = False
@@ -344,18 +348,11 @@ class LocalCluster:
     def start(self) -> None:
         """Start all components and wait until each is healthy; on failure stop
         whatever started, keep the logs and raise :class:`ClusterError`."""
-        try:
-            self._start()
-        except BaseException as exc:
-            # An interruption (Ctrl-C, SIGTERM) is no failure: nothing is kept.
-            self.keep_logs = not isinstance(exc, KeyboardInterrupt)
-            tails = self._failure_tails() if self.keep_logs else ""
-            self.stop()
-            if isinstance(exc, _ComponentDiedError | WaitTimeoutError | certs_mod.CertificateError | OSError):
-                raise ClusterError(f"local control plane failed to start: {exc}{tails}", log_dir=self.log_dir) from exc
-            raise
+        start_together([self])
 
-    def _start(self) -> None:
+    def _stages(self) -> Iterator[list[_Process]]:
+        """Start the components in dependency order: each batch yielded must be healthy
+        before the next is started (:func:`start_together` interleaves several planes)."""
         pki = self.workdir / "pki"
         self._certs = certs_mod.generate(pki)
         token_file = self.workdir / "tokens.csv"
@@ -365,41 +362,20 @@ class LocalCluster:
             self.admin_kubeconfig,
             render_kubeconfig(server=self.server, ca_cert=self.ca_cert, user=self.admin.name, token=self.admin.token),
         )
-        deadline = time.monotonic() + self.startup_timeout
-
-        etcd = self._spawn(
-            "etcd",
-            [str(self.binaries.etcd), *etcd_args(name="united", data_dir=self._etcd_dir / "data", ports=self.ports)],
+        certs = self._certs
+        binaries = self.binaries
+        etcd = etcd_args(name=self.name, data_dir=self._etcd_dir / "data", ports=self.ports)
+        yield [self._spawn("etcd", [str(binaries.etcd), *etcd])]
+        apiserver = apiserver_args(ports=self.ports, certs=certs, token_file=token_file)
+        yield [self._spawn("kube-apiserver", [str(binaries.kube_apiserver), *apiserver])]
+        manager = controller_manager_args(
+            ports=self.ports, kubeconfig=self.admin_kubeconfig, certs=certs, controllers=self.controllers
         )
-        self._wait_healthy(etcd, deadline)
-
-        apiserver = self._spawn(
-            "kube-apiserver",
-            [
-                str(self.binaries.kube_apiserver),
-                *apiserver_args(ports=self.ports, certs=self._certs, token_file=token_file),
-            ],
-        )
-        self._wait_healthy(apiserver, deadline)
-
-        manager = self._spawn(
-            "kube-controller-manager",
-            [
-                str(self.binaries.kube_controller_manager),
-                *controller_manager_args(
-                    ports=self.ports, kubeconfig=self.admin_kubeconfig, certs=self._certs, controllers=self.controllers
-                ),
-            ],
-        )
-        scheduler = self._spawn(
-            "kube-scheduler",
-            [
-                str(self.binaries.kube_scheduler),
-                *scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig),
-            ],
-        )
-        self._wait_healthy(manager, deadline)
-        self._wait_healthy(scheduler, deadline)
+        scheduler = scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig)
+        yield [
+            self._spawn("kube-controller-manager", [str(binaries.kube_controller_manager), *manager]),
+            self._spawn("kube-scheduler", [str(binaries.kube_scheduler), *scheduler]),
+        ]
 
     def restart(self, component: str, *, timeout: float | None = None) -> int:
         """Stop one component (SIGTERM, then SIGKILL) and start it again with the same flags,
@@ -409,25 +385,40 @@ class LocalCluster:
         come back within ``timeout`` (default: the start-up timeout). Call it from the thread
         that started the cluster: the new process dies with its starting thread (see
         :func:`_die_with_parent`)."""
-        index = next((i for i, p in enumerate(self._processes) if p.name == component), None)
-        if index is None:
-            raise KeyError(f"no component {component!r}; have {sorted(self.pids)}")
-        old = self._processes[index]
-        old.stop()
+        self.stop_component(component)
+        return self.start_component(component, timeout=timeout)
+
+    def stop_component(self, component: str) -> None:
+        """Stop one component (SIGTERM, then SIGKILL) and leave it down — an outage as long as
+        a test needs — until :meth:`start_component`. Its data stays (etcd's directory, the
+        flags). Raises ``KeyError`` for an unknown component."""
+        self._process(component).stop()
+        self._down.add(component)
+
+    def start_component(self, component: str, *, timeout: float | None = None) -> int:
+        """Start a component stopped by :meth:`stop_component` again, like :meth:`restart`'s
+        second half; returns the new pid."""
+        old = self._process(component)
+        if old.alive():
+            raise ValueError(f"{component} is running; stop_component() it first")
         process = _Process(old.name, old.argv, self.log_dir, append=True)
-        self._processes[index] = process
+        self._processes[self._processes.index(old)] = process
+        self._down.discard(component)
         deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
         try:
             self._wait_healthy(process, deadline)
             if component == "etcd":
-                self._wait_healthy(self._component("kube-apiserver"), deadline)
+                self._wait_healthy(self._process("kube-apiserver"), deadline)
         except (_ComponentDiedError, WaitTimeoutError) as exc:
             self.keep_logs = True
             raise ClusterError(f"{component} did not come back: {exc}", log_dir=self.log_dir) from exc
         return process.proc.pid
 
-    def _component(self, name: str) -> _Process:
-        return next(p for p in self._processes if p.name == name)
+    def _process(self, component: str) -> _Process:
+        found = next((p for p in self._processes if p.name == component), None)
+        if found is None:
+            raise KeyError(f"no component {component!r}; have {sorted(p.name for p in self._processes)}")
+        return found
 
     def _wait_healthy(self, process: _Process, deadline: float) -> None:
         if process.name == "etcd":
@@ -487,13 +478,14 @@ class LocalCluster:
 
     @property
     def pids(self) -> dict[str, int]:
-        """Process ids of the running components, by name."""
-        return {p.name: p.proc.pid for p in self._processes}
+        """Process ids of the running components, by name (not those stopped on purpose)."""
+        return {p.name: p.proc.pid for p in self._processes if p.name not in self._down}
 
     def check_alive(self) -> None:
-        """Raise :class:`ClusterError` if a component has died since start."""
+        """Raise :class:`ClusterError` if a component has died since start (one stopped by
+        :meth:`stop_component` is not dead)."""
         for process in self._processes:
-            if not process.alive():
+            if process.name not in self._down and not process.alive():
                 self.keep_logs = True
                 raise ClusterError(
                     f"{process.name} died with code {process.proc.returncode}:\n{tail(process.log, 25)}",
@@ -533,6 +525,38 @@ class LocalCluster:
         if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):
             self.keep_logs = True
         self.stop()
+
+
+def start_together(clusters: Sequence[LocalCluster]) -> None:
+    """Start several control planes from this thread, their components in parallel: each
+    plane's etcds, then API servers, then controller managers and schedulers (one thread
+    starts them all, as each component dies with the thread that started it). On failure
+    every plane is stopped, the failed one's logs kept, and :class:`ClusterError` names it;
+    an interruption (Ctrl-C, SIGTERM) is no failure: nothing is kept."""
+    current = clusters[0]
+    try:
+        running = [(cluster, cluster._stages(), time.monotonic() + cluster.startup_timeout) for cluster in clusters]
+        while running:
+            batches = []
+            for cluster, stages, deadline in running:
+                current = cluster
+                batch = next(stages, None)
+                if batch is not None:
+                    batches.append((cluster, stages, deadline, batch))
+            for cluster, _, deadline, batch in batches:
+                current = cluster
+                for process in batch:
+                    cluster._wait_healthy(process, deadline)
+            running = [(cluster, stages, deadline) for cluster, stages, deadline, _ in batches]
+    except BaseException as exc:
+        current.keep_logs = not isinstance(exc, KeyboardInterrupt)
+        tails = current._failure_tails() if current.keep_logs else ""
+        for cluster in clusters:
+            cluster.stop()
+        if isinstance(exc, _ComponentDiedError | WaitTimeoutError | certs_mod.CertificateError | OSError):
+            what = "local control plane" if len(clusters) == 1 else f"local control plane {current.name}"
+            raise ClusterError(f"{what} failed to start: {exc}{tails}", log_dir=current.log_dir) from exc
+        raise
 
 
 OWNER_FILE = "owner.json"

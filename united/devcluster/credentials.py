@@ -10,6 +10,7 @@ the controller with exactly the permissions its manifests grant.
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import secrets
@@ -20,8 +21,12 @@ from typing import Any
 
 import yaml
 
+from united.kube.client import KubeClient, Resource
+
 ADMIN_USER = "united-admin"
 MASTERS_GROUP = "system:masters"
+TOKEN_SECONDS = 24 * 3600
+"""Lifetime of a requested ServiceAccount token: longer than any test session."""
 
 
 def new_token() -> str:
@@ -65,20 +70,29 @@ def render_token_file(users: Iterable[StaticUser]) -> str:
 def render_kubeconfig(
     *,
     server: str,
-    ca_cert: Path,
+    ca_cert: Path | None,
     user: str,
     token: str,
     cluster: str = "united-dev",
     namespace: str | None = None,
+    embed_ca: bool = False,
 ) -> dict[str, Any]:
-    """A kubeconfig for one user of one cluster, authenticating with a bearer token."""
+    """A kubeconfig for one user of one cluster, authenticating with a bearer token. With
+    ``embed_ca`` it names no file (``certificate-authority-data``): self-contained, as a
+    member cluster's kubeconfig in a Secret must be. Without ``ca_cert`` the system's CAs are
+    trusted (an existing cluster with a public certificate)."""
     context: dict[str, Any] = {"cluster": cluster, "user": user}
     if namespace:
         context["namespace"] = namespace
+    trust = {}
+    if ca_cert is not None and embed_ca:
+        trust = {"certificate-authority-data": base64.b64encode(ca_cert.read_bytes()).decode()}
+    elif ca_cert is not None:
+        trust = {"certificate-authority": str(ca_cert)}
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority": str(ca_cert)}}],
+        "clusters": [{"name": cluster, "cluster": {"server": server, **trust}}],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": f"{user}@{cluster}", "context": context}],
         "current-context": f"{user}@{cluster}",
@@ -92,3 +106,16 @@ def write_kubeconfig(path: Path, config: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+async def request_token(client: KubeClient, *, namespace: str, name: str, seconds: int = TOKEN_SECONDS) -> str:
+    """A token of ServiceAccount ``namespace/name`` from the TokenRequest API (GA since 1.20):
+    unlike a token Secret, which clusters since 1.24 no longer create, it works everywhere."""
+    token_requests = Resource("", "v1", f"serviceaccounts/{name}/token", True, "TokenRequest")
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": seconds},
+    }
+    answer = await client.create(token_requests, body, namespace=namespace)
+    return str(answer["status"]["token"])

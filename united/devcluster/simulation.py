@@ -116,6 +116,11 @@ class Simulation:
         return await asyncio.wrap_future(self.submit(fn))
 
     @property
+    def native_id(self) -> int | None:
+        """The kernel's id of the simulation's thread (its CPU time is in /proc), while it runs."""
+        return self._thread.native_id if self._thread is not None else None
+
+    @property
     def node_names(self) -> list[str]:
         return list(self._nodes.nodes) if self._nodes is not None else []
 

@@ -61,3 +61,19 @@ def test_kubeconfig_round_trips_and_is_private(tmp_path: Path) -> None:
     assert loaded["current-context"] == context["name"]
     assert context["context"]["namespace"] == "ns"
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_embedded_ca_makes_the_kubeconfig_name_no_file(tmp_path: Path) -> None:
+    (tmp_path / "ca.crt").write_bytes(b"-----BEGIN CERTIFICATE-----\nX\n")
+    config = render_kubeconfig(
+        server="https://127.0.0.1:6443", ca_cert=tmp_path / "ca.crt", user="u", token="tok", embed_ca=True
+    )
+    assert config["clusters"][0]["cluster"] == {
+        "server": "https://127.0.0.1:6443",
+        "certificate-authority-data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClgK",
+    }
+
+
+def test_without_a_ca_the_systems_cas_are_trusted() -> None:
+    config = render_kubeconfig(server="https://example.com", ca_cert=None, user="u", token="tok")
+    assert config["clusters"][0]["cluster"] == {"server": "https://example.com"}
