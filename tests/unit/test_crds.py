@@ -483,6 +483,23 @@ def test_only_our_group_offers_the_progressive_strategy() -> None:
         assert strategy["type"]["enum"] == (["Manual", "Progressive", ""] if ours else ["Manual", ""]), name
 
 
+def test_only_our_group_has_multi_cluster_subsets() -> None:
+    for name, version in all_versions():
+        subset = resolve(version["schema"]["openAPIV3Schema"], ".spec.topology.subsets")["items"]["properties"]
+        assert ("cluster" in subset) is name.startswith("apps.united.io/"), name
+    cluster = resolve(united_schema(), ".spec.topology.subsets")["items"]["properties"]["cluster"]
+    accepted = re.compile(cluster["pattern"])
+    assert [bool(accepted.match(v)) for v in ("", "member-1", "eu.member-2", "Member_1", "-a", "a.")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert cluster["maxLength"] == 253
+
+
 @pytest.mark.parametrize(("name", "version"), all_versions(), ids=[n for n, _ in all_versions()])
 def test_subresources(name: str, version: Obj) -> None:
     schema = version["schema"]["openAPIV3Schema"]
