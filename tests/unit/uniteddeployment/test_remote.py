@@ -5,7 +5,6 @@ that a converged pass writes nothing anywhere. The e2e suite runs it against rea
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
