@@ -209,6 +209,8 @@ class Reconciler:
                 self.gauges.forget_uniteddeployment(namespace, name)
             return Result()
         if deleting(obj):
+            if self._keys(obj).remote_children_finalizer in _finalizers(obj):
+                return await self._finalize(key, obj)
             return Result()
         previous = self._previous_status(key, obj)
         generation = int((obj.get("metadata") or {}).get("generation") or 0)
@@ -234,6 +236,95 @@ class Reconciler:
                 raise
             log.info("namespace is being deleted; nothing more to do", error=str(e))
             return Result()
+
+    @staticmethod
+    def _keys(obj: Mapping[str, Any]) -> Keys:
+        return Keys(str(obj.get("apiVersion") or "").partition("/")[0] or Keys().group)
+
+    async def set_finalizer(self, key: str, obj: Mapping[str, Any], previous: Json, *, present: bool) -> Json:
+        """Add or remove the remote-children finalizer: a merge patch of the whole list, guarded by
+        the resourceVersion read (the list is replaced whole). The answer's version is recorded as
+        our last write, so this pass's status patch is not refused as stale. Returns the answer."""
+        meta = obj.get("metadata") or {}
+        finalizer = self._keys(obj).remote_children_finalizer
+        current = _finalizers(obj)
+        wanted = [*current, finalizer] if present else [f for f in current if f != finalizer]
+        patch = {"metadata": {"finalizers": wanted or None, "resourceVersion": self._status_version(key, obj)}}
+        answer = await self.client.patch(
+            self.ud_resource, str(meta.get("name")), patch, patch_type=PatchType.MERGE, namespace=meta.get("namespace")
+        )
+        self._written[key] = (_rv(answer), previous)
+        return answer
+
+    async def _finalize(self, key: str, obj: Json) -> Result:
+        """A UnitedDeployment being deleted with remote children: delete them in every cluster
+        that can be used, wait for the others (unless abandoned), then remove the finalizer.
+        Host children go by the host's garbage collector, as always."""
+        keys = self._keys(obj)
+        meta = obj.get("metadata") or {}
+        namespace, uid = str(meta.get("namespace") or ""), str(meta.get("uid") or "")
+        spec = obj.get("spec") or {}
+        variant = next(iter((spec.get("template") or {}) or {"deploymentTemplate": None}))
+        previous = self._previous_status(key, obj)
+        clusters = {
+            str(s.get("cluster"))
+            for s in [*((spec.get("topology") or {}).get("subsets") or ()), *(previous.get("subsetStatuses") or ())]
+            if isinstance(s, dict) and s.get("cluster")
+        }
+        abandoned = {
+            c.strip() for c in str((meta.get("annotations") or {}).get(keys.abandon_remote_children, "")).split(",")
+        }
+        members = self.caches.members
+        blocked: list[str] = []
+        remaining = 0
+        resource = resource_of(variant) if variant in KINDS else None
+        for cluster in sorted(clusters):
+            if "*" in abandoned or cluster in abandoned:
+                continue
+            member = members.get(cluster) if members is not None else None
+            if member is None or resource is None:
+                blocked.append(f"{cluster}: no Cluster object of that name")
+                continue
+            member.ensure(variant)
+            children, _ = member.stores(variant)
+            health = member.health
+            if not health.ready:
+                blocked.append(f"{cluster} unreachable since {adaptive.format_time(health.since)}: {health.message}")
+                continue
+            if not member.usable(variant) or member.client is None:
+                remaining += 1  # reachable, its caches syncing: soon
+                continue
+            for child in children.by_owner(uid, namespace):
+                remaining += 1
+                if deleting(child):
+                    continue
+                with contextlib.suppress(NotFound):
+                    await member.client.delete(
+                        resource,
+                        name_of(child),
+                        namespace=namespace,
+                        propagation_policy="Background",
+                        preconditions=_same(child),
+                    )
+        if blocked:
+            message = (
+                "waiting to delete the children in "
+                + "; ".join(blocked)
+                + f"; set annotation {keys.abandon_remote_children}=<clusters> to stop waiting"
+            )
+            told = {c.get("type"): c.get("message") for c in previous.get("conditions") or () if isinstance(c, dict)}
+            if told.get("Reconciling") != message:
+                self.recorder.event(obj, "Warning", "RemoteDeleteBlocked", message)
+            generation = int(meta.get("generation") or 0)
+            problem = Problem("RemoteChildrenPending", message, stalled=False)
+            await self._write_status(
+                key, obj, previous, stalled(previous, generation=generation, problem=problem, now=self.clock())
+            )
+            return Result(requeue_after=60.0)
+        if remaining:
+            return Result(requeue_after=2.0)
+        await self.set_finalizer(key, obj, previous, present=False)
+        return Result()
 
     async def _report_undecodable(self, key: str, problem: Undecodable) -> None:
         """A UnitedDeployment too deeply nested to read: a Warning Event and a ``Stalled``
@@ -354,6 +445,10 @@ class Reconciler:
         )
         self._written[key] = (_rv(answer), status)
         return True
+
+
+def _finalizers(obj: Mapping[str, Any]) -> list[str]:
+    return [str(f) for f in (obj.get("metadata") or {}).get("finalizers") or ()]
 
 
 def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
@@ -494,6 +589,7 @@ class _Pass:
             held = {n: t.revision for n, t in targets.items() if t.revision != updated}
             for type_, reason, message in wave.events:
                 self.event(type_, reason, message)
+        await self.finalizer(claimed)
         applied = await self.children(resource, claimed, plan, updated, overrides, held)
         draining = moved.draining if moved is not None else ()
         await self.drain(resource, claimed, plan, draining)
@@ -571,6 +667,17 @@ class _Pass:
 
     def site(self, subset: str) -> Site:
         return self.sites.get(subset, self.host)
+
+    async def finalizer(self, claimed: Claim) -> None:
+        """The remote-children finalizer is on while this UD has a remote subset or a remote
+        child (so deleting it deletes them first), and only then: host-only UDs never get it."""
+        remote = bool(self.sites) or any(site.cluster for site, _ in self.elsewhere)
+        has = self.keys.remote_children_finalizer in _finalizers(self.obj)
+        written = self.r._written.get(self.key)
+        if remote == has or (written is not None and _rv(self.obj) < written[0]):
+            return  # as wanted, or the cache has not shown our last write yet
+        answer = await self.r.set_finalizer(self.key, self.obj, self.previous, present=remote)
+        self.obj = {**self.obj, "metadata": {**(self.obj.get("metadata") or {}), **(answer.get("metadata") or {})}}
 
     def claim_remote(self, resource: Resource, variant: str, claimed: Claim) -> None:
         """Where each remote subset's child lives (:attr:`sites`), and the children of this UD

@@ -150,6 +150,9 @@ class World:
 
     def settle(self) -> None:
         """Move what the clients created into the stores, as converged children."""
+        for _, body in self.client.writes("patch", "uniteddeployments"):
+            self.obj["metadata"]["finalizers"] = body["metadata"]["finalizers"]
+        self.reconciler.caches.uniteddeployments = store_of([self.obj])
         clients = [(self.client, self.children)] + [(m.client, m.children) for m in self.members.by_name.values()]
         for client, target in clients:
             for made in client.made:
@@ -381,3 +384,76 @@ async def test_a_host_only_ud_asks_no_member_anything() -> None:
     await world.reconcile()
     assert m1.client.calls == [] and m1.ensured == []
     assert all("cluster" not in s for s in status_of(world)["subsetStatuses"])
+
+
+FINALIZER = KEYS.remote_children_finalizer
+
+
+def finalizer_patches(world: World) -> list[Any]:
+    return [b["metadata"]["finalizers"] for n, b in world.client.writes("patch", "uniteddeployments")]
+
+
+async def test_the_finalizer_comes_with_a_remote_subset_only() -> None:
+    world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), FakeMember("member-1"))
+    await world.reconcile()
+    [(_, body)] = world.client.writes("patch", "uniteddeployments")
+    assert body["metadata"] == {"finalizers": [FINALIZER], "resourceVersion": "1"}
+    host_only = World(ud({"name": "h"}, {"name": "a"}), FakeMember("member-1"))
+    await host_only.reconcile()
+    assert finalizer_patches(host_only) == []
+
+
+async def test_the_finalizer_goes_once_no_remote_subset_or_child_is_left() -> None:
+    obj = ud({"name": "h"}, {"name": "a"})
+    obj["metadata"]["finalizers"] = ["other", FINALIZER]
+    world = World(obj, FakeMember("member-1"))
+    await world.reconcile()
+    assert finalizer_patches(world) == [["other"]]
+
+
+def deleted(world: World) -> None:
+    world.obj["metadata"]["deletionTimestamp"] = "2026-11-24T16:00:00Z"
+    world.obj["metadata"]["finalizers"] = [FINALIZER]
+    world.reconciler.caches.uniteddeployments = store_of([world.obj])
+
+
+async def converged_world(member: FakeMember) -> World:
+    world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), member)
+    await world.reconcile()
+    world.settle()
+    await world.reconcile()
+    world.client.calls.clear()
+    return world
+
+
+async def test_deletion_deletes_the_remote_children_then_the_finalizer() -> None:
+    m1 = FakeMember("member-1")
+    world = await converged_world(m1)
+    deleted(world)
+    result = await world.reconcile()
+    [(name, _)] = m1.client.writes("delete", "deployments")
+    assert name == m1.children[0]["metadata"]["name"] and result.requeue_after == 2.0
+    assert finalizer_patches(world) == []
+    m1.children.clear()  # the member's cache saw it go
+    await world.reconcile()
+    assert finalizer_patches(world) == [None]
+
+
+async def test_deletion_waits_for_an_unreachable_member_unless_abandoned() -> None:
+    m1 = FakeMember("member-1")
+    world = await converged_world(m1)
+    m1.client.calls.clear()
+    m1.reachable = False
+    deleted(world)
+    result = await world.reconcile()
+    assert m1.client.calls == [] and result.requeue_after == 60.0
+    assert finalizer_patches(world) == []
+    status = status_of(world)
+    reconciling = next(c for c in status["conditions"] if c["type"] == "Reconciling")
+    assert (reconciling["status"], reconciling["reason"]) == ("True", "RemoteChildrenPending")
+    assert reconciling["message"].startswith("waiting to delete the children in member-1 unreachable since ")
+    assert [r for _, r, _ in world.recorder.events][-1:] == ["RemoteDeleteBlocked"]
+    world.obj["metadata"]["annotations"] = {KEYS.abandon_remote_children: "member-1"}
+    world.reconciler.caches.uniteddeployments = store_of([world.obj])
+    await world.reconcile()
+    assert finalizer_patches(world) == [None] and m1.client.calls == []
