@@ -1,0 +1,54 @@
+"""Remote children at the end of their life: deleting the UnitedDeployment deletes them in every
+member before the finalizer lets it go; removing a subset deletes its child in its member."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.controller.helpers import UD, patch_ud
+from tests.e2e.multicluster.remote import FINALIZER, converged, joined, remote_children, spread
+from united.devcluster.planes import Plane
+from united.devcluster.wait import eventually
+from united.kube.client import KubeClient
+from united.kube.errors import NotFound
+
+__all__ = ["joined"]
+pytestmark = pytest.mark.e2e
+
+
+async def test_delete_removes_remote_children(
+    joined: dict[str, Plane], kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
+) -> None:
+    doc = spread("doomed", 6)
+    await kube.create(UD, doc, namespace=namespace)
+    obj = await converged(kube, member_kube, namespace, doc, 2)
+    assert FINALIZER in obj["metadata"]["finalizers"]
+    await kube.delete(UD, "doomed", namespace=namespace)
+
+    async def gone() -> None:
+        for cluster, member in member_kube.items():
+            assert await remote_children(member, namespace) == [], f"children left in {cluster}"
+        try:
+            await kube.get(UD, "doomed", namespace=namespace)
+        except NotFound:
+            return
+        raise AssertionError("the UnitedDeployment is still there")
+
+    await eventually(gone, within=60, what="remote children deleted, then the UnitedDeployment")
+
+
+async def test_subset_removed(
+    joined: dict[str, Plane], kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
+) -> None:
+    doc = spread("shrunk", 6)
+    await kube.create(UD, doc, namespace=namespace)
+    await converged(kube, member_kube, namespace, doc, 2)
+    kept = [s for s in doc["spec"]["topology"]["subsets"] if s["name"] != "m2"]
+    await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": kept}}})
+
+    async def removed() -> None:
+        assert await remote_children(member_kube["member-2"], namespace) == [], "member-2 still has the child"
+        there = await remote_children(member_kube["member-1"], namespace)
+        assert [c["spec"]["replicas"] for c in there] == [3], there
+
+    await eventually(removed, within=60, what="m2's child deleted in member-2, m1 scaled to 3")
