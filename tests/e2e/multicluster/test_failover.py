@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.helpers import UD, condition, get_ud
+from tests.e2e.controller.helpers import UD, condition, get_ud, wait_ready
 from tests.e2e.multicluster.remote import joined, ready_pods, remote_children
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
@@ -107,4 +107,4 @@ async def test_adaptive_failover_and_return(
 
     await eventually(back, within=90, what="member-1 back: one child there, no ClusterReady condition")
     await eventually(lambda: shape(2, 2), within=WINDOW + 60, what="m2 scaled back, m1 keeps its ready pods")
-    assert condition(await get_ud(kube, namespace, doc), "Ready").get("status") in ("True", "False")
+    await wait_ready(kube, namespace, doc, within=60)
