@@ -755,18 +755,21 @@ class _Pass:
         """Adaptive decisions for the subsets whose cluster cannot be used: marked once that has
         lasted ``rescheduleCriticalSeconds`` (:func:`~united.uniteddeployment.adaptive.cluster_down`)."""
         previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
-        return {
-            name: adaptive.cluster_down(
+        out = {}
+        for name, site in down.items():
+            mark = adaptive.schedulable_condition(previous.get(name))
+            if site.reason == CLUSTER_SYNCING and (mark is None or mark.status):
+                continue  # reachable, caches syncing (a restart): nothing moves; a mark is held
+            out[name] = adaptive.cluster_down(
                 settings,
                 subset=name,
                 cluster=str(site.cluster),
                 since=site.since or seconds,
                 now=seconds,
-                previous=adaptive.schedulable_condition(previous.get(name)),
+                previous=mark,
                 replicas=state[name].replicas if name in state else 0,
             )
-            for name, site in down.items()
-        }
+        return out
 
     def unavailable(self, down: Mapping[str, Site]) -> Problem:
         """The UD's condition while some subsets' clusters cannot be used: the others converge;

@@ -123,6 +123,7 @@ class World:
 
     def __init__(self, obj: dict[str, Any], *members: FakeMember) -> None:
         self.obj = obj
+        self.now = SINCE + 1
         self.members = FakeMembers(*members)
         self.client = NamingClient()
         self.children: list[dict[str, Any]] = []
@@ -139,7 +140,7 @@ class World:
             ),
             recorder=self.recorder,
             ud_resource=UD_RESOURCE,
-            seconds=lambda: SINCE + 1,
+            seconds=lambda: self.now,
         )
 
     async def reconcile(self) -> Any:
@@ -457,3 +458,45 @@ async def test_deletion_waits_for_an_unreachable_member_unless_abandoned() -> No
     world.reconciler.caches.uniteddeployments = store_of([world.obj])
     await world.reconcile()
     assert finalizer_patches(world) == [None] and m1.client.calls == []
+
+
+ADAPTIVE = {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 10, "unschedulableDuration": 20}}
+
+
+async def adaptive_world(m1: FakeMember, m2: FakeMember) -> World:
+    obj = ud({"name": "a", "cluster": "member-1", "maxReplicas": 2}, {"name": "b", "cluster": "member-2"})
+    obj["spec"]["topology"]["scheduleStrategy"] = ADAPTIVE
+    world = World(obj, m1, m2)
+    await world.reconcile()
+    world.settle()
+    await world.reconcile()
+    world.client.calls.clear()
+    return world
+
+
+async def test_an_unreachable_cluster_fails_over_after_the_critical_seconds() -> None:
+    m1, m2 = FakeMember("member-1"), FakeMember("member-2")
+    world = await adaptive_world(m1, m2)
+    assert [c["spec"]["replicas"] for c in (*m1.children, *m2.children)] == [2, 2]
+    m1.reachable = False
+    world.now = SINCE + 5
+    result = await world.reconcile()
+    assert m2.client.writes("patch", "deployments") == [], "not before rescheduleCriticalSeconds"
+    assert result.requeue_after is not None and abs(result.requeue_after - 5.05) < 1e-6
+    world.now = SINCE + 10.1
+    await world.reconcile()
+    [(_, body)] = m2.client.writes("patch", "deployments")
+    assert body["spec"] == {"replicas": 4}
+    assert m1.client.calls == []
+    entry = status_of(world)["subsetStatuses"][0]
+    assert (entry["desired"], entry["reason"], entry["replicas"]) == (0, "cluster-failover", 2)
+    assert [c["reason"] for c in entry["conditions"]] == ["ClusterUnreachable", "ClusterUnreachable"]
+
+
+async def test_a_syncing_cluster_does_not_fail_over() -> None:
+    m1, m2 = FakeMember("member-1"), FakeMember("member-2")
+    world = await adaptive_world(m1, m2)
+    m1.is_synced = False  # reachable, its informers (re)listing: last-known counts from the status
+    world.now = SINCE + 100
+    await world.reconcile()
+    assert m2.client.writes("patch", "deployments") == [] and m1.client.calls == []
