@@ -164,7 +164,7 @@ class Member:
         """``variant``'s children and the pods have been listed at least once in this process:
         the stores are then the last-known state, even while the member is down."""
         informers = [*self.children.get(variant, ()), *self.pods]
-        return bool(informers) and all(i.has_synced.is_set() for i in informers)
+        return variant in self.children and all(i.has_synced.is_set() for i in informers)
 
     def usable(self, variant: str) -> bool:
         """The reconciler may read and write ``variant``'s children here: the last probe answered,
