@@ -149,6 +149,10 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+SETTLE_SECONDS = 30.0
+"""After a start, how long a pass waits for member clusters to be registered and their caches
+to sync before it reports them as missing or syncing: a restart must not flap statuses (nor
+write anything) while the ``Cluster`` objects are read and the member informers list."""
 DEADLINE_MARGIN = 0.05
 """Seconds added to a requeue for an adaptive deadline: the timeouts are strict (``<``), so
 the pass must run just after the deadline, not at it."""
@@ -172,6 +176,7 @@ class Reconciler:
     ) -> None:
         self.client = client
         self.create_member_namespaces = create_member_namespaces
+        self.started = time.monotonic()
         self.caches = caches
         self.recorder = recorder
         self.ud_resource = ud_resource
@@ -529,6 +534,9 @@ class _Pass:
         claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
         if self.r.caches.members is not None or any(s.cluster for s in self.ud.spec.subsets):
             self.claim_remote(resource, variant, claimed)
+            settling = time.monotonic() - self.r.started < SETTLE_SECONDS
+            if settling and any(s.reason in (CLUSTER_SYNCING, CLUSTER_NOT_FOUND) for s in self.sites.values()):
+                return Result(requeue_after=1.0)  # just started: members are being read; nothing to say yet
         await self.recover(resource, claimed)
         if claimed.adopt:
             await self.recheck()

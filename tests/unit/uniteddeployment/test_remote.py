@@ -14,7 +14,7 @@ from united.kube.errors import error_from_status
 from united.multicluster.health import REACHABLE, UNREACHABLE, Health
 from united.multicluster.identity import RemoteKeys
 from united.runtime.informer import Store
-from united.uniteddeployment.reconciler import Caches, Reconciler
+from united.uniteddeployment.reconciler import SETTLE_SECONDS, Caches, Reconciler
 
 HOST_ID = "host-uid"
 REMOTE = RemoteKeys(KEYS, HOST_ID)
@@ -142,6 +142,7 @@ class World:
             ud_resource=UD_RESOURCE,
             seconds=lambda: self.now,
         )
+        self.reconciler.started -= SETTLE_SECONDS  # started a while ago (see test_a_restart_waits_...)
 
     async def reconcile(self) -> Any:
         caches = self.reconciler.caches
@@ -500,3 +501,26 @@ async def test_a_syncing_cluster_does_not_fail_over() -> None:
     world.now = SINCE + 100
     await world.reconcile()
     assert m2.client.writes("patch", "deployments") == [] and m1.client.calls == []
+
+
+async def test_a_restart_waits_for_members_to_sync_and_writes_nothing_meanwhile() -> None:
+    m1 = FakeMember("member-1")
+    world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), m1)
+    await world.reconcile()
+    world.settle()
+    await world.reconcile()
+    world.obj["status"] = status_of(world)  # what a new process reads
+    world.reconciler.caches.uniteddeployments = store_of([world.obj])
+    world.client.calls.clear()
+    world.reconciler = Reconciler(  # a new process: its member caches are listing
+        client=world.client,  # type: ignore[arg-type]
+        caches=world.reconciler.caches,
+        recorder=world.recorder,
+        ud_resource=UD_RESOURCE,
+    )
+    m1.is_synced = False
+    result = await world.reconcile()
+    assert result.requeue_after == 1.0 and world.client.calls == [] and m1.client.calls == []
+    m1.is_synced = True
+    await world.reconcile()
+    assert world.client.calls == [] and m1.client.calls == []
