@@ -328,7 +328,8 @@ class Reconciler:
             return Result(requeue_after=60.0)
         if remaining:
             return Result(requeue_after=2.0)
-        await self.set_finalizer(key, obj, previous, present=False)
+        with contextlib.suppress(NotFound):  # gone already: our removal, seen late by the cache
+            await self.set_finalizer(key, obj, previous, present=False)
         return Result()
 
     async def _report_undecodable(self, key: str, problem: Undecodable) -> None:

@@ -19,6 +19,7 @@ from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, wait_ready
 from tests.e2e.multicluster.remote import G, converged, joined, remote_children, spread
 from united.devcluster.planes import Plane
+from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, KubeClient, PatchType
 
 __all__ = ["joined"]
@@ -68,6 +69,21 @@ def host_writes(controller: Controller) -> int:
     return sum(n for r, n in controller.writes_by_resource().items() if r != "leases" and not r.startswith("clusters"))
 
 
+async def quiet(controller: Controller) -> tuple[int, float]:
+    """The write counters once they stay put for 3 s: convergence's last status write, and the
+    earlier tests' namespaces being deleted (their remote children with them), are done."""
+
+    async def still() -> tuple[int, float]:
+        before = host_writes(controller), member_writes(controller)
+        await asyncio.sleep(3)
+        after = host_writes(controller), member_writes(controller)
+        assert after == before, f"still writing: {before} -> {after}"
+        return after
+
+    result: tuple[int, float] = await eventually(still, within=90, what="the controller quiet")
+    return result
+
+
 def member_writes(controller: Controller) -> float:
     return sum(controller.counter("united_member_requests_total", verb=v) for v in ("POST", "PUT", "PATCH", "DELETE"))
 
@@ -82,8 +98,7 @@ async def test_noop_pass_writes_nothing(
     doc = spread("quiet", 6)
     await kube.create(UD, doc, namespace=namespace)
     await converged(kube, member_kube, namespace, doc, 2)
-    await asyncio.sleep(2)  # the last status write of convergence lands
-    host, remote = host_writes(controller), member_writes(controller)
+    host, remote = await quiet(controller)
     assert remote > 0, "the member children were written through the controller's member clients"
     await patch_ud(kube, namespace, doc, {"metadata": {"labels": {"touched": "yes"}}})
     await asyncio.sleep(5)
