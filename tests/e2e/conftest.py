@@ -123,9 +123,35 @@ def cluster() -> Iterator[LocalCluster]:
 
 
 @pytest.fixture(scope="session")
-def unprivileged_user() -> StaticUser:
-    """A static-token user of the cluster with no RBAC grants at all."""
-    return NOBODY
+def unprivileged_user(request: pytest.FixtureRequest) -> Iterator[StaticUser]:
+    """A static-token user of the cluster with no RBAC grants at all; against an existing
+    cluster a ServiceAccount without bindings, in a namespace of its own deleted afterwards
+    (``cluster.kubeconfig_for(user.name)`` works for both)."""
+    if EXTERNAL is None:
+        yield NOBODY
+        return
+    existing: ExternalCluster = request.getfixturevalue("cluster")
+    home = f"united-e2e-users-{secrets.token_hex(3)}"
+
+    async def account() -> StaticUser:
+        async with await KubeClient.from_kubeconfig(existing.admin_kubeconfig) as kube:
+            await kube.create(NAMESPACES, {
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": home, "labels": {"e2e.united.dev/test": "true"}},
+            })
+            body = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NOBODY.name}}
+            await kube.create(SERVICE_ACCOUNTS, body, namespace=home)
+            return await existing.service_account_user(kube, namespace=home, name=NOBODY.name)
+
+    async def remove() -> None:
+        async with await KubeClient.from_kubeconfig(existing.admin_kubeconfig) as kube:
+            with contextlib.suppress(NotFound):
+                await kube.delete(NAMESPACES, home)
+
+    try:
+        yield asyncio.run(account())
+    finally:
+        asyncio.run(remove())
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,7 @@ from united.devcluster.credentials import (
     admin_user,
     render_kubeconfig,
     render_token_file,
+    user_kubeconfig,
     write_kubeconfig,
 )
 from united.devcluster.wait import WaitTimeoutError, eventually, wait_until
@@ -305,16 +306,9 @@ class LocalCluster:
 
     def kubeconfig_for(self, user: str, *, namespace: str | None = None) -> Path:
         """A kubeconfig for a static user given at construction."""
-        static = self.users[user]
-        name = f"{user}.{namespace}.kubeconfig" if namespace else f"{user}.kubeconfig"
-        config = render_kubeconfig(
-            server=self.server,
-            ca_cert=self.ca_cert,
-            user=user,
-            token=static.token,
-            namespace=namespace,
+        return user_kubeconfig(
+            self.workdir, server=self.server, ca_cert=self.ca_cert, user=self.users[user], namespace=namespace
         )
-        return write_kubeconfig(self.workdir / name, config)
 
     async def service_account_kubeconfig(
         self, client: KubeClient, *, namespace: str, name: str, within: float = 30.0

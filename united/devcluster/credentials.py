@@ -108,6 +108,17 @@ def write_kubeconfig(path: Path, config: dict[str, Any]) -> Path:
     return path
 
 
+def user_kubeconfig(
+    directory: Path, *, server: str, ca_cert: Path | None, user: StaticUser, namespace: str | None = None
+) -> Path:
+    """Write a kubeconfig for ``user`` to ``directory/<name>[.<namespace>].kubeconfig`` (a ``:``
+    of a ServiceAccount's user name becomes ``-``: kubeconfig loaders split paths at it)."""
+    base = user.name.replace(":", "-")
+    name = f"{base}.{namespace}.kubeconfig" if namespace else f"{base}.kubeconfig"
+    config = render_kubeconfig(server=server, ca_cert=ca_cert, user=user.name, token=user.token, namespace=namespace)
+    return write_kubeconfig(directory / name, config)
+
+
 async def request_token(client: KubeClient, *, namespace: str, name: str, seconds: int = TOKEN_SECONDS) -> str:
     """A token of ServiceAccount ``namespace/name`` from the TokenRequest API (GA since 1.20):
     unlike a token Secret, which clusters since 1.24 no longer create, it works everywhere."""

@@ -4,8 +4,8 @@ starting a local control plane.
 
 Tests create their own namespaces and delete them; CRDs and ``manifests/base`` are applied
 (idempotently) and left in place. What only the local control plane can offer — simulated
-nodes and their knobs, component restarts, fault proxies and webhooks on 127.0.0.1, static
-token users, the kubectl built with it, member planes — is skipped at collection, with the
+nodes and their knobs, component restarts, fault proxies and webhooks on 127.0.0.1, the
+kubectl built with it, member planes — is skipped at collection, with the
 reason, by :func:`local_only_reason`. Without the variable nothing here is used.
 """
 
@@ -21,7 +21,13 @@ from typing import Any
 
 import yaml
 
-from united.devcluster.credentials import render_kubeconfig, request_token, write_kubeconfig
+from united.devcluster.credentials import (
+    StaticUser,
+    render_kubeconfig,
+    request_token,
+    user_kubeconfig,
+    write_kubeconfig,
+)
 from united.devcluster.wait import eventually
 from united.kube.client import SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
@@ -40,7 +46,7 @@ LOCAL_FIXTURES = {
     "proxied": "a fault proxy on 127.0.0.1",
     "pkube": "a fault proxy on 127.0.0.1",
     "threaded_proxy": "a fault proxy on 127.0.0.1",
-    "unprivileged_user": "a static-token user of the local API server",
+    "proxy_certs": "a fault proxy on 127.0.0.1",
 }
 """Fixtures (anywhere in a test's closure) that exist only with the local control plane."""
 
@@ -143,7 +149,8 @@ def resolve(config: Mapping[str, Any], *, base: Path, context: str | None, where
 
 class ExternalCluster:
     """An existing cluster in the role of the e2e suite's ``cluster``: ``admin_kubeconfig``,
-    ``server``, ``ca_cert`` (None: the system's CAs) and ServiceAccount kubeconfigs."""
+    ``server``, ``ca_cert`` (None: the system's CAs), ServiceAccount kubeconfigs, and
+    ServiceAccounts standing in for static-token users (:meth:`service_account_user`)."""
 
     def __init__(self, target: Target) -> None:
         self.target = target
@@ -156,6 +163,30 @@ class ExternalCluster:
             self.ca_cert = self.workdir / "ca.crt"
             self.ca_cert.write_bytes(resolved.ca_data)
         self.admin_kubeconfig = write_kubeconfig(self.workdir / "admin.kubeconfig", resolved.config)
+        self.users: dict[str, StaticUser] = {}
+
+    async def service_account_user(self, client: KubeClient, *, namespace: str, name: str) -> StaticUser:
+        """ServiceAccount ``namespace/name`` (which must exist) as a user with a token, the
+        way a static-token user of the local control plane is one; :meth:`kubeconfig_for`
+        knows it by its name, ``system:serviceaccount:<namespace>:<name>``."""
+        user = StaticUser(f"system:serviceaccount:{namespace}:{name}", token=await self._token(client, namespace, name))
+        self.users[user.name] = user
+        return user
+
+    def kubeconfig_for(self, user: str, *, namespace: str | None = None) -> Path:
+        """A kubeconfig for a user made by :meth:`service_account_user`."""
+        return user_kubeconfig(
+            self.workdir, server=self.server, ca_cert=self.ca_cert, user=self.users[user], namespace=namespace
+        )
+
+    async def _token(self, client: KubeClient, namespace: str, name: str, within: float = 30.0) -> str:
+        await eventually(
+            lambda: client.get(SERVICE_ACCOUNTS, name, namespace=namespace),
+            within=within,
+            what=f"ServiceAccount {namespace}/{name}",
+            retry_on=(NotFound,),
+        )
+        return await request_token(client, namespace=namespace, name=name)
 
     async def service_account_kubeconfig(
         self, client: KubeClient, *, namespace: str, name: str, within: float = 30.0
@@ -163,13 +194,7 @@ class ExternalCluster:
         """A kubeconfig with a TokenRequest token of ServiceAccount ``namespace/name`` (as
         :meth:`LocalCluster.service_account_kubeconfig`, which reads the token Secret that
         clusters since 1.24 no longer create)."""
-        await eventually(
-            lambda: client.get(SERVICE_ACCOUNTS, name, namespace=namespace),
-            within=within,
-            what=f"ServiceAccount {namespace}/{name}",
-            retry_on=(NotFound,),
-        )
-        token = await request_token(client, namespace=namespace, name=name)
+        token = await self._token(client, namespace, name, within)
         config = render_kubeconfig(
             server=self.server,
             ca_cert=self.ca_cert,

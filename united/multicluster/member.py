@@ -222,9 +222,19 @@ class Member:
             failure = self._unusable
         if failure is None and self.client is not None:
             failure, version = await self._version(self.client)
+            failure = failure or self._refused()
             if failure is not None and failure.status == 401:
                 await self._secrets.reread(ref)
         self._record(failure, version)
+
+    def _refused(self) -> Failure | None:
+        """A member informer's LIST/WATCH refused (401, or 403: the member's role lacks a rule
+        the controller needs) makes the member ``Unauthorized``/``Forbidden`` though ``/version``
+        answers (every authenticated user may read it): the member cannot be used as it is."""
+        for informer in self.informers:
+            if informer.last_status in (401, 403):
+                return Failure(status=informer.last_status, message=informer.last_error)
+        return None
 
     async def connect(self, kubeconfig: bytes) -> Failure | None:
         """A new client from ``kubeconfig``, swapped in for the old one (closed after a grace)."""

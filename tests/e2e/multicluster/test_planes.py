@@ -126,6 +126,10 @@ async def test_what_a_member_plane_costs(members: dict[str, Plane], cluster: Loc
             "cpu_seconds_so_far": round(after.cpu_seconds, 1),
             "idle_cpu_percent": round(100 * (after.cpu_seconds - before[name].cpu_seconds) / idle, 1),
             "start_seconds": round(plane.start_seconds, 1),
+            "rss_mib_by_component": {
+                component: round(footprint([Path(f"/proc/{pid}")]).rss_bytes / 2**20)
+                for component, pid in plane.cluster.pids.items()
+            },
         }
     host_after = footprint(host_dirs)
     figures["host (control plane only)"] = {

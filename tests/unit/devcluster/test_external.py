@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from united.devcluster.credentials import render_kubeconfig
+from united.devcluster.credentials import StaticUser, render_kubeconfig
 from united.devcluster.external import (
     LOCAL_FIXTURES,
     LOCAL_ONLY,
@@ -47,7 +47,7 @@ def test_the_variable_names_the_cluster_and_optionally_a_context() -> None:
         ("tests/e2e/test_smoke.py::test_deployment", ["kube", "namespace", "sim", "simulation"], "(fixture sim)"),
         ("tests/e2e/multicluster/test_planes.py::test_x", ["members"], "member control planes"),
         ("tests/e2e/workloadspread/test_spread.py::test_x", ["spreading"], "webhook on 127.0.0.1"),
-        ("tests/e2e/runtime/test_events.py::test_x", ["unprivileged_user"], "static-token user"),
+        ("tests/e2e/test_faultproxy_e2e.py::test_x", ["unprivileged_user", "proxy_certs"], "fault proxy"),
     ],
 )
 def test_what_needs_local_components_is_skipped_with_the_reason(nodeid: str, fixtures: list[str], why: str) -> None:
@@ -61,11 +61,14 @@ def test_what_needs_local_components_is_skipped_with_the_reason(nodeid: str, fix
         "tests/e2e/controller/test_controller.py::test_kubectl_scale_is_not_a_prefix",
         "tests/e2e/controller/test_ownership.py::test_x",
         "tests/e2e/test_access_control.py::test_a_wrong_token_is_unauthorized",
+        "tests/e2e/runtime/test_events.py::test_missing_rbac_fails_quietly",
     ],
 )
 def test_the_rest_runs_against_the_existing_cluster(nodeid: str) -> None:
-    """The controller's ``simulation`` is None there (real nodes), so it does not count."""
-    assert local_only_reason(nodeid, ["kube", "namespace", "controller", "simulation", "cluster"]) is None
+    """The controller's ``simulation`` is None there (real nodes), and ``unprivileged_user`` a
+    ServiceAccount without bindings, so neither counts."""
+    fixtures = ["kube", "namespace", "controller", "simulation", "cluster", "unprivileged_user"]
+    assert local_only_reason(nodeid, fixtures) is None
 
 
 def test_every_listed_test_and_fixture_exists() -> None:
@@ -76,7 +79,7 @@ def test_every_listed_test_and_fixture_exists() -> None:
         assert (REPO / path).exists(), path
         if name:
             assert re.search(rf"def {name}\(", (REPO / path).read_text()), prefix
-    for fixture in set(LOCAL_FIXTURES) - {"member_kube", "joined"}:
+    for fixture in set(LOCAL_FIXTURES) - {"joined"}:
         assert re.search(rf"def {fixture}\(", sources), fixture
 
 
@@ -136,3 +139,23 @@ def test_an_external_cluster_keeps_private_copies_and_removes_them(tmp_path: Pat
         existing.stop()
     assert not existing.workdir.exists()
     assert path.exists(), "the given kubeconfig is not touched"
+
+
+def test_a_service_account_user_gets_a_kubeconfig_like_a_static_one(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(_kubeconfig(tmp_path)))
+    existing = ExternalCluster(Target(path))
+    try:
+        user = StaticUser("system:serviceaccount:home:nobody", token=TOKEN)
+        existing.users[user.name] = user
+        written = existing.kubeconfig_for(user.name, namespace="ns")
+        assert ":" not in written.name, "kubeconfig loaders split paths at ':'"
+        config = yaml.safe_load(written.read_text())
+        assert config["users"] == [{"name": user.name, "user": {"token": TOKEN}}]
+        assert config["clusters"][0]["cluster"] == {
+            "server": "https://a:6443",
+            "certificate-authority": str(tmp_path / "pki" / "ca.crt"),
+        }
+        assert config["contexts"][0]["context"]["namespace"] == "ns"
+    finally:
+        existing.stop()

@@ -122,3 +122,34 @@ async def test_new_credentials_swap_the_client_and_restart_the_informers() -> No
     await asyncio.sleep(1.2)  # the old client is closed after the grace
     assert old is not None and old._api.rest_client.pool_manager.closed
     await m.close()
+
+
+class Refusing:
+    def __init__(self, status: int, error: str) -> None:
+        self.last_status, self.last_error = status, error
+
+
+@pytest.mark.parametrize(("status", "reason"), [(403, "Forbidden"), (401, "Unauthorized")])
+async def test_a_refused_member_informer_outweighs_an_answered_probe(
+    status: int, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    changes: list[tuple[str, bool]] = []
+    secrets = Secrets(kubeconfig("token-a"))
+    m = member(secrets, changes)
+
+    async def answered(client: KubeClient) -> tuple[None, str]:
+        return None, "v1.20.2"
+
+    monkeypatch.setattr(m, "_version", answered)
+    await m.probe()
+    assert m.health.reason == "Reachable" and m.health.version == "v1.20.2"
+    error = f"cannot list deployments.apps in shop: {status} {reason}: deployments.apps is forbidden"
+    m.informers.append(Refusing(status, error))  # type: ignore[arg-type]
+    await m.probe()
+    assert (m.health.reason, m.health.version) == (reason, "v1.20.2")
+    assert "cannot list deployments.apps in shop" in m.health.message
+    assert changes[-1] == (reason, True) and secrets.rereads == (1 if status == 401 else 0)
+    m.informers[0].last_status, m.informers[0].last_error = 0, ""
+    await m.probe()
+    assert m.health.reason == "Reachable"
+    await m.close()
