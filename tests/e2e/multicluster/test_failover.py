@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD, condition, get_ud, wait_ready
-from tests.e2e.multicluster.remote import joined, ready_pods, remote_children
+from tests.e2e.multicluster.remote import PROBE, converged, joined, ready_pods, remote_children, spread
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
-from united.kube.client import KubeClient
+from united.kube.client import KubeClient, PatchType
 from united.multicluster.resource import CLUSTERS
 
 __all__ = ["joined"]
@@ -108,3 +109,54 @@ async def test_adaptive_failover_and_return(
     await eventually(back, within=90, what="member-1 back: one child there, no ClusterReady condition")
     await eventually(lambda: shape(2, 2), within=WINDOW + 60, what="m2 scaled back, m1 keeps its ready pods")
     await wait_ready(kube, namespace, doc, within=60)
+
+
+async def test_member_down_keeps_counts(
+    joined: dict[str, Plane],
+    kube: KubeClient,
+    member_kube: dict[str, KubeClient],
+    namespace: str,
+    controller: Controller,
+) -> None:
+    """Without Adaptive nothing moves: member-1's subset keeps its last-known counts, the others
+    follow a ``/scale``, member-1 gets no write (and few requests) while away, and catches up with
+    its one child once back."""
+    doc = spread("steady", 6)
+    await kube.create(UD, doc, namespace=namespace)
+    await converged(kube, member_kube, namespace, doc, 2)
+    plane = joined["member-1"]
+    requests_before = controller.counter("united_member_requests_total", cluster="member-1")
+    stopped = time.monotonic()
+    plane.stop_apiserver()
+    try:
+        scale = {"spec": {"replicas": 9}}
+        await kube.patch(UD, "steady", scale, patch_type=PatchType.MERGE, namespace=namespace, subresource="scale")
+
+        async def others_converged() -> None:
+            for cluster, client in (("host", kube), ("member-2", member_kube["member-2"])):
+                children = [
+                    c for c in await remote_children(client, namespace) if c["metadata"]["name"].startswith("steady")
+                ]
+                assert [c["spec"]["replicas"] for c in children] == [3], f"{cluster}: {children}"
+            obj = await get_ud(kube, namespace, doc)
+            m1 = entry(obj, "m1")
+            assert (m1["desired"], m1["replicas"], m1["readyReplicas"]) == (3, 2, 2), m1
+            assert [c["reason"] for c in m1.get("conditions") or ()] == ["ClusterUnreachable"], m1
+            ready = condition(obj, "Ready")
+            assert (ready["status"], ready["reason"]) == ("False", "ClusterUnavailable"), ready
+
+        await eventually(others_converged, within=60, what="host and member-2 at 3, member-1 last-known 2")
+        outage = time.monotonic() - stopped
+        requests = controller.counter("united_member_requests_total", cluster="member-1") - requests_before
+        probes = outage / PROBE["periodSeconds"] + 2
+        print(f"\nmember-1 down {outage:.1f} s: {requests:.0f} requests to it (probes alone: about {probes:.0f})")
+        assert requests <= probes + 3 * 8, "no tight loop against a dead member (probes + informer backoff)"
+    finally:
+        plane.start_apiserver()
+
+    async def caught_up() -> None:
+        children = await remote_children(member_kube["member-1"], namespace)
+        assert [c["spec"]["replicas"] for c in children] == [3], children
+
+    await eventually(caught_up, within=90, what="member-1 back: its one child scaled to 3")
+    await wait_ready(kube, namespace, doc, within=90)
