@@ -3,9 +3,11 @@ member before the finalizer lets it go; removing a subset deletes its child in i
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.e2e.controller.helpers import UD, patch_ud
+from tests.e2e.controller.helpers import UD, patch_ud, pods_of
 from tests.e2e.multicluster.remote import FINALIZER, converged, joined, remote_children, spread
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
@@ -52,3 +54,47 @@ async def test_subset_removed(
         assert [c["spec"]["replicas"] for c in there] == [3], there
 
     await eventually(removed, within=60, what="m2's child deleted in member-2, m1 scaled to 3")
+
+
+async def test_subset_moved(
+    joined: dict[str, Plane], kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
+) -> None:
+    doc = spread("moving", 6)
+    await kube.create(UD, doc, namespace=namespace)
+    await converged(kube, member_kube, namespace, doc, 2)
+    subsets = doc["spec"]["topology"]["subsets"]
+    subsets[1]["cluster"] = "member-2"  # m1 moves next to m2
+    await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": subsets}}})
+
+    async def moved() -> None:
+        assert await remote_children(member_kube["member-1"], namespace) == [], "member-1 still has m1's child"
+        there = await remote_children(member_kube["member-2"], namespace)
+        by_subset = sorted(
+            (c["metadata"]["labels"]["apps.united.io/subset-name"], c["spec"]["replicas"]) for c in there
+        )
+        assert by_subset == [("m1", 2), ("m2", 2)], by_subset
+
+    await eventually(moved, within=60, what="m1's child deleted in member-1 and created in member-2")
+
+
+async def test_patch_reaches_remote_pods(
+    joined: dict[str, Plane], kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
+) -> None:
+    doc = spread("patched", 6)
+    await kube.create(UD, doc, namespace=namespace)
+    await converged(kube, member_kube, namespace, doc, 2)
+    subsets = doc["spec"]["topology"]["subsets"]
+    env = [{"name": "WHERE", "value": "m2"}]
+    subsets[2]["patch"] = {"spec": {"containers": [{"name": "main", "env": env}]}}
+    await patch_ud(kube, namespace, doc, {"spec": {"topology": {"subsets": subsets}}})
+
+    def envs(pod: dict[str, Any]) -> list[Any]:
+        return [c.get("env") for c in pod["spec"]["containers"]]
+
+    async def reached() -> None:
+        m2 = await pods_of(member_kube["member-2"], namespace, "patched")
+        assert m2 and all(envs(p) == [env] for p in m2), [envs(p) for p in m2]
+        m1 = await pods_of(member_kube["member-1"], namespace, "patched")
+        assert m1 and all(envs(p) == [None] for p in m1), [envs(p) for p in m1]
+
+    await eventually(reached, within=90, what="the patch in member-2's pods only")
