@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.helpers import UD, patch_ud, pods_of
-from tests.e2e.multicluster.remote import FINALIZER, converged, joined, remote_children, spread
+from tests.e2e.controller.helpers import EVENTS, UD, condition, patch_ud, pods_of
+from tests.e2e.multicluster.remote import FINALIZER, G, converged, joined, remote_children, spread
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
 from united.kube.errors import NotFound
+from united.multicluster.resource import CLUSTERS
 
 __all__ = ["joined"]
 pytestmark = pytest.mark.e2e
@@ -98,3 +99,48 @@ async def test_patch_reaches_remote_pods(
         assert m1 and all(envs(p) == [None] for p in m1), [envs(p) for p in m1]
 
     await eventually(reached, within=90, what="the patch in member-2's pods only")
+
+
+async def test_delete_waits_for_unreachable_member(
+    joined: dict[str, Plane], kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
+) -> None:
+    """Member-1 down at deletion: the UD stays, saying why, until the abandon annotation names
+    member-1; member-2's child is deleted meanwhile, member-1's stays where it is."""
+    doc = spread("held", 6)
+    await kube.create(UD, doc, namespace=namespace)
+    await converged(kube, member_kube, namespace, doc, 2)
+    plane = joined["member-1"]
+    plane.stop_apiserver()
+    try:
+
+        async def unreachable() -> None:
+            ready = condition(await kube.get(CLUSTERS, "member-1"), "Ready")
+            assert ready.get("status") == "False", ready
+
+        await eventually(unreachable, within=15, what="member-1 Unreachable")
+        await kube.delete(UD, "held", namespace=namespace)
+
+        async def waiting() -> None:
+            obj = await kube.get(UD, "held", namespace=namespace)
+            reconciling = condition(obj, "Reconciling")
+            assert reconciling.get("reason") == "RemoteChildrenPending", reconciling
+            assert reconciling["message"].startswith("waiting to delete the children in member-1 unreachable since ")
+            assert await remote_children(member_kube["member-2"], namespace) == [], "member-2's child not deleted"
+
+        await eventually(waiting, within=30, what="the UD waits for member-1, member-2's child gone")
+        events = await kube.list(EVENTS, namespace=namespace)
+        assert any(e.get("reason") == "RemoteDeleteBlocked" for e in events.items)
+        annotation = {"metadata": {"annotations": {f"{G}/abandon-remote-children": "member-1"}}}
+        await patch_ud(kube, namespace, doc, annotation)
+
+        async def gone() -> None:
+            try:
+                await kube.get(UD, "held", namespace=namespace)
+            except NotFound:
+                return
+            raise AssertionError("the UnitedDeployment is still there")
+
+        await eventually(gone, within=30, what="the UD gone once member-1 is abandoned")
+    finally:
+        plane.start_apiserver()
+    assert len(await remote_children(member_kube["member-1"], namespace)) == 1, "abandoned: left where it was"
