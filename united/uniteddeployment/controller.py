@@ -104,6 +104,8 @@ class UnitedDeploymentController(Controller):
         members.watch(Watching(remote, tuple(namespaces), on_child, on_pod))
         members.subscribe(self._on_cluster)
         self.caches.members = members
+        for ud in self.caches.uniteddeployments.list():
+            self._warm(ud)
 
     def _on_cluster(self, cluster: str) -> None:
         """A member's health flipped or its caches synced: requeue the UDs that place a subset
@@ -112,6 +114,7 @@ class UnitedDeploymentController(Controller):
             spec = ((ud.get("spec") or {}).get("topology") or {}).get("subsets") or ()
             listed = (ud.get("status") or {}).get("subsetStatuses") or ()
             if any(isinstance(s, dict) and s.get("cluster") == cluster for s in (*spec, *listed)):
+                self._warm(ud)
                 self.enqueue(ud)
 
     # -- event handlers: map every change to the UnitedDeployment keys it concerns ---------
@@ -119,7 +122,23 @@ class UnitedDeploymentController(Controller):
     def _on_ud(self, kind: str, obj: Json, old: Json | None) -> None:
         if kind == MODIFIED and not _meta_changed(old, obj):
             return
+        if kind != DELETED:
+            self._warm(obj)
         self.enqueue(obj)
+
+    def _warm(self, obj: Json) -> None:
+        """Start the member informers ``obj``'s remote subsets need — on every replica, leader or
+        not (event handlers run everywhere), so a new leader finds them synced (warm standby)."""
+        members = self.caches.members
+        spec = obj.get("spec") or {}
+        variant = next(iter(spec.get("template") or {}), None)
+        if members is None or variant not in TEMPLATE_VARIANTS:
+            return
+        for subset in (spec.get("topology") or {}).get("subsets") or ():
+            cluster = subset.get("cluster") if isinstance(subset, dict) else None
+            member = members.get(str(cluster)) if cluster else None
+            if member is not None:
+                member.ensure(variant)
 
     def _on_owned(self, kind: str, obj: Json, old: Json | None) -> None:
         for key in {*owners_of(obj), *(owners_of(old) if old else ())}:
