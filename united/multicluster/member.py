@@ -250,6 +250,7 @@ class Member:
         old, self.client, self._kubeconfig = self.client, client, kubeconfig
         for informer in self.informers:
             informer.restart(client)
+        self.caches_changed()  # a client at last (or a new one): informers may start (warm standby)
         if old is not None:
             log.info("member credentials changed; client swapped", cluster=self.name)
             self._spawn(_close_later(old))

@@ -118,3 +118,12 @@ async def test_member_events_reach_the_watcher_with_the_cluster_name() -> None:
     assert seen == [("member-1", "child"), ("member-1", "pod")]
     for coro in spawned:
         coro.close()
+
+
+async def test_a_new_client_is_announced_so_every_replica_starts_its_informers() -> None:
+    from tests.unit.multicluster.test_member import kubeconfig
+
+    m, changes, _ = member()
+    assert await m.connect(kubeconfig("t0ken")) is None
+    assert changes == ["member-1"] and m.client is not None
+    await m.close()
