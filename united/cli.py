@@ -134,6 +134,17 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds between checks for child kinds whose CRD appeared (CloneSet, Advanced StatefulSet)",
     )
+    r.add_argument(
+        "--cluster-id",
+        metavar="ID",
+        help="this host's identity in member clusters (owner labels); default: the uid of namespace kube-system",
+    )
+    r.add_argument(
+        "--create-member-namespaces",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="create a subset's namespace in a member cluster when it is missing there (default: on)",
+    )
     add_logging_arguments(r)
     r.set_defaults(func=_run)
 
@@ -370,6 +381,8 @@ def _run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         webhook_url=args.webhook_url,
         webhook_failure_policy=args.webhook_failure_policy,
+        cluster_id=args.cluster_id,
+        create_member_namespaces=args.create_member_namespaces,
     )
     try:
         return asyncio.run(run(settings))

@@ -65,6 +65,9 @@ UNUSED_AND_KNOWN: frozenset[Permission] = frozenset(
         # Written only for a Cluster object (multi-cluster), which this run has none of
         # (tests/e2e/multicluster/test_clusters.py writes it under the same role).
         ("apps.united.io", "clusters/status", "patch"),
+        # The remote-children finalizer, only on UnitedDeployments with a subset in a member
+        # cluster (tests/e2e/multicluster/test_multicluster_lifecycle.py).
+        ("apps.united.io", "uniteddeployments", "patch"),
     }
 )
 """Granted, not seen in the run, and kept on purpose (the README says why)."""

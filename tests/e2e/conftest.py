@@ -26,14 +26,18 @@ import re
 import secrets
 import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests.e2e.controller.conftest import Controller
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.credentials import StaticUser
 from united.devcluster.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
+from united.devcluster.installation import SYSTEM, install_controller
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
@@ -208,3 +212,26 @@ async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
     finally:
         with contextlib.suppress(NotFound):
             await kube.delete(NAMESPACES, name)
+
+
+# The session's controller, shared by every e2e package that needs it (one process for the
+# whole run: several copies would take turns at the Lease, and counting writes would mislead).
+@pytest.fixture(scope="session")
+def controller_identity(cluster: LocalCluster) -> Path:
+    async def setup() -> Path:
+        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+            await install_controller(client, compat=True, leader_election=True)
+            return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
+
+    return asyncio.run(setup())
+
+
+@pytest.fixture(scope="session")
+def controller(cluster: LocalCluster, simulation: Any, controller_identity: Path) -> Iterator[Controller]:
+    running = Controller(controller_identity)
+    running.start()
+    try:
+        yield running
+    finally:
+        code = running.stop()
+        assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"

@@ -33,13 +33,14 @@ import signal
 import socket
 import uuid
 from collections.abc import Coroutine, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 import structlog
 
 from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
+from united.kube.client import NAMESPACES
 from united.kube.decode import Undecodable
 from united.kube.errors import ConfigError
 from united.multicluster.controller import ClusterController
@@ -108,6 +109,11 @@ class Settings:
     """``https://host:port``: create/update the webhook configurations pointing at it; None:
     only patch the ``caBundle`` of the shipped ones (in-cluster, through the Service)."""
     webhook_failure_policy: Literal["Ignore", "Fail"] = "Ignore"
+    cluster_id: str | None = None
+    """This host's identity in member clusters (owner labels); None: the uid of its
+    ``kube-system`` namespace, read at start (:func:`host_identity`)."""
+    create_member_namespaces: bool = True
+    """Create a subset's namespace in a member cluster when it is missing there."""
 
     @property
     def ud_resource(self) -> Resource:
@@ -156,6 +162,7 @@ class Manager:
                 ud_resource=settings.ud_resource,
                 selector=settings.selector,
                 child_sync_timeout=settings.child_sync_timeout,
+                create_member_namespaces=settings.create_member_namespaces,
             )
         )
         self.spreads: WorkloadSpreadController | None = None
@@ -188,6 +195,7 @@ class Manager:
 
         secrets = SecretWatch(self.client, spawn=spawn, failures=self.failures)
         self.members = Members(self.client, secrets=secrets, spawn=spawn, observer=self.metrics.member_observer)
+        self.ud.attach(self.members, host_id=self.settings.cluster_id or "", namespaces=self.namespaces)
         return ClusterController(host, members=self.members)
 
     def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
@@ -437,10 +445,22 @@ class Manager:
         log.info("stopped")
 
 
+async def host_identity(client: KubeClient) -> str:
+    """The uid of the host's ``kube-system`` namespace: stable for the cluster's life, the same
+    for every replica, and readable with one narrow grant (``get`` on that one namespace)."""
+    try:
+        namespace = await client.get(NAMESPACES, "kube-system")
+    except ApiError as exc:
+        raise ConfigError("--cluster-id", f"cannot read namespace kube-system: {exc}; pass --cluster-id") from None
+    return str((namespace.get("metadata") or {}).get("uid") or "")
+
+
 async def run(settings: Settings) -> int:
     client = await KubeClient.from_config(settings.kubeconfig)
     webhook_client = await KubeClient.from_config(settings.kubeconfig) if settings.webhook_port is not None else None
     try:
+        if settings.api_group == GROUP and not settings.cluster_id:
+            settings = replace(settings, cluster_id=await host_identity(client))
         manager = Manager(client, settings, webhook_client=webhook_client)
         client.observer = manager.metrics.api.observe
         if webhook_client is not None:

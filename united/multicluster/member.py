@@ -22,16 +22,22 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from united.kube import ApiError, KubeClient
+from united.kube.client import PODS
 from united.kube.errors import ConfigError
 from united.multicluster.credentials import SecretWatch, Spawn
 from united.multicluster.health import Failure, Health, advance, classify
+from united.multicluster.identity import RemoteKeys
 from united.multicluster.model import ClusterSpec
+from united.runtime.controller import Stores
+from united.runtime.failures import FailureLog
 from united.runtime.informer import Informer
+from united.uniteddeployment.reconciler import resource_of
 
 log = structlog.get_logger(__name__)
 SUSPECT_EVERY = 2.0
@@ -39,6 +45,38 @@ SUSPECT_EVERY = 2.0
 CLOSE_GRACE = 1.0
 """Seconds an old client lives on after a credential swap, for requests in flight."""
 Observer = Callable[[str, str, int, float], None]
+INFORMER_BACKOFF_MAX = 30.0
+"""Seconds between a member informer's attempts at most, while the member is down."""
+
+
+@dataclass(frozen=True)
+class Watching:
+    """What the UnitedDeployment controller wants watched in every member: this host's children
+    and pods (``remote.selector()``), in ``namespaces`` (``(None,)``: all), and who to tell
+    (``on_child(cluster, obj)``, ``on_pod(cluster, obj)``)."""
+
+    remote: RemoteKeys
+    namespaces: tuple[str | None, ...]
+    on_child: Callable[[str, dict[str, Any]], None]
+    on_pod: Callable[[str, dict[str, Any]], None]
+
+
+class _Failures(FailureLog):
+    """A member's list/watch failures: logged with ``cluster=``, and a failure makes the member
+    probe at once (a stopped API server drops every watch: ``Ready=False`` follows within the
+    probe timeout, not a whole period)."""
+
+    def __init__(self, member: Member) -> None:
+        super().__init__(logger=log.bind(cluster=member.name))
+        self._member = member
+
+    def failed(self, *, resource: str, error: BaseException, attempt: int, **fields: Any) -> None:
+        super().failed(resource=resource, error=error, attempt=attempt, **fields)
+        self._member.suspect()
+
+    def recovered(self, resource: str) -> None:
+        super().recovered(resource)
+        self._member.caches_changed()
 
 
 class Member:
@@ -62,6 +100,13 @@ class Member:
         self.client: KubeClient | None = None
         self.informers: list[Informer] = []
         """The member's informers; a credential swap restarts them on the new client."""
+        self.watching: Watching | None = None
+        """Set by :meth:`Members.watch`: what :meth:`ensure` starts informers for."""
+        self.children: dict[str, list[Informer]] = {}
+        """This host's remote children by template variant, started on demand (:meth:`ensure`)."""
+        self.pods: list[Informer] = []
+        self._informer_tasks: list[asyncio.Task[Any]] = []
+        self._failures = _Failures(self)
         self._host = host
         self._secrets = secrets
         self._changed = changed
@@ -73,6 +118,69 @@ class Member:
         self._wake = asyncio.Event()
         self._probed = -SUSPECT_EVERY
         self.probes = 0
+
+    def ensure(self, variant: str) -> None:
+        """Start the informers of ``variant``'s kind (and of pods) in this member, if absent:
+        only kinds some UnitedDeployment places here are watched. Needs a client."""
+        watching = self.watching
+        if watching is None or self.client is None or variant in self.children:
+            return
+        if not self.pods:
+            self.pods = self._start(PODS, watching, watching.on_pod, index_label=watching.remote.keys.subset_name)
+        self.children[variant] = self._start(resource_of(variant), watching, watching.on_child)
+
+    def _start(
+        self, resource: Any, watching: Watching, handler: Callable[[str, dict[str, Any]], None], **options: Any
+    ) -> list[Informer]:
+        assert self.client is not None
+        name = self.name
+        made = []
+        for namespace in watching.namespaces:
+            informer = Informer(
+                self.client,
+                resource,
+                namespace=namespace,
+                label_selector=watching.remote.selector(),
+                owner=watching.remote.owner_of,
+                backoff_max=INFORMER_BACKOFF_MAX,
+                failures=self._failures,
+                handlers=[lambda kind, obj, old: handler(name, obj)],
+                **options,
+            )
+            self.informers.append(informer)
+            self._informer_tasks += [self._spawn(informer.run()), self._spawn(self._when_synced(informer))]
+            made.append(informer)
+        return made
+
+    async def _when_synced(self, informer: Informer) -> None:
+        await informer.has_synced.wait()
+        self.caches_changed()
+
+    def caches_changed(self) -> None:
+        """An informer synced or recovered: the member may have become usable."""
+        self._changed(self, True)
+
+    def synced(self, variant: str) -> bool:
+        """``variant``'s children and the pods have been listed at least once in this process:
+        the stores are then the last-known state, even while the member is down."""
+        informers = [*self.children.get(variant, ()), *self.pods]
+        return variant in self.children and all(i.has_synced.is_set() for i in informers)
+
+    def usable(self, variant: str) -> bool:
+        """The reconciler may read and write ``variant``'s children here: the last probe answered,
+        and the kind's and the pods' informers have synced and are not failing (their watches are
+        up again after an outage)."""
+        informers = [*self.children.get(variant, ()), *self.pods]
+        return (
+            self.health.ready
+            and self.client is not None
+            and self.synced(variant)
+            and not any(i.last_error for i in informers)
+        )
+
+    def stores(self, variant: str) -> tuple[Stores, Stores]:
+        """The children of ``variant`` and the pods, as this member's informers hold them."""
+        return Stores(self.children.get(variant, ())), Stores(self.pods)
 
     def suspect(self) -> None:
         """Something failed against this member (or its Secret changed): probe now, not at the
@@ -142,6 +250,7 @@ class Member:
         old, self.client, self._kubeconfig = self.client, client, kubeconfig
         for informer in self.informers:
             informer.restart(client)
+        self.caches_changed()  # a client at last (or a new one): informers may start (warm standby)
         if old is not None:
             log.info("member credentials changed; client swapped", cluster=self.name)
             self._spawn(_close_later(old))
@@ -177,6 +286,10 @@ class Member:
         flipped = (old.status, old.reason) != (self.health.status, self.health.reason)
         if flipped:
             log.info("member cluster health", cluster=self.name, reason=reason, message=message)
+            if self.health.ready and self.client is not None:
+                for informer in self.informers:
+                    if informer.last_error:
+                        informer.restart(self.client)  # back: no waiting out a 30 s backoff
         self._changed(self, flipped)
 
     async def _drop_client(self) -> None:
@@ -185,6 +298,10 @@ class Member:
             await client.close()
 
     async def close(self) -> None:
+        for task in self._informer_tasks:
+            task.cancel()
+        await asyncio.gather(*self._informer_tasks, return_exceptions=True)
+        self._informer_tasks.clear()
         await self._drop_client()
 
 
@@ -212,6 +329,7 @@ class Members:
         self._observer = observer
         self._members: dict[str, tuple[Member, asyncio.Task[Any]]] = {}
         self._subscribers: list[Callable[[str], None]] = []
+        self._watching: Watching | None = None
         self.on_probe: Callable[[str], None] = lambda name: None
         secrets.on_change(self._secret_changed)
 
@@ -224,6 +342,16 @@ class Members:
 
     def subscribe(self, callback: Callable[[str], None]) -> None:
         self._subscribers.append(callback)
+
+    def watch(self, watching: Watching) -> None:
+        """What every member, present and future, watches for the UnitedDeployment controller."""
+        self._watching = watching
+        for member, _ in self._members.values():
+            member.watching = watching
+
+    @property
+    def remote(self) -> RemoteKeys | None:
+        return self._watching.remote if self._watching is not None else None
 
     def apply(self, spec: ClusterSpec, *, status: dict[str, Any] | None) -> Member:
         """Start the member ``spec`` names (its health seeded from the stored ``status``, so
@@ -245,6 +373,7 @@ class Members:
             observer=self._observer(spec.name) if self._observer is not None else None,
             spawn=self._spawn,
         )
+        member.watching = self._watching
         self._members[spec.name] = (member, self._spawn(member.run()))
         return member
 
@@ -282,4 +411,4 @@ class Members:
                 callback(member.name)
 
 
-__all__ = ["CLOSE_GRACE", "SUSPECT_EVERY", "Member", "Members"]
+__all__ = ["CLOSE_GRACE", "SUSPECT_EVERY", "Member", "Members", "Watching"]

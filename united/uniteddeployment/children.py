@@ -12,7 +12,7 @@ keep the oldest (then by name), so every replica of the controller picks the sam
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,8 +78,17 @@ class Claim:
     """Subsets whose only child is being deleted: wait for it rather than create a second."""
 
 
-def claim(ud: UnitedDeployment, candidates: Iterable[Mapping[str, Any]], keys: Keys) -> Claim:
-    """Sort candidate workloads (same namespace, one kind) into keep/adopt/release/duplicate."""
+def claim(
+    ud: UnitedDeployment,
+    candidates: Iterable[Mapping[str, Any]],
+    keys: Keys,
+    *,
+    owner_of: Callable[[Mapping[str, Any]], str | None] = controller_uid,
+) -> Claim:
+    """Sort candidate workloads (same namespace, one kind) into keep/adopt/release/duplicate.
+    ``owner_of`` reads who controls a workload: its controller ownerReference, or in a member
+    cluster its owner labels (``RemoteKeys.owner_of``; there only our own are candidates, so
+    nothing is ever adopted)."""
     sel = label_selector.parse(ud.spec.selector.to_dict()) if ud.spec.selector else None
     mine: dict[str, list[Json]] = {}
     out = Claim()
@@ -88,7 +97,7 @@ def claim(ud: UnitedDeployment, candidates: Iterable[Mapping[str, Any]], keys: K
         if namespace_of(raw) != ud.namespace:
             continue
         obj = dict(raw)
-        owner = controller_uid(obj)
+        owner = owner_of(obj)
         labels = labels_of(obj)
         subset = subset_of(obj, keys)
         matches = sel is not None and sel.matches(labels) and bool(subset)

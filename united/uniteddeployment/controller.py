@@ -18,6 +18,8 @@ import structlog
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import PODS
 from united.kube.decode import Undecodable
+from united.multicluster.identity import RemoteKeys
+from united.multicluster.member import Members, Watching
 from united.placement.selector import parse as parse_selector
 from united.runtime.controller import Controller, Host, Stores
 from united.runtime.informer import DELETED, MODIFIED, Informer
@@ -53,7 +55,15 @@ class UnitedDeploymentController(Controller):
     name = "uniteddeployment"
     log_key = "ud"
 
-    def __init__(self, host: Host, *, ud_resource: Resource, selector: str | None, child_sync_timeout: float) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        ud_resource: Resource,
+        selector: str | None,
+        child_sync_timeout: float,
+        create_member_namespaces: bool = True,
+    ) -> None:
         super().__init__(host)
         self.ud_resource = ud_resource
         self.keys = Keys(ud_resource.group)
@@ -74,14 +84,61 @@ class UnitedDeploymentController(Controller):
             recorder=host.recorder,
             ud_resource=ud_resource,
             gauges=host.metrics,
+            create_member_namespaces=create_member_namespaces,
         )
+
+    def attach(self, members: Members, *, host_id: str, namespaces: Iterable[str | None]) -> None:
+        """Serve subsets in member clusters: their informers watch this host's children and pods
+        (owner labels), whose events and every member's health flips queue the UDs concerned."""
+        remote = RemoteKeys(self.keys, host_id)
+
+        def on_child(cluster: str, obj: Json) -> None:
+            key = remote.ud_key(obj)
+            if key is not None:
+                self.queue.add(key)
+
+        def on_pod(cluster: str, obj: Json) -> None:
+            for key in self._matching_uds(obj):
+                self.queue.add(key)
+
+        members.watch(Watching(remote, tuple(namespaces), on_child, on_pod))
+        members.subscribe(self._on_cluster)
+        self.caches.members = members
+        for ud in self.caches.uniteddeployments.list():
+            self._warm(ud)
+
+    def _on_cluster(self, cluster: str) -> None:
+        """A member's health flipped or its caches synced: requeue the UDs that place a subset
+        there (spec) or had one there (status)."""
+        for ud in self.caches.uniteddeployments.list():
+            spec = ((ud.get("spec") or {}).get("topology") or {}).get("subsets") or ()
+            listed = (ud.get("status") or {}).get("subsetStatuses") or ()
+            if any(isinstance(s, dict) and s.get("cluster") == cluster for s in (*spec, *listed)):
+                self._warm(ud)
+                self.enqueue(ud)
 
     # -- event handlers: map every change to the UnitedDeployment keys it concerns ---------
 
     def _on_ud(self, kind: str, obj: Json, old: Json | None) -> None:
         if kind == MODIFIED and not _meta_changed(old, obj):
             return
+        if kind != DELETED:
+            self._warm(obj)
         self.enqueue(obj)
+
+    def _warm(self, obj: Json) -> None:
+        """Start the member informers ``obj``'s remote subsets need — on every replica, leader or
+        not (event handlers run everywhere), so a new leader finds them synced (warm standby)."""
+        members = self.caches.members
+        spec = obj.get("spec") or {}
+        variant = next(iter(spec.get("template") or {}), None)
+        if members is None or variant not in TEMPLATE_VARIANTS:
+            return
+        for subset in (spec.get("topology") or {}).get("subsets") or ():
+            cluster = subset.get("cluster") if isinstance(subset, dict) else None
+            member = members.get(str(cluster)) if cluster else None
+            if member is not None:
+                member.ensure(variant)
 
     def _on_owned(self, kind: str, obj: Json, old: Json | None) -> None:
         for key in {*owners_of(obj), *(owners_of(old) if old else ())}:

@@ -73,9 +73,10 @@ def child_patch(
         changed = {k: v for k, v in (want_meta.get(field) or {}).items() if have.get(k) != v}
         if changed:
             meta[field] = changed
-    owner = (want_meta.get("ownerReferences") or [{}])[0]
+    wanted = want_meta.get("ownerReferences")
     refs = list(live_meta.get("ownerReferences") or [])
-    if not any(r.get("uid") == owner.get("uid") and r.get("controller") for r in refs):
+    owner = wanted[0] if wanted else None  # none in a member cluster: owner labels stand in
+    if owner is not None and not any(r.get("uid") == owner.get("uid") and r.get("controller") for r in refs):
         meta["ownerReferences"] = [r for r in refs if r.get("uid") != owner.get("uid")] + [owner]
     live_spec = live.get("spec") or {}
     want_spec = desired.get("spec") or {}

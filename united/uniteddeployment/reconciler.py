@@ -19,22 +19,24 @@ import datetime
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from united.api.field import ManifestError
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
-from united.kube.client import PODS
+from united.kube.client import NAMESPACES, PODS
 from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
+from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
+from united.multicluster.lastknown import LastKnown, last_known
 from united.placement.selector import parse as parse_selector
 from united.runtime.controller import RetryableError
 from united.runtime.metrics import SubsetReplicas
 from united.uniteddeployment import adaptive, history, revision, rollout
 from united.uniteddeployment.admission import admission
 from united.uniteddeployment.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
-from united.uniteddeployment.children import Claim, claim, deleting, name_of, strays, uid_of
+from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, name_of, strays, uid_of
 from united.uniteddeployment.diff import child_patch, identified, immutable_changes, merge_patch
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
@@ -51,6 +53,10 @@ from united.uniteddeployment.render import render as render_child
 from united.uniteddeployment.render.blueprints import Blueprints
 from united.uniteddeployment.shift import Holding, Shift, shift
 from united.uniteddeployment.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
+
+if TYPE_CHECKING:
+    from united.multicluster.identity import RemoteKeys
+    from united.multicluster.member import Members
 
 Json = dict[str, Any]
 log = structlog.get_logger(__name__)
@@ -98,6 +104,30 @@ class Caches:
     """By template variant: why a served kind cannot be used yet (``cannot list …: 403 …``)."""
     undecodable: Mapping[str, Undecodable] = field(default_factory=dict)
     """UnitedDeployments the informers skipped as unreadable (too deeply nested), by key."""
+    members: Members | None = None
+    """The member clusters (None until ``Cluster`` objects are served, and in the kruise group)."""
+
+
+@dataclass
+class Site:
+    """Where a subset's child lives: the host (``cluster`` None) or a member cluster."""
+
+    cluster: str | None
+    client: KubeClient | None
+    children: Store | None
+    pods: PodStore | None
+    owner_of: Callable[[Mapping[str, Any]], str | None] = controller_uid
+    usable: bool = True
+    """Reads and writes may go there now (host: always; member: ``Member.usable``)."""
+    synced: bool = True
+    """Its stores were listed at least once in this process: the last-known state."""
+    reason: str = ""
+    """Why not usable: the member's ``Ready`` reason, ``ClusterNotFound``, ``NamespaceNotAllowed``,
+    ``ClusterSyncing``."""
+    since: float = 0.0
+    detail: str = ""
+    remote: RemoteKeys | None = None
+    suspect: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +149,10 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+SETTLE_SECONDS = 30.0
+"""After a start, how long a pass waits for member clusters to be registered and their caches
+to sync before it reports them as missing or syncing: a restart must not flap statuses (nor
+write anything) while the ``Cluster`` objects are read and the member informers list."""
 DEADLINE_MARGIN = 0.05
 """Seconds added to a requeue for an adaptive deadline: the timeouts are strict (``<``), so
 the pass must run just after the deadline, not at it."""
@@ -138,8 +172,11 @@ class Reconciler:
         clock: Callable[[], str] = now_rfc3339,
         seconds: Callable[[], float] = time.time,
         gauges: Gauges | None = None,
+        create_member_namespaces: bool = True,
     ) -> None:
         self.client = client
+        self.create_member_namespaces = create_member_namespaces
+        self.started = time.monotonic()
         self.caches = caches
         self.recorder = recorder
         self.ud_resource = ud_resource
@@ -150,8 +187,8 @@ class Reconciler:
         self._written: dict[str, tuple[int, Json]] = {}
         self._admitted: dict[str, tuple[tuple[Any, ...], UnitedDeployment | ManifestError]] = {}
         """The last admission of each UD, by what it was computed from (see :meth:`_admit`)."""
-        self._children: dict[str, dict[tuple[str, str, str], tuple[int, Json | None, float]]] = {}
-        """Children this process wrote, by UD key and (group, plural, name): the resourceVersion
+        self._children: dict[str, dict[tuple[str, str, str, str], tuple[int, Json | None, float]]] = {}
+        """Children this process wrote, by UD key and (cluster, group, plural, name): the resourceVersion
         and object the API server answered (None once deleted), and when — read instead of a
         cache that has not seen our own write yet, so a reconcile right after a write neither
         repeats it nor creates a second child for the subset (client-go's expectations)."""
@@ -177,6 +214,8 @@ class Reconciler:
                 self.gauges.forget_uniteddeployment(namespace, name)
             return Result()
         if deleting(obj):
+            if self._keys(obj).remote_children_finalizer in _finalizers(obj):
+                return await self._finalize(key, obj)
             return Result()
         previous = self._previous_status(key, obj)
         generation = int((obj.get("metadata") or {}).get("generation") or 0)
@@ -202,6 +241,96 @@ class Reconciler:
                 raise
             log.info("namespace is being deleted; nothing more to do", error=str(e))
             return Result()
+
+    @staticmethod
+    def _keys(obj: Mapping[str, Any]) -> Keys:
+        return Keys(str(obj.get("apiVersion") or "").partition("/")[0] or Keys().group)
+
+    async def set_finalizer(self, key: str, obj: Mapping[str, Any], previous: Json, *, present: bool) -> Json:
+        """Add or remove the remote-children finalizer: a merge patch of the whole list, guarded by
+        the resourceVersion read (the list is replaced whole). The answer's version is recorded as
+        our last write, so this pass's status patch is not refused as stale. Returns the answer."""
+        meta = obj.get("metadata") or {}
+        finalizer = self._keys(obj).remote_children_finalizer
+        current = _finalizers(obj)
+        wanted = [*current, finalizer] if present else [f for f in current if f != finalizer]
+        patch = {"metadata": {"finalizers": wanted or None, "resourceVersion": self._status_version(key, obj)}}
+        answer = await self.client.patch(
+            self.ud_resource, str(meta.get("name")), patch, patch_type=PatchType.MERGE, namespace=meta.get("namespace")
+        )
+        self._written[key] = (_rv(answer), previous)
+        return answer
+
+    async def _finalize(self, key: str, obj: Json) -> Result:
+        """A UnitedDeployment being deleted with remote children: delete them in every cluster
+        that can be used, wait for the others (unless abandoned), then remove the finalizer.
+        Host children go by the host's garbage collector, as always."""
+        keys = self._keys(obj)
+        meta = obj.get("metadata") or {}
+        namespace, uid = str(meta.get("namespace") or ""), str(meta.get("uid") or "")
+        spec = obj.get("spec") or {}
+        variant = next(iter((spec.get("template") or {}) or {"deploymentTemplate": None}))
+        previous = self._previous_status(key, obj)
+        clusters = {
+            str(s.get("cluster"))
+            for s in [*((spec.get("topology") or {}).get("subsets") or ()), *(previous.get("subsetStatuses") or ())]
+            if isinstance(s, dict) and s.get("cluster")
+        }
+        abandoned = {
+            c.strip() for c in str((meta.get("annotations") or {}).get(keys.abandon_remote_children, "")).split(",")
+        }
+        members = self.caches.members
+        blocked: list[str] = []
+        remaining = 0
+        resource = resource_of(variant) if variant in KINDS else None
+        for cluster in sorted(clusters):
+            if "*" in abandoned or cluster in abandoned:
+                continue
+            member = members.get(cluster) if members is not None else None
+            if member is None or resource is None:
+                blocked.append(f"{cluster}: no Cluster object of that name")
+                continue
+            member.ensure(variant)
+            children, _ = member.stores(variant)
+            health = member.health
+            if not health.ready:
+                blocked.append(f"{cluster} unreachable since {adaptive.format_time(health.since)}: {health.message}")
+                continue
+            if not member.usable(variant) or member.client is None:
+                remaining += 1  # reachable, its caches syncing: soon
+                continue
+            for child in children.by_owner(uid, namespace):
+                remaining += 1
+                if deleting(child):
+                    continue
+                with contextlib.suppress(NotFound):
+                    await member.client.delete(
+                        resource,
+                        name_of(child),
+                        namespace=namespace,
+                        propagation_policy="Background",
+                        preconditions=_same(child),
+                    )
+        if blocked:
+            message = (
+                "waiting to delete the children in "
+                + "; ".join(blocked)
+                + f"; set annotation {keys.abandon_remote_children}=<clusters> to stop waiting"
+            )
+            told = {c.get("type"): c.get("message") for c in previous.get("conditions") or () if isinstance(c, dict)}
+            if told.get("Reconciling") != message:
+                self.recorder.event(obj, "Warning", "RemoteDeleteBlocked", message)
+            generation = int(meta.get("generation") or 0)
+            problem = Problem("RemoteChildrenPending", message, stalled=False)
+            await self._write_status(
+                key, obj, previous, stalled(previous, generation=generation, problem=problem, now=self.clock())
+            )
+            return Result(requeue_after=60.0)
+        if remaining:
+            return Result(requeue_after=2.0)
+        with contextlib.suppress(NotFound):  # gone already: our removal, seen late by the cache
+            await self.set_finalizer(key, obj, previous, present=False)
+        return Result()
 
     async def _report_undecodable(self, key: str, problem: Undecodable) -> None:
         """A UnitedDeployment too deeply nested to read: a Warning Event and a ``Stalled``
@@ -248,20 +377,23 @@ class Reconciler:
             raise known[1]
         return known[1]
 
-    def remember(self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int) -> None:
-        self._children.setdefault(key, {})[(resource.group, resource.plural, name)] = (rv, obj, time.monotonic())
+    def remember(
+        self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int, cluster: str = ""
+    ) -> None:
+        entry = (cluster, resource.group, resource.plural, name)
+        self._children.setdefault(key, {})[entry] = (rv, obj, time.monotonic())
 
-    def fresh(self, key: str, resource: Resource, cached: list[Json]) -> list[Json]:
-        """The cached children of UD ``key``, with our own recent writes in place of what the
-        cache lacks."""
+    def fresh(self, key: str, resource: Resource, cached: list[Json], *, cluster: str = "") -> list[Json]:
+        """The cached children of UD ``key`` (in ``cluster``, ``""`` the host), with our own
+        recent writes in place of what the cache lacks."""
         mine = self._children.get(key)
         if not mine:
             return cached
         by_name = {name_of(o): o for o in cached}
         now = time.monotonic()
         for entry, (rv, obj, at) in list(mine.items()):
-            group, plural, name = entry
-            if (group, plural) != (resource.group, resource.plural):
+            where, group, plural, name = entry
+            if (where, group, plural) != (cluster, resource.group, resource.plural):
                 continue
             have = by_name.get(name)
             if (
@@ -321,6 +453,10 @@ class Reconciler:
         return True
 
 
+def _finalizers(obj: Mapping[str, Any]) -> list[str]:
+    return [str(f) for f in (obj.get("metadata") or {}).get("finalizers") or ()]
+
+
 def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
     """Delete preconditions naming the object read: deletes go by name, and the name may belong
     to another object by the time the request arrives."""
@@ -363,6 +499,13 @@ class _Pass:
         self.writes = 0
         self.requeue_after: float | None = None
         self.update_revision = ""
+        self.host = Site(None, r.client, None, r.caches.pods)
+        self.sites: dict[str, Site] = {}
+        """The site of each remote subset (host subsets: :attr:`host`)."""
+        self.elsewhere: list[tuple[Site, Json]] = []
+        """Children of this UD in a site their subset is not in (moved, removed, duplicates)."""
+        self.known: dict[str, LastKnown] = {}
+        """Remote subsets whose cluster's stores never synced: their previous status' counts."""
 
     def event(self, type_: str, reason: str, message: str) -> None:
         self.r.recorder.event(self.obj, type_, reason, message)
@@ -388,7 +531,13 @@ class _Pass:
         plan_ = await self.revisions(owner)
         updated = self.update_revision = plan_.updated
         resource = resource_of(variant)
+        self.host.children = store
         claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
+        if self.r.caches.members is not None or any(s.cluster for s in self.ud.spec.subsets):
+            self.claim_remote(resource, variant, claimed)
+            settling = time.monotonic() - self.r.started < SETTLE_SECONDS
+            if settling and any(s.reason in (CLUSTER_SYNCING, CLUSTER_NOT_FOUND) for s in self.sites.values()):
+                return Result(requeue_after=1.0)  # just started: members are being read; nothing to say yet
         await self.recover(resource, claimed)
         if claimed.adopt:
             await self.recheck()
@@ -400,11 +549,21 @@ class _Pass:
             )
             for name, c in claimed.by_subset.items()
         }
+        state |= {name: known.state() for name, known in self.known.items()}
+        down = {name: site for name, site in self.sites.items() if not site.usable}
+        for name in down:
+            if name in state:
+                state[name] = dataclasses.replace(state[name], unreachable=True)
         settings = adaptive.Settings.of(self.ud.spec)
         seconds = self.r.seconds()
         decisions = self.decide(settings, claimed.by_subset, pods, updated, seconds) if settings else {}
+        if settings is not None:
+            decisions |= self.cluster_down(settings, down, state, seconds)
         for name, d in decisions.items():
-            state[name] = dataclasses.replace(state[name], unschedulable=d.unschedulable, reserved_pods=d.held)
+            if name not in state and not d.unschedulable:
+                continue  # nothing known of it: no state, as for a subset without a child
+            st = state.get(name, SubsetState(unreachable=True))
+            state[name] = dataclasses.replace(st, unschedulable=d.unschedulable, reserved_pods=d.held)
         try:
             plan = allocate(self.ud.spec, state)
             if settings is not None and settings.reserve:
@@ -441,6 +600,7 @@ class _Pass:
             still = frozenset(n for n, t in targets.items() if t.max_unavailable == 0)
             for type_, reason, message in wave.events:
                 self.event(type_, reason, message)
+        await self.finalizer(claimed)
         applied = await self.children(resource, claimed, plan, updated, overrides, held, still)
         draining = moved.draining if moved is not None else ()
         await self.drain(resource, claimed, plan, draining)
@@ -448,6 +608,7 @@ class _Pass:
         for reason, messages in self.done.items():
             self.event("Normal", reason, "; ".join(messages))
         views = self.observe(claimed.by_subset, pods, updated, decisions)
+        views |= {name: known.view() for name, known in self.known.items()}
         problem = None
         if self.errors:
             problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False)
@@ -455,6 +616,8 @@ class _Pass:
             problem = Problem("ImmutableField", "; ".join(self.immutable))
         elif wave is not None and wave.status["phase"] == rollout.STALLED:
             problem = Problem(rollout.ROLLOUT_STUCK, wave.status["message"])
+        elif down:
+            problem = self.unavailable(down)
         selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
         facts = Facts(
             generation=self.generation,
@@ -476,6 +639,10 @@ class _Pass:
             rollout_states={
                 **({n: t.state for n, t in wave.targets.items()} if wave is not None else {}),
                 **dict.fromkeys(draining, rollout.DRAINING),
+            },
+            clusters={n: site.cluster for n, site in self.sites.items() if site.cluster},
+            cluster_conditions={
+                n: cluster_ready(str(site.cluster), site.reason, site.since, site.detail) for n, site in down.items()
             },
         )
         status = compute(facts)
@@ -509,6 +676,145 @@ class _Pass:
             delays.append(wave.requeue_after)
         return Result(requeue_after=min(delays, default=None))
 
+    def site(self, subset: str) -> Site:
+        return self.sites.get(subset, self.host)
+
+    async def finalizer(self, claimed: Claim) -> None:
+        """The remote-children finalizer is on while this UD has a remote subset or a remote
+        child (so deleting it deletes them first), and only then: host-only UDs never get it."""
+        remote = bool(self.sites) or any(site.cluster for site, _ in self.elsewhere)
+        has = self.keys.remote_children_finalizer in _finalizers(self.obj)
+        written = self.r._written.get(self.key)
+        if remote == has or (written is not None and _rv(self.obj) < written[0]):
+            return  # as wanted, or the cache has not shown our last write yet
+        answer = await self.r.set_finalizer(self.key, self.obj, self.previous, present=remote)
+        self.obj = {**self.obj, "metadata": {**(self.obj.get("metadata") or {}), **(answer.get("metadata") or {})}}
+
+    def claim_remote(self, resource: Resource, variant: str, claimed: Claim) -> None:
+        """Where each remote subset's child lives (:attr:`sites`), and the children of this UD
+        in member clusters merged into ``claimed``: a child counts for subset S only in S's own
+        site; one anywhere else (the subset moved or was removed), like a duplicate, goes to
+        :attr:`elsewhere` to be deleted. Clusters looked at: those of the spec and those the
+        previous status names (a removed or moved subset's child is found there)."""
+        previous = {
+            str(e.get("cluster"))
+            for e in self.previous.get("subsetStatuses") or ()
+            if isinstance(e, Mapping) and e.get("cluster")
+        }
+        spec = {s.name: s.cluster for s in self.ud.spec.subsets if s.cluster}
+        by_cluster = {c: self.site_of(c, variant) for c in sorted({*spec.values(), *previous})}
+        self.sites = {name: by_cluster[c] for name, c in spec.items()}
+        for name in list(claimed.by_subset):
+            if name in self.sites:  # now remote: the host's child goes
+                self.elsewhere.append((self.host, claimed.by_subset.pop(name)))
+        for cluster, site in by_cluster.items():
+            if site.children is None or not site.synced:
+                continue
+            cached = site.children.by_owner(self.ud.uid, self.namespace)
+            found = claim(
+                self.ud, self.r.fresh(self.key, resource, cached, cluster=cluster), self.keys, owner_of=site.owner_of
+            )
+            for name, child in found.by_subset.items():
+                if spec.get(name) == cluster:
+                    claimed.by_subset[name] = child
+                else:
+                    self.elsewhere.append((site, child))
+            for name, child in found.terminating.items():
+                if spec.get(name) == cluster:
+                    claimed.terminating[name] = child
+            self.elsewhere += [(site, child) for child in found.duplicates]
+        for name, cluster in spec.items():
+            if not self.sites[name].synced:
+                known = last_known(self.previous, name, cluster)
+                if known is not None:
+                    self.known[name] = known
+
+    def site_of(self, cluster: str, variant: str) -> Site:
+        """The site of ``cluster`` for this pass; unusable (with the reason) when there is no such
+        ``Cluster``, it does not admit this namespace, or cannot be used now."""
+        members = self.r.caches.members
+        member = members.get(cluster) if members is not None else None
+        remote = members.remote if members is not None else None
+        if member is None or remote is None:
+            return Site(cluster, None, None, None, usable=False, synced=False, reason=CLUSTER_NOT_FOUND)
+        allowed = member.spec.namespaces
+        if allowed is not None and self.namespace not in allowed:
+            return Site(cluster, None, None, None, usable=False, synced=False, reason=NAMESPACE_NOT_ALLOWED)
+        member.ensure(variant)
+        children, pods = member.stores(variant)
+        usable = member.usable(variant)
+        health = member.health
+        reason = "" if usable else (health.reason if not health.ready else CLUSTER_SYNCING)
+        return Site(
+            cluster,
+            member.client,
+            children,
+            pods,
+            owner_of=remote.owner_of,
+            usable=usable,
+            synced=member.synced(variant),
+            reason=reason,
+            since=health.since,
+            detail="" if health.ready else health.message,
+            remote=remote,
+            suspect=member.suspect,
+        )
+
+    def cluster_down(
+        self, settings: adaptive.Settings, down: Mapping[str, Site], state: Mapping[str, SubsetState], seconds: float
+    ) -> dict[str, adaptive.Decision]:
+        """Adaptive decisions for the subsets whose cluster cannot be used: marked once that has
+        lasted ``rescheduleCriticalSeconds`` (:func:`~united.uniteddeployment.adaptive.cluster_down`)."""
+        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
+        out = {}
+        for name, site in down.items():
+            mark = adaptive.schedulable_condition(previous.get(name))
+            if site.reason == CLUSTER_SYNCING and (mark is None or mark.status):
+                continue  # reachable, caches syncing (a restart): nothing moves; a mark is held
+            out[name] = adaptive.cluster_down(
+                settings,
+                subset=name,
+                cluster=str(site.cluster),
+                since=site.since or seconds,
+                now=seconds,
+                previous=mark,
+                replicas=state[name].replicas if name in state else 0,
+            )
+        return out
+
+    def unavailable(self, down: Mapping[str, Site]) -> Problem:
+        """The UD's condition while some subsets' clusters cannot be used: the others converge;
+        ``Stalled`` only when a ``Cluster`` is missing (a spec problem)."""
+        messages = [
+            f"subset {name}: "
+            + cluster_ready(str(site.cluster), site.reason, site.since)["message"].removesuffix(
+                "; showing the last-known counts"
+            )
+            for name, site in down.items()
+        ]
+        missing = any(site.reason == CLUSTER_NOT_FOUND for site in down.values())
+        return Problem(CLUSTER_NOT_FOUND if missing else "ClusterUnavailable", "; ".join(messages), stalled=missing)
+
+    async def create(self, site: Site, resource: Resource, body: Json) -> Any:
+        """Create ``body`` in ``site``; in a member whose namespace is missing, create the
+        namespace first (labelled with our host identity; never deleted) unless that is off."""
+        assert site.client is not None
+        try:
+            return await site.client.create(resource, body, namespace=self.namespace)
+        except NotFound as e:
+            if site.remote is None or (e.body.get("details") or {}).get("kind") != "namespaces":
+                raise
+            if not self.r.create_member_namespaces:
+                raise ApiError(
+                    f"namespace {self.namespace} does not exist there (namespace creation is off)", status=404
+                ) from None
+        labels = {self.keys.created_by_cluster: site.remote.host_id}
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace, "labels": labels}}
+        with contextlib.suppress(AlreadyExists):
+            await site.client.create(NAMESPACES, namespace)
+            self.writes += 1
+        return await site.client.create(resource, body, namespace=self.namespace)
+
     def candidates(self, store: Store) -> list[Json]:
         """Children this UD may keep or adopt: its own and the namespace's orphans (from the
         stores' indexes, so a pass costs what it owns, not what the namespace holds). Only its
@@ -521,7 +827,8 @@ class _Pass:
         selector's workloads without that label, in the passes that would create — so it holds
         after a restart too, needs no cache of objects the informers cannot see, and no verb
         the controller does not have. Such a child is kept, and its label written back."""
-        missing = {s.name for s in self.ud.spec.subsets} - claimed.by_subset.keys() - claimed.terminating.keys()
+        missing = {s.name for s in self.ud.spec.subsets if s.name not in self.sites}
+        missing -= claimed.by_subset.keys() | claimed.terminating.keys()
         if not missing or self.ud.spec.selector is None or not self.previous.get("subsetStatuses"):
             # A UD whose status never listed its subsets has no child to lose (those it just
             # created stand in the expectations): a cold start makes no extra LIST.
@@ -537,9 +844,11 @@ class _Pass:
         do) reads only the pods with that value, from the cache's index, so a pass costs its
         own pods, not subsets x the namespace's; other selectors scan the namespace, one
         child per step of the loop."""
-        pods = self.r.caches.pods
         out = {}
         for subset, child in by_subset.items():
+            pods = self.site(subset).pods
+            if pods is None:
+                continue
             raw = (child.get("spec") or {}).get("selector") or {}
             sel = parse_selector(raw)
             value = (raw.get("matchLabels") or {}).get(self.keys.subset_name)
@@ -740,15 +1049,19 @@ class _Pass:
     async def label_pods(self, decisions: Mapping[str, adaptive.Decision]) -> None:
         """Reservation: set the reserved-pod label where it changed (a merge patch of one label;
         the ClusterRole's ``patch`` on pods exists for this alone)."""
-        for d in decisions.values():
+        for name, d in decisions.items():
+            site = self.site(name)
+            if not site.usable or site.client is None:
+                continue
             for change in d.labels:
                 body = {"metadata": {"labels": {self.keys.reserved_pod: change.value}}}
                 await self.write(
                     "label",
                     f"pod {change.pod}",
-                    self.r.client.patch(PODS, change.pod, body, patch_type=PatchType.MERGE, namespace=self.namespace),
+                    site.client.patch(PODS, change.pod, body, patch_type=PatchType.MERGE, namespace=self.namespace),
                     success=None,
                     missing_ok=True,
+                    site=site,
                 )
 
     def max_unavailable(
@@ -764,7 +1077,7 @@ class _Pass:
             return {}
         out = {}
         for name, d in decisions.items():
-            if not d.unschedulable:
+            if not d.unschedulable or name not in by_subset:
                 continue
             ready = int((by_subset[name].get("status") or {}).get("readyReplicas") or 0)
             out[name] = adaptive.max_unavailable(plan[name].replicas, ready, d.update_timeout_pods)
@@ -882,6 +1195,7 @@ class _Pass:
             await asyncio.sleep(0)  # one subset's render and diff per step of the loop
             a = plan[subset.name]
             live = claimed.by_subset.get(subset.name)
+            site = self.site(subset.name)
             rendered, overridden = self.render(
                 subset,
                 a,
@@ -889,22 +1203,29 @@ class _Pass:
                 overrides.get(subset.name, 0),
                 live,
                 still=subset.name in still,
+                remote=site.remote,
             )
             applied[subset.name] = rendered.partition_applied
+            if not site.usable or site.client is None:
+                continue  # no request to a cluster we cannot use; the status says why
+            where = f" in cluster {site.cluster}" if site.cluster else ""
             if live is None:
                 if subset.name in claimed.terminating:
                     continue
                 created = await self.write(
                     "create",
-                    subset.name,
-                    self.r.client.create(resource, rendered.object, namespace=self.namespace),
+                    f"{subset.name}{where}",
+                    self.create(site, resource, rendered.object),
                     success=(
                         "SuccessfulCreate",
-                        f"Created {kind.kind} for subset {subset.name} with {a.replicas} replicas",
+                        f"Created {kind.kind} for subset {subset.name}{where} with {a.replicas} replicas",
                     ),
+                    site=site,
                 )
                 if created:
-                    self.r.remember(self.key, resource, name_of(created), created, rv=_rv(created))
+                    self.r.remember(
+                        self.key, resource, name_of(created), created, rv=_rv(created), cluster=site.cluster or ""
+                    )
                 continue
             fields = immutable_changes(live, rendered.object, kind=kind)
             if fields:
@@ -931,11 +1252,13 @@ class _Pass:
             adopting = "ownerReferences" in (patch.get("metadata") or {})
             if adopting:
                 what.append("adopted")
-            message = f"{kind.kind} {name_of(live)} of subset {subset.name}: " + (", ".join(what) or "labels updated")
+            message = f"{kind.kind} {name_of(live)} of subset {subset.name}{where}: " + (
+                ", ".join(what) or "labels updated"
+            )
             patched = await self.write(
                 "update",
                 subset.name,
-                self.r.client.patch(
+                site.client.patch(
                     resource,
                     name_of(live),
                     identified(patch, live, exact=adopting),
@@ -943,9 +1266,12 @@ class _Pass:
                     namespace=self.namespace,
                 ),
                 success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
+                site=site,
             )
             if patched:
-                self.r.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
+                self.r.remember(
+                    self.key, resource, name_of(patched), patched, rv=_rv(patched), cluster=site.cluster or ""
+                )
         return applied
 
     def render(
@@ -957,6 +1283,7 @@ class _Pass:
         live: Json | None,
         *,
         still: bool = False,
+        remote: RemoteKeys | None = None,
     ) -> tuple[Rendered, bool]:
         """The child of ``subset`` with its reservation override (and whether it has one). From
         the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
@@ -967,7 +1294,13 @@ class _Pass:
         if template is not None:
             ud = dataclasses.replace(self.ud, spec=dataclasses.replace(self.ud.spec, templates=(template,)))
             rendered = render_child(
-                ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=revision_name, keys=self.keys
+                ud,
+                subset=subset,
+                replicas=a.replicas,
+                partition=a.partition,
+                revision=revision_name,
+                keys=self.keys,
+                remote=remote,
             )
             return rendered, self.override(rendered.object, override, exact=still)
         complete = live is None
@@ -981,6 +1314,7 @@ class _Pass:
                 revision=self.update_revision,
                 keys=self.keys,
                 complete=complete,
+                remote=remote,
             )
             overridden = self.override(rendered.object, override, exact=still)
             if rendered.complete or _digest(live, self.keys) == _digest(rendered.object, self.keys):
@@ -1036,27 +1370,29 @@ class _Pass:
             if other != variant:
                 res = resource_of(other)
                 doomed += [(c, res) for c in store.by_owner(self.ud.uid, self.namespace)]
+        sited = [(self.host, c, res) for c, res in doomed] + [(site, c, resource) for site, c in self.elsewhere]
         remaining = 0
-        for child, res in doomed:
-            if deleting(child):
-                remaining += 1
-                continue
+        for site, child, res in sited:
             remaining += 1
+            if deleting(child) or not site.usable or site.client is None:
+                continue
+            where = f" in cluster {site.cluster}" if site.cluster else ""
             gone = await self.write(
                 "delete",
-                name_of(child),
-                self.r.client.delete(
+                f"{name_of(child)}{where}",
+                site.client.delete(
                     res,
                     name_of(child),
                     namespace=self.namespace,
                     propagation_policy="Background",
                     preconditions=_same(child),
                 ),
-                success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}"),
+                success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}{where}"),
                 missing_ok=True,
+                site=site,
             )
             if gone is not None:
-                self.r.remember(self.key, res, name_of(child), None, rv=_rv(child))
+                self.r.remember(self.key, res, name_of(child), None, rv=_rv(child), cluster=site.cluster or "")
         for child in claimed.release:
             refs = [
                 r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid
@@ -1077,11 +1413,18 @@ class _Pass:
         return remaining
 
     async def write(
-        self, verb: str, target: str, call: Any, *, success: tuple[str, str] | None, missing_ok: bool = False
+        self,
+        verb: str,
+        target: str,
+        call: Any,
+        *,
+        success: tuple[str, str] | None,
+        missing_ok: bool = False,
+        site: Site | None = None,
     ) -> Json | None:
         """Await one write; failures are collected (the status reports them, the key is
         requeued), never raised — but a namespace being deleted ends the pass. Returns the API
-        server's answer, or None on failure."""
+        server's answer, or None on failure. A member that failed in transport is probed at once."""
         try:
             answer = await call
         except NotFound:
@@ -1094,6 +1437,8 @@ class _Pass:
         except ApiError as e:
             if namespace_terminating(e):
                 raise
+            if site is not None and site.suspect is not None and (e.status == 0 or e.status >= 500):
+                site.suspect()
             self.errors.append(f"{verb} {target}: {e}")
             self.event("Warning", f"Failed{verb.capitalize()}", f"{verb} {target}: {e}")
             return None

@@ -5,7 +5,6 @@ a test instead of passing unnoticed with admin rights.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -14,14 +13,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import KRUISE_RBAC, SYSTEM, apply, documents, install_controller
+from united.devcluster.installation import KRUISE_RBAC, SYSTEM, apply, documents
 from united.kube.client import KubeClient, Resource
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -155,24 +150,3 @@ class Controller:
         if resource is not None:
             return by.get(resource, 0)
         return sum(n for r, n in by.items() if r != "leases")
-
-
-@pytest.fixture(scope="session")
-def controller_identity(cluster: LocalCluster) -> Path:
-    async def setup() -> Path:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-            await install_controller(client, compat=True, leader_election=True)
-            return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
-
-    return asyncio.run(setup())
-
-
-@pytest.fixture(scope="session")
-def controller(cluster: LocalCluster, simulation: Any, controller_identity: Path) -> Iterator[Controller]:
-    running = Controller(controller_identity)
-    running.start()
-    try:
-        yield running
-    finally:
-        code = running.stop()
-        assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from united.api.names import child_prefix
+from united.multicluster.identity import RemoteKeys
 from united.placement.subset import patch_text, place
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
@@ -87,15 +88,24 @@ def render(
     partition: int,
     revision: str,
     keys: Keys,
+    remote: RemoteKeys | None = None,
 ) -> Rendered:
     """Render the child of ``subset``; ``ud`` must be defaulted and valid."""
-    return finish(blueprint(ud, subset=subset, revision=revision, keys=keys), kind_of(ud), replicas, partition)
+    made = blueprint(ud, subset=subset, revision=revision, keys=keys, remote=remote)
+    return finish(made, kind_of(ud), replicas, partition)
 
 
-def blueprint(ud: UnitedDeployment, *, subset: Subset, revision: str, keys: Keys) -> Json:
+def blueprint(
+    ud: UnitedDeployment, *, subset: Subset, revision: str, keys: Keys, remote: RemoteKeys | None = None
+) -> Json:
     """The child of ``subset`` but for replicas and partition: what costs (placing the pod
     template into the subset, the spec digest) and changes only with the spec and the revision,
-    so that it can be kept between passes (:mod:`united.uniteddeployment.render.blueprints`)."""
+    so that it can be kept between passes (:mod:`united.uniteddeployment.render.blueprints`).
+
+    A child in a member cluster (``remote``) cannot carry an ownerReference to the host's
+    UnitedDeployment: it carries owner labels instead (:class:`~united.multicluster.identity.RemoteKeys`),
+    its pod template the host's identity (member pod watches select this host's pods only), and
+    the ``Cluster`` name as an annotation. The labels are in the spec digest like any other."""
     kind = kind_of(ud)
     template = ud.spec.template
     assert template is not None
@@ -107,6 +117,9 @@ def blueprint(ud: UnitedDeployment, *, subset: Subset, revision: str, keys: Keys
         keys.subset_name: subset.name,
     }
     annotations = {**(template.metadata.get("annotations") or {}), keys.subset_patch: patch_text(subset.patch)}
+    if remote is not None:
+        labels |= remote.labels(ud)
+        annotations[keys.cluster] = subset.cluster or ""
     # The pod template is copied once, by place(); here it only keeps its key's position.
     spec: Json = {k: None if k == "template" else copy.deepcopy(v) for k, v in template.spec.items()}
     spec.pop("replicas", None)
@@ -114,6 +127,8 @@ def blueprint(ud: UnitedDeployment, *, subset: Subset, revision: str, keys: Keys
     pod = dict(template.pod_template)
     pod_meta = pod["metadata"] = dict(pod.get("metadata") or {})
     pod_meta["labels"] = {**(pod_meta.get("labels") or {}), keys.subset_name: subset.name, keys.revision: revision}
+    if remote is not None:
+        pod_meta["labels"] |= remote.pod_labels()
     spec["template"] = place(
         pod,
         node_selector_term=subset.node_selector_term,
@@ -125,8 +140,9 @@ def blueprint(ud: UnitedDeployment, *, subset: Subset, revision: str, keys: Keys
         "generateName": child_prefix(ud.name, subset.name),
         "labels": labels,
         "annotations": annotations,
-        "ownerReferences": [owner_reference(ud)],
     }
+    if remote is None:
+        metadata["ownerReferences"] = [owner_reference(ud)]
     if ud.namespace:
         metadata["namespace"] = ud.namespace
     return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata, "spec": spec}
@@ -142,8 +158,9 @@ def finish(blueprint: Json, kind: ChildKind, replicas: int, partition: int) -> R
         **meta,
         "labels": dict(meta["labels"]),
         "annotations": dict(meta["annotations"]),
-        "ownerReferences": [dict(ref) for ref in meta["ownerReferences"]],
     }
+    if "ownerReferences" in meta:
+        metadata["ownerReferences"] = [dict(ref) for ref in meta["ownerReferences"]]
     spec = {**blueprint["spec"], "replicas": replicas}
     applied = kind.set_partition(spec, partition)
     return Rendered(object={**blueprint, "metadata": metadata, "spec": spec}, partition_applied=applied)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from united.multicluster.identity import RemoteKeys
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import Subset, UnitedDeployment
 from united.uniteddeployment.render import Json, Rendered, blueprint, finish, kind_of
@@ -63,6 +64,7 @@ class Blueprints:
         revision: str,
         keys: Keys,
         complete: bool,
+        remote: RemoteKeys | None = None,
     ) -> Rendered:
         """:func:`~united.uniteddeployment.render.render`, from the kept blueprint when there is one and a
         ``complete`` child (with its pod template) is not asked for; a full render is kept."""
@@ -74,7 +76,7 @@ class Blueprints:
         if not complete and kept is not None and _placement(kept[0]) == _placement(subset):
             entry.by_subset[subset.name] = (subset, kept[1])
             return replace(finish(kept[1], kind, replicas, partition), complete=False)
-        made = blueprint(ud, subset=subset, revision=revision, keys=keys)
+        made = blueprint(ud, subset=subset, revision=revision, keys=keys, remote=remote)
         entry.by_subset[subset.name] = (subset, _slim(made, ud))
         return finish(made, kind, replicas, partition)
 
@@ -91,8 +93,9 @@ def _inputs(ud: UnitedDeployment) -> tuple[Any, ...]:
 
 
 def _placement(subset: Subset) -> tuple[Any, ...]:
-    """What a blueprint reads of its subset (not its replicas)."""
-    return subset.name, subset.node_selector_term, subset.tolerations, subset.patch
+    """What a blueprint reads of its subset (not its replicas); its cluster decides whether it
+    carries owner labels or an ownerReference (the host identity is the process's)."""
+    return subset.name, subset.node_selector_term, subset.tolerations, subset.patch, subset.cluster
 
 
 def _slim(made: Json, ud: UnitedDeployment) -> Json:
