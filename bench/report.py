@@ -20,6 +20,7 @@ GOALS = {
     "cpu_per_write_ratio": 1.5,
     "noop_writes": 0,
     "kb_per_child": 4.0,
+    "kb_per_pod": 4.0,
     "alloc_1000_ms": 5.0,
 }
 
@@ -204,6 +205,19 @@ def render(results: JSON) -> str:
                 _mark(mem["kb_per_child"] <= GOALS["kb_per_child"]),
             )
         )
+        if "kb_per_pod" in mem:
+            rows.append(
+                (
+                    f"Memory, {mem['pods']} cached pods",
+                    "RSS with them vs empty cache; per pod",
+                    f"{mem['rss_pods_kb'] / 1024:.0f} MiB vs {mem['rss_empty_kb'] / 1024:.0f} MiB; "
+                    f"{mem['kb_per_pod']:.2f} KB",
+                    f"{mem['json_bytes_per_pod'] / 1024:.2f} KB JSON",
+                    "",
+                    f"≤ {GOALS['kb_per_pod']:g} KB",
+                    _mark(mem["kb_per_pod"] <= GOALS["kb_per_pod"]),
+                )
+            )
     alloc = results.get("allocation")
     if alloc:
         for kind in ("specified", "elastic"):

@@ -49,6 +49,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-bursts", type=int, default=4, help="bursts of scale events (default 4)")
     p.add_argument("--burst-size", type=int, default=25, help="scale events per burst (default 25)")
     p.add_argument("--children", type=int, default=10_000, help="cached children in the memory scenario")
+    p.add_argument("--pods", type=int, default=10_000, help="cached pods in the memory scenario")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
     p.add_argument("--out", type=Path, default=HERE / "results", help="directory for results (default bench/results)")
     p.add_argument("--name", default="latest", help="results file stem (default latest)")
@@ -72,6 +73,7 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "scale_bursts": args.scale_bursts,
         "burst_size": args.burst_size,
         "children": args.children,
+        "pods": args.pods,
         "profile": args.profile,
         "source": str(args.source) if args.source else None,
     }

@@ -30,11 +30,13 @@ from bench.workload import (
     deployment_status,
     floor_plan,
     plain_deployment,
+    pod,
+    pod_status,
     ud_name,
     united_deployment,
 )
 from united.controller.manager import Settings
-from united.kube.client import DEPLOYMENTS, JSON, KubeClient, PatchType
+from united.kube.client import DEPLOYMENTS, JSON, PODS, KubeClient, PatchType
 from united.uniteddeployment import defaults
 from united.uniteddeployment.allocation import SubsetState, allocate, choose
 from united.uniteddeployment.model import parse
@@ -513,12 +515,13 @@ async def resync_touch(ctx: Context, ctl: ControllerProcess, namespace: str, *, 
 # -- 4. memory ------------------------------------------------------------------------------------
 
 
-async def memory(ctx: Context, *, children: int, with_status: bool = True) -> JSON:
+async def memory(ctx: Context, *, children: int, pods: int, with_status: bool = True) -> JSON:
     """Controller RSS with ``children`` cached Deployments (orphans with the subset label,
-    created directly) against the same controller with an empty namespace."""
-    empty, full = "mem-empty", "mem-full"
-    await create_namespace(ctx.client, empty)
-    await create_namespace(ctx.client, full)
+    created directly), and apart with ``pods`` cached pods (a child's pods, running), each
+    against the same controller with an empty namespace."""
+    empty, full, with_pods = "mem-empty", "mem-full", "mem-pods"
+    for ns in (empty, full, with_pods):
+        await create_namespace(ctx.client, ns)
     template = plain_deployment("template", full, replicas=2, subset_label=True)
     log(f"memory: creating {children} Deployments" + (" with status" if with_status else ""))
     started = time.monotonic()
@@ -537,10 +540,26 @@ async def memory(ctx: Context, *, children: int, with_status: bool = True) -> JS
             )
         return len(json.dumps(created))
 
+    async def one_pod(i: int) -> int:
+        created = await ctx.client.create(PODS, pod(f"pod-{i:05d}", with_pods, template=template), namespace=with_pods)
+        status = pod_status(f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}")
+        answer = await ctx.client.patch(
+            PODS,
+            created["metadata"]["name"],
+            {"status": status},
+            patch_type=PatchType.MERGE,
+            namespace=with_pods,
+            subresource="status",
+        )
+        return len(json.dumps(answer))
+
     sizes = await bounded(range(children), one, concurrency=32)
-    log(f"  created in {time.monotonic() - started:.1f} s")
+    log(f"  created in {time.monotonic() - started:.1f} s; {pods} pods")
+    pod_sizes = await bounded(range(pods), one_pod, concurrency=32)
     rss: dict[str, int] = {}
-    for label, ns in (("empty", empty), ("full", full), ("empty_again", empty)):
+    for label, ns in (("empty", empty), ("full", full), ("pods", with_pods), ("empty_again", empty)):
+        if label == "pods" and not pods:
+            continue
         ctl = ctx.controller([ns], name=f"memory-{label}")
         ctl.start()
         try:
@@ -550,16 +569,23 @@ async def memory(ctx: Context, *, children: int, with_status: bool = True) -> JS
         finally:
             ctl.stop()
     baseline = min(rss["empty"], rss["empty_again"])
-    per_child = (rss["full"] - baseline) / children
-    return {
+    out: JSON = {
         "children": children,
         "with_status": with_status,
         "rss_empty_kb": baseline,
         "rss_full_kb": rss["full"],
         "rss_kb": rss,
-        "kb_per_child": per_child,
+        "kb_per_child": (rss["full"] - baseline) / children,
         "json_bytes_per_child_as_created": statistics.mean(sizes),
     }
+    if pods:
+        out |= {
+            "pods": pods,
+            "rss_pods_kb": rss["pods"],
+            "kb_per_pod": (rss["pods"] - baseline) / pods,
+            "json_bytes_per_pod": statistics.mean(pod_sizes),
+        }
+    return out
 
 
 # -- 5. allocation --------------------------------------------------------------------------------
@@ -634,7 +660,7 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
             results["resync_touch"] = await resync_touch(ctx, ctl, namespace, uds=uds)
         ctl.stop()
     if "memory" in scenarios:
-        results["memory"] = await memory(ctx, children=int(config["children"]))
+        results["memory"] = await memory(ctx, children=int(config["children"]), pods=int(config.get("pods", 0)))
     if "allocation" in scenarios:
         log("allocation")
         results["allocation"] = allocation_bench(config.get("allocation_sizes", (10, 100, 1000)))

@@ -199,7 +199,8 @@ def test_report_renders_every_scenario() -> None:
         "resync_restart": {"uds": 5, "writes": 0, "cpu_seconds_total": 1.5},
         "resync_touch": {"uds": 5, "writes": 0, "cpu_seconds": 0.1, "cpu_ms_per_ud": 20.0},
         "memory": {"children": 200, "rss_full_kb": 90000, "rss_empty_kb": 80000, "kb_per_child": 50.0,
-                   "json_bytes_per_child_as_created": 2800},
+                   "json_bytes_per_child_as_created": 2800, "pods": 100, "rss_pods_kb": 80300,
+                   "kb_per_pod": 3.0, "json_bytes_per_pod": 3500},
         "allocation": {"specified/1000": {"allocator": "specified", "subsets": 1000, "ms": 2.0}},
         "machine": {"cpus": 2},
     }  # fmt: skip
@@ -211,6 +212,7 @@ def test_report_renders_every_scenario() -> None:
     assert "| 2.00x / 2.50x | p50 ≤ 3.0x, p99 ≤ 4.0x | yes |" in table
     assert table.count("| yes |") >= 5 and "| **no** |" in table  # the memory row misses
     assert "| 7; 13 ms |  | 0.70x; 1.30x |" in table
+    assert "| Memory, 100 cached pods | RSS with them vs empty cache; per pod | 78 MiB vs 78 MiB; 3.00 KB |" in table
 
 
 # -- client: LIST items transformed page by page ------------------------------------------------
