@@ -191,6 +191,31 @@ def render(results: JSON) -> str:
                 _mark(touch["writes"] == GOALS["noop_writes"]),
             )
         )
+    grown = results.get("growth")
+    if grown:
+        for row in grown["sizes"]:
+            rows.append(
+                (
+                    f"Growth: cold start, {row['uds']} UDs",
+                    "spawn → converged; CPU per write vs the floor's",
+                    f"{row['controller_seconds']:.2f} s",
+                    f"{row['floor_seconds']:.2f} s",
+                    f"{row['ratio']:.2f}x; CPU {row['cpu_per_write_ratio']:.2f}x",
+                    f"≤ {GOALS['cold_ratio']}x",
+                    _mark(row["ratio"] <= GOALS["cold_ratio"]),
+                )
+            )
+        rows.append(
+            (
+                "Growth: slope (least squares)",
+                "ms of cold start per UnitedDeployment",
+                f"{grown['controller_ms_per_ud']:.2f} ms",
+                f"{grown['floor_ms_per_ud']:.2f} ms",
+                f"{grown['controller_ms_per_ud'] / grown['floor_ms_per_ud']:.2f}x",
+                "",
+                "",
+            )
+        )
     mem = results.get("memory")
     if mem:
         rows.append(

@@ -193,7 +193,7 @@ async def cold_start_run(
 
 
 async def cold_start(
-    ctx: Context, *, uds: int, subsets: int, repeats: int, profile: bool
+    ctx: Context, *, uds: int, subsets: int, repeats: int, profile: bool, prefix: str = "cold"
 ) -> tuple[JSON, str, ControllerProcess]:
     """Floor and controller, interleaved ``repeats`` times (alternating who goes first).
     Returns the figures, the namespace of the last controller run and its controller."""
@@ -202,7 +202,7 @@ async def cold_start(
     for r in range(repeats):
         order = ("floor", "controller") if r % 2 == 0 else ("controller", "floor")
         for who in order:
-            ns = f"cold-{who}-{r}"
+            ns = f"{prefix}-{who}-{r}"
             spy = ctx.profile_dir / "cold-start.raw" if profile and ctx.profile_dir and who == "controller" else None
             if spy is not None and r != repeats - 1:
                 spy = None
@@ -254,6 +254,45 @@ async def cold_start(
         "runs": [r.as_json() for r in runs],
     }
     return result, last[0], last[1]
+
+
+def slope(points: Sequence[tuple[int, float]]) -> float:
+    """Least-squares slope of ``(x, y)`` points (seconds per UnitedDeployment for a cold start)."""
+    n = len(points)
+    if n < 2:
+        return math.nan
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else math.nan
+
+
+async def growth(ctx: Context, *, sizes: Sequence[int], subsets: int) -> JSON:
+    """One cold start pair (floor, controller) at each size: how the cost grows with the number of
+    UnitedDeployments. Earlier sizes' objects stay in the API server, as in a cluster that grows."""
+    rows: list[JSON] = []
+    for uds in sizes:
+        cold, _, ctl = await cold_start(ctx, uds=uds, subsets=subsets, repeats=1, profile=False, prefix=f"grow{uds}")
+        ctl.stop()
+        rows.append(
+            {
+                key: cold[key]
+                for key in (
+                    "uds",
+                    "controller_seconds",
+                    "floor_seconds",
+                    "ratio",
+                    "controller_cpu_seconds",
+                    "floor_cpu_seconds",
+                    "cpu_per_write_ratio",
+                )
+            }
+        )
+    return {
+        "sizes": rows,
+        "controller_ms_per_ud": 1000 * slope([(r["uds"], r["controller_seconds"]) for r in rows]),
+        "floor_ms_per_ud": 1000 * slope([(r["uds"], r["floor_seconds"]) for r in rows]),
+    }
 
 
 async def floor_sweep(ctx: Context, *, uds: int, subsets: int, levels: Sequence[int]) -> JSON:
@@ -628,9 +667,10 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
     results: JSON = {}
     uds, subsets = int(config["uds"]), int(config["subsets"])
     need_cold = any(s in scenarios for s in ("cold", "scale", "resync"))
+    need_floor = need_cold or "growth" in scenarios
     if config.get("floor_concurrency"):
         ctx.floor_concurrency = int(config["floor_concurrency"])
-    elif need_cold:
+    elif need_floor:
         results["floor_sweep"] = await floor_sweep(
             ctx, uds=int(config.get("sweep_uds") or 200), subsets=subsets, levels=config.get("floor_sweep") or (3,)
         )
@@ -659,6 +699,9 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
             log("resync: touch every UD's labels")
             results["resync_touch"] = await resync_touch(ctx, ctl, namespace, uds=uds)
         ctl.stop()
+    if "growth" in scenarios:
+        log(f"growth: cold starts at {config['growth']} UDs")
+        results["growth"] = await growth(ctx, sizes=config["growth"], subsets=subsets)
     if "memory" in scenarios:
         results["memory"] = await memory(ctx, children=int(config["children"]), pods=int(config.get("pods", 0)))
     if "allocation" in scenarios:
