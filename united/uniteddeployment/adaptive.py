@@ -537,16 +537,18 @@ def max_unavailable(replicas: int, ready: int, update_timeout_pods: int) -> int:
     return max(0, replicas - ready + update_timeout_pods)
 
 
-def override_max_unavailable(variant: str, spec: Json, value: int) -> bool:
+def override_max_unavailable(variant: str, spec: Json, value: int, *, exact: bool = False) -> bool:
     """Write ``value`` as the rolling-update ``maxUnavailable`` of a rendered child ``spec``;
     return whether it was written.
 
-    Nothing is written for 0 (it would only forbid what the template allows, and with
-    ``maxSurge: 0`` a Deployment would be invalid), nor for a Deployment with the ``Recreate``
-    strategy, which takes no ``rollingUpdate`` at all (reference bug 19: it adds one and the
-    API server rejects the object). Only Deployment and CloneSet children can reserve pods.
+    Nothing is written for 0 unless ``exact`` (a rollout holding a Deployment to surge-only
+    replacements; its caller checked ``maxSurge``): for a reservation it would only forbid what
+    the template allows, and with ``maxSurge: 0`` a Deployment would be invalid. Nor for a
+    Deployment with the ``Recreate`` strategy, which takes no ``rollingUpdate`` at all
+    (reference bug 19: it adds one and the API server rejects the object). Only Deployment and
+    CloneSet children can reserve pods.
     """
-    if value <= 0:
+    if value < 0 or (value == 0 and not exact):
         return False
     if variant == DEPLOYMENT:
         strategy = spec.get("strategy") or {}

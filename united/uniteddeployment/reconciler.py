@@ -426,6 +426,7 @@ class _Pass:
             plan, moved = self.capacity(plan, claimed.by_subset, counts)
             wave = self.rollout(claimed.by_subset, counts, plan, updated, seconds)
         held: dict[str, str] = {}
+        still: frozenset[str] = frozenset()
         if wave is not None:
             targets = wave.targets
             plan = dataclasses.replace(
@@ -437,9 +438,10 @@ class _Pass:
             )
             overrides |= {n: t.max_unavailable for n, t in targets.items() if t.max_unavailable}
             held = {n: t.revision for n, t in targets.items() if t.revision != updated}
+            still = frozenset(n for n, t in targets.items() if t.max_unavailable == 0)
             for type_, reason, message in wave.events:
                 self.event(type_, reason, message)
-        applied = await self.children(resource, claimed, plan, updated, overrides, held)
+        applied = await self.children(resource, claimed, plan, updated, overrides, held, still)
         draining = moved.draining if moved is not None else ()
         await self.drain(resource, claimed, plan, draining)
         extra = await self.cleanup(resource, variant, claimed, keep=draining) + len(draining)
@@ -698,8 +700,8 @@ class _Pass:
                 child_replicas=replicas,
                 partition=kind.read_partition(child) or 0,
                 max_unavailable=rollout.rolling_max_unavailable(child),
-                settled=int((child.get("status") or {}).get("observedGeneration") or 0)
-                >= int(meta.get("generation") or 0),
+                max_surge=rollout.rolling_max_surge(child),
+                settled=_status_int(child, "observedGeneration") >= int(meta.get("generation") or 0),
                 reported=None
                 if partitioned
                 else (
@@ -872,6 +874,7 @@ class _Pass:
         updated: str,
         overrides: Mapping[str, int],
         held: Mapping[str, str],
+        still: frozenset[str] = frozenset(),
     ) -> dict[str, bool]:
         applied: dict[str, bool] = {}
         kind = KINDS[resource_variant(resource)]
@@ -880,7 +883,12 @@ class _Pass:
             a = plan[subset.name]
             live = claimed.by_subset.get(subset.name)
             rendered, overridden = self.render(
-                subset, a, held.get(subset.name, updated), overrides.get(subset.name, 0), live
+                subset,
+                a,
+                held.get(subset.name, updated),
+                overrides.get(subset.name, 0),
+                live,
+                still=subset.name in still,
             )
             applied[subset.name] = rendered.partition_applied
             if live is None:
@@ -941,7 +949,14 @@ class _Pass:
         return applied
 
     def render(
-        self, subset: Subset, a: Allocation, revision_name: str, override: int, live: Json | None
+        self,
+        subset: Subset,
+        a: Allocation,
+        revision_name: str,
+        override: int,
+        live: Json | None,
+        *,
+        still: bool = False,
     ) -> tuple[Rendered, bool]:
         """The child of ``subset`` with its reservation override (and whether it has one). From
         the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
@@ -954,7 +969,7 @@ class _Pass:
             rendered = render_child(
                 ud, subset=subset, replicas=a.replicas, partition=a.partition, revision=revision_name, keys=self.keys
             )
-            return rendered, self.override(rendered.object, override)
+            return rendered, self.override(rendered.object, override, exact=still)
         complete = live is None
         while True:
             rendered = self.r.blueprints.render(
@@ -967,18 +982,18 @@ class _Pass:
                 keys=self.keys,
                 complete=complete,
             )
-            overridden = self.override(rendered.object, override)
+            overridden = self.override(rendered.object, override, exact=still)
             if rendered.complete or _digest(live, self.keys) == _digest(rendered.object, self.keys):
                 return rendered, overridden
             complete = True
 
-    def override(self, child: Json, value: int) -> bool:
+    def override(self, child: Json, value: int, *, exact: bool = False) -> bool:
         """Write a reservation's or a rollout's ``maxUnavailable`` into a rendered child and fold it into the
         child's spec digest, so the diff sees it come and go like any other rendered change
         (when it goes, the template's own strategy is written back)."""
         template = self.ud.spec.template
         assert template is not None
-        if not adaptive.override_max_unavailable(template.variant, child["spec"], value):
+        if not adaptive.override_max_unavailable(template.variant, child["spec"], value, exact=exact):
             return False
         annotations = child["metadata"]["annotations"]
         annotations[self.keys.spec_hash] = spec_digest(rendered=annotations[self.keys.spec_hash], maxUnavailable=value)
@@ -1132,9 +1147,6 @@ def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
             yield f"{meta.get('namespace')}/{ref.get('name')}"
 
 
-__all__ = ["Caches", "Reconciler", "Result", "RetryableError"]
-
-
 def _status_int(obj: Json, field: str) -> int:
     return int((obj.get("status") or {}).get(field) or 0)
 
@@ -1145,3 +1157,6 @@ def changed_paths(patch: Any, prefix: str = "", depth: int = 2) -> list[str]:
     if not isinstance(patch, dict) or depth == 0 or not patch:
         return [prefix or "/"]
     return [p for k, v in patch.items() for p in changed_paths(v, f"{prefix}/{k}", depth - 1)]
+
+
+__all__ = ["Caches", "Reconciler", "Result", "RetryableError"]

@@ -95,6 +95,8 @@ class SubsetFacts:
     """The live child's partition (partitioned kinds)."""
     max_unavailable: int = 0
     """The live child's rolling-update ``maxUnavailable``, resolved (Deployment)."""
+    max_surge: int = 1
+    """The live child's rolling-update ``maxSurge``, resolved (Deployment)."""
     settled: bool = True
     """The child's controller has observed the child's latest generation."""
     reported: tuple[int, int, int] | None = None
@@ -115,6 +117,24 @@ class SubsetFacts:
         return (
             pods == c.updated + c.stale and own == c.revisions.get(str(self.revision), 0) and available <= c.available
         )
+
+    def rolling_elsewhere(self, revision: str) -> bool:
+        """A Deployment child still replacing pods with pods of its own revision, which is not
+        ``revision``: a rollout overtaken by a newer template before this subset's wave."""
+        c = self.counts
+        own = self.revision
+        return (
+            self.exists
+            and not self.partitioned
+            and own is not None
+            and own != revision
+            and c.updated + c.stale > c.revisions.get(own, 0)
+        )
+
+    def hold(self) -> int:
+        """The ``maxUnavailable`` that lets :meth:`rolling_elsewhere` finish without taking a
+        pod down: 0 (surge pods only), or 1 when its ``maxSurge`` is 0 (both 0 is invalid)."""
+        return 0 if self.max_surge > 0 else 1
 
     def replaced(self, revision: str) -> bool:
         """Every pod of the subset runs ``revision`` and is available (whatever its workload has
@@ -182,16 +202,27 @@ def ready_since(pod: Mapping[str, Any]) -> float | None:
     return None
 
 
+def rolling_max_surge(child: Mapping[str, Any]) -> int:
+    """A Deployment child's rolling-update ``maxSurge`` as a pod count (percentages of its
+    replicas round up, as the Deployment controller does; 25% when unset)."""
+    return _rolling_count(child, "maxSurge", round_up=True)
+
+
 def rolling_max_unavailable(child: Mapping[str, Any]) -> int:
     """A Deployment child's rolling-update ``maxUnavailable`` as a pod count (percentages of its
     replicas round down, as the Deployment controller does; 25% when unset)."""
+    return _rolling_count(child, "maxUnavailable", round_up=False)
+
+
+def _rolling_count(child: Mapping[str, Any], name: str, *, round_up: bool) -> int:
     spec = child.get("spec") or {}
-    value = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable", "25%")
+    value = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get(name, "25%")
     if isinstance(value, int):
         return max(value, 0)
     text = str(value)
     percent = int(text[:-1]) if text.endswith("%") and text[:-1].isdigit() else 0
-    return int(spec.get("replicas") or 0) * percent // 100
+    share = int(spec.get("replicas") or 0) * percent
+    return -(-share // 100) if round_up else share // 100
 
 
 def budget(progressive: Progressive, replicas: int) -> int:
@@ -327,9 +358,10 @@ def _targets(
             live = f.child_replicas - f.partition if f.revision == revision else 0
             released[name] = min(f.replicas, max(live, c.updated, 0))
             flight = max(0, released[name] - c.updated_available)
+        elif f.exists and f.revision == revision:
+            flight = min(f.max_unavailable, max(0, f.replicas - c.updated_available))
         else:
-            rolling = f.exists and f.revision == revision
-            flight = min(f.max_unavailable, max(0, f.replicas - c.updated_available)) if rolling else 0
+            flight = f.hold() if f.rolling_elsewhere(revision) else 0
         committed += max(missing, flight)
     free = allowed - committed
     out = {}
@@ -365,6 +397,8 @@ def _targets(
             free -= grant
             share = max(f.max_unavailable if rolling else 0, flight + grant, 1)
             out[name] = Target(revision, 0, share, UPDATING)
+        elif f.rolling_elsewhere(revision):
+            out[name] = Target(str(f.revision), 0, f.hold(), PENDING)
         else:
             out[name] = Target(f.revision or revision, 0, None, PENDING)
     return out, committed

@@ -182,7 +182,14 @@ async def test_waves_in_order_with_pauses_under_the_budget(
     gap = watched.first_updated["c"] - watched.all_ready["b"]
     assert gap >= 6.5, f"wave 2 started {gap:.1f}s after wave 1 was ready; the pause is 8s"
     assert done["status"]["rollout"]["waves"] == 3
-    assert condition(done, "Ready")["status"] == "True"
+
+    async def ready() -> None:
+        # The rollout counts pods from the pod cache; Ready waits for the children's own
+        # statuses, which the workload controllers write a moment later.
+        c = condition(await rollout_of(kube, namespace, doc, old), "Ready")
+        assert c["status"] == "True", c
+
+    await eventually(ready, within=STEP, what="Ready once the rollout completed")
 
 
 async def test_cloneset_waves_and_a_new_template_mid_rollout(
@@ -394,3 +401,44 @@ async def test_undo_mid_rollout_rolls_back_only_what_had_moved(
     assert done["status"]["rollout"]["revision"] == first
     assert set().union(*(await images_by_subset(kube, namespace, doc)).values()) == {"registry.invalid/united/app:1"}
     assert watched.peak <= BUDGET, watched.since(t0)
+
+
+async def test_a_deployment_overtaken_mid_roll_stays_within_the_budget(
+    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
+) -> None:
+    """Subset c is rolling to image 2 (its new pods cannot schedule) when image 3 arrives and
+    the rollout starts again from wave 0: c is held at image 2, and its template's own
+    ``maxUnavailable: 100%`` must not take its last old pod down."""
+    doc = progressive_ud("overtaken", "deploymentTemplate", [{"subsets": ["a"]}, {"subsets": ["c"]}])
+    doc["spec"]["template"]["deploymentTemplate"]["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "100%", "maxSurge": 1},
+    }
+    old, watched = await start(kube, namespace, doc)
+    async with watching(kube, watched, namespace=namespace, selector="app=overtaken"):
+        t0 = time.monotonic()
+        zone_a = {"topology.kubernetes.io/zone": "zone-a"}  # a's new pods run, c's never schedule
+        second = await new_template(kube, namespace, doc, old, watched, containers=image("2"), nodeSelector=zone_a)
+
+        async def c_rolling() -> None:
+            obj = await rollout_of(kube, namespace, doc, old)
+            assert obj["status"]["rollout"]["wave"] == 1, obj["status"]["rollout"]
+            assert watched.updated()["c"] >= 1 and watched.ready().get("c") == 1, watched.ready()
+
+        await eventually(c_rolling, within=STEP, what="c rolling to image 2, one old pod left")
+        newest = await new_template(kube, namespace, doc, second, watched, containers=image("3"), nodeSelector={})
+
+        async def c_held() -> JSON:
+            obj = await rollout_of(kube, namespace, doc, second)
+            assert obj["status"]["rollout"]["revision"] == newest
+            [child] = [c for c in (await kube.list(DEPLOYMENTS, namespace=namespace)).items if subset_of(c) == "c"]
+            assert child["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":2")
+            assert child["status"].get("observedGeneration") == child["metadata"]["generation"]
+            return child
+
+        child = await eventually(c_held, within=STEP, what="c held at image 2")
+        await asyncio.sleep(3)  # what the Deployment controller would do with 100 %, it has done by now
+    report("Deployment: overtaken mid-roll outside its wave", watched, t0, [])
+    assert watched.peak <= BUDGET, watched.since(t0)
+    assert watched.ready().get("c") == 1
+    assert child["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0, "surge only"

@@ -358,10 +358,13 @@ class TestMaxUnavailable:
         assert not override_max_unavailable("deploymentTemplate", spec, 3)
         assert spec == {"strategy": {"type": "Recreate"}}
 
-    def test_zero_is_never_written(self) -> None:
+    def test_zero_is_written_only_when_exact(self) -> None:
         spec: dict[str, Any] = {"strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}}
         assert not override_max_unavailable("deploymentTemplate", spec, 0)
         assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 1
+        surging: dict[str, Any] = {"strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": "25%"}}}
+        assert override_max_unavailable("deploymentTemplate", surging, 0, exact=True)
+        assert surging["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
 
     def test_cloneset_and_statefulsets(self) -> None:
         spec: dict[str, Any] = {"updateStrategy": {"partition": 1}}

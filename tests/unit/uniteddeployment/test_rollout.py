@@ -332,3 +332,41 @@ def test_deployment_max_unavailable_is_read_as_a_count() -> None:
     assert rollout.rolling_max_unavailable(child) == 2
     assert rollout.rolling_max_unavailable({"spec": {"replicas": 8}}) == 2
     assert rollout.rolling_max_unavailable({"spec": {"strategy": {"rollingUpdate": {"maxUnavailable": 3}}}}) == 3
+
+
+def overtaken(*, max_surge: int = 1, at_own: int = 2, available: int = 3) -> SubsetFacts:
+    """A Deployment that was rolling to MID (2 of 4 pods there) when NEW arrived."""
+    return SubsetFacts(
+        4,
+        False,
+        revision="mid",
+        child_replicas=4,
+        max_unavailable=2,
+        max_surge=max_surge,
+        counts=Counts(available=available, stale=4, revisions={"mid": at_own, OLD: 4 - at_own}),
+    )
+
+
+def test_a_deployment_overtaken_mid_roll_finishes_it_by_surge_only_outside_its_wave() -> None:
+    d = run(strategy(max_unavailable=2), {"canary": deploy(), "a": overtaken(), "b": deploy()})
+    assert d.targets["a"] == rollout.Target("mid", 0, 0, "Pending")
+    # Its missing pod counts against the budget: the canary gets what is left.
+    assert d.targets["canary"] == rollout.Target(NEW, 0, 1, "Updating")
+
+
+def test_without_surge_the_overtaken_deployment_keeps_one_pod_of_the_budget() -> None:
+    d = run(strategy(max_unavailable=2), {"canary": deploy(), "a": overtaken(max_surge=0, available=4), "b": deploy()})
+    assert d.targets["a"] == rollout.Target("mid", 0, 1, "Pending")
+    assert d.targets["canary"] == rollout.Target(NEW, 0, 1, "Updating")
+
+
+def test_a_deployment_done_with_its_own_revision_gets_its_strategy_back() -> None:
+    d = run(strategy(max_unavailable=2), {"canary": deploy(), "a": overtaken(at_own=4, available=4), "b": deploy()})
+    assert d.targets["a"] == rollout.Target("mid", 0, None, "Pending")
+
+
+def test_max_surge_is_read_as_a_count_rounding_up() -> None:
+    child = {"spec": {"replicas": 3, "strategy": {"rollingUpdate": {"maxSurge": "25%"}}}}
+    assert rollout.rolling_max_surge(child) == 1
+    assert rollout.rolling_max_surge({"spec": {"replicas": 8}}) == 2
+    assert rollout.rolling_max_surge({"spec": {"replicas": 8, "strategy": {"rollingUpdate": {"maxSurge": 0}}}}) == 0
