@@ -20,6 +20,7 @@ GOALS = {
     "cpu_per_write_ratio": 1.5,
     "noop_writes": 0,
     "kb_per_child": 4.0,
+    "kb_per_pod": 4.0,
     "alloc_1000_ms": 5.0,
 }
 
@@ -190,6 +191,31 @@ def render(results: JSON) -> str:
                 _mark(touch["writes"] == GOALS["noop_writes"]),
             )
         )
+    grown = results.get("growth")
+    if grown:
+        for row in grown["sizes"]:
+            rows.append(
+                (
+                    f"Growth: cold start, {row['uds']} UDs",
+                    "spawn → converged; CPU per write vs the floor's",
+                    f"{row['controller_seconds']:.2f} s",
+                    f"{row['floor_seconds']:.2f} s",
+                    f"{row['ratio']:.2f}x; CPU {row['cpu_per_write_ratio']:.2f}x",
+                    f"≤ {GOALS['cold_ratio']}x",
+                    _mark(row["ratio"] <= GOALS["cold_ratio"]),
+                )
+            )
+        rows.append(
+            (
+                "Growth: slope (least squares)",
+                "ms of cold start per UnitedDeployment",
+                f"{grown['controller_ms_per_ud']:.2f} ms",
+                f"{grown['floor_ms_per_ud']:.2f} ms",
+                f"{grown['controller_ms_per_ud'] / grown['floor_ms_per_ud']:.2f}x",
+                "",
+                "",
+            )
+        )
     mem = results.get("memory")
     if mem:
         rows.append(
@@ -204,6 +230,19 @@ def render(results: JSON) -> str:
                 _mark(mem["kb_per_child"] <= GOALS["kb_per_child"]),
             )
         )
+        if "kb_per_pod" in mem:
+            rows.append(
+                (
+                    f"Memory, {mem['pods']} cached pods",
+                    "RSS with them vs empty cache; per pod",
+                    f"{mem['rss_pods_kb'] / 1024:.0f} MiB vs {mem['rss_empty_kb'] / 1024:.0f} MiB; "
+                    f"{mem['kb_per_pod']:.2f} KB",
+                    f"{mem['json_bytes_per_pod'] / 1024:.2f} KB JSON",
+                    "",
+                    f"≤ {GOALS['kb_per_pod']:g} KB",
+                    _mark(mem["kb_per_pod"] <= GOALS["kb_per_pod"]),
+                )
+            )
     alloc = results.get("allocation")
     if alloc:
         for kind in ("specified", "elastic"):

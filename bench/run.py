@@ -24,7 +24,7 @@ from bench.scenarios import Context, log, run_all
 from united.kube.client import KubeClient
 from united.log import configure_logging
 
-SCENARIOS = ("cold", "scale", "resync", "memory", "allocation")
+SCENARIOS = ("cold", "scale", "resync", "growth", "memory", "allocation")
 HERE = Path(__file__).resolve().parent
 
 
@@ -49,6 +49,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-bursts", type=int, default=4, help="bursts of scale events (default 4)")
     p.add_argument("--burst-size", type=int, default=25, help="scale events per burst (default 25)")
     p.add_argument("--children", type=int, default=10_000, help="cached children in the memory scenario")
+    p.add_argument(
+        "--growth",
+        default="500,2000,5000",
+        help="UnitedDeployments in each cold start of the growth scenario (default 500,2000,5000)",
+    )
+    p.add_argument("--pods", type=int, default=10_000, help="cached pods in the memory scenario")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
     p.add_argument("--out", type=Path, default=HERE / "results", help="directory for results (default bench/results)")
     p.add_argument("--name", default="latest", help="results file stem (default latest)")
@@ -72,6 +78,8 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "scale_bursts": args.scale_bursts,
         "burst_size": args.burst_size,
         "children": args.children,
+        "pods": args.pods,
+        "growth": [int(n) for n in args.growth.split(",") if n],
         "profile": args.profile,
         "source": str(args.source) if args.source else None,
     }

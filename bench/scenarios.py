@@ -30,11 +30,13 @@ from bench.workload import (
     deployment_status,
     floor_plan,
     plain_deployment,
+    pod,
+    pod_status,
     ud_name,
     united_deployment,
 )
 from united.controller.manager import Settings
-from united.kube.client import DEPLOYMENTS, JSON, KubeClient, PatchType
+from united.kube.client import DEPLOYMENTS, JSON, PODS, KubeClient, PatchType
 from united.uniteddeployment import defaults
 from united.uniteddeployment.allocation import SubsetState, allocate, choose
 from united.uniteddeployment.model import parse
@@ -191,7 +193,7 @@ async def cold_start_run(
 
 
 async def cold_start(
-    ctx: Context, *, uds: int, subsets: int, repeats: int, profile: bool
+    ctx: Context, *, uds: int, subsets: int, repeats: int, profile: bool, prefix: str = "cold"
 ) -> tuple[JSON, str, ControllerProcess]:
     """Floor and controller, interleaved ``repeats`` times (alternating who goes first).
     Returns the figures, the namespace of the last controller run and its controller."""
@@ -200,7 +202,7 @@ async def cold_start(
     for r in range(repeats):
         order = ("floor", "controller") if r % 2 == 0 else ("controller", "floor")
         for who in order:
-            ns = f"cold-{who}-{r}"
+            ns = f"{prefix}-{who}-{r}"
             spy = ctx.profile_dir / "cold-start.raw" if profile and ctx.profile_dir and who == "controller" else None
             if spy is not None and r != repeats - 1:
                 spy = None
@@ -252,6 +254,45 @@ async def cold_start(
         "runs": [r.as_json() for r in runs],
     }
     return result, last[0], last[1]
+
+
+def slope(points: Sequence[tuple[int, float]]) -> float:
+    """Least-squares slope of ``(x, y)`` points (seconds per UnitedDeployment for a cold start)."""
+    n = len(points)
+    if n < 2:
+        return math.nan
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else math.nan
+
+
+async def growth(ctx: Context, *, sizes: Sequence[int], subsets: int) -> JSON:
+    """One cold start pair (floor, controller) at each size: how the cost grows with the number of
+    UnitedDeployments. Earlier sizes' objects stay in the API server, as in a cluster that grows."""
+    rows: list[JSON] = []
+    for uds in sizes:
+        cold, _, ctl = await cold_start(ctx, uds=uds, subsets=subsets, repeats=1, profile=False, prefix=f"grow{uds}")
+        ctl.stop()
+        rows.append(
+            {
+                key: cold[key]
+                for key in (
+                    "uds",
+                    "controller_seconds",
+                    "floor_seconds",
+                    "ratio",
+                    "controller_cpu_seconds",
+                    "floor_cpu_seconds",
+                    "cpu_per_write_ratio",
+                )
+            }
+        )
+    return {
+        "sizes": rows,
+        "controller_ms_per_ud": 1000 * slope([(r["uds"], r["controller_seconds"]) for r in rows]),
+        "floor_ms_per_ud": 1000 * slope([(r["uds"], r["floor_seconds"]) for r in rows]),
+    }
 
 
 async def floor_sweep(ctx: Context, *, uds: int, subsets: int, levels: Sequence[int]) -> JSON:
@@ -513,12 +554,13 @@ async def resync_touch(ctx: Context, ctl: ControllerProcess, namespace: str, *, 
 # -- 4. memory ------------------------------------------------------------------------------------
 
 
-async def memory(ctx: Context, *, children: int, with_status: bool = True) -> JSON:
+async def memory(ctx: Context, *, children: int, pods: int, with_status: bool = True) -> JSON:
     """Controller RSS with ``children`` cached Deployments (orphans with the subset label,
-    created directly) against the same controller with an empty namespace."""
-    empty, full = "mem-empty", "mem-full"
-    await create_namespace(ctx.client, empty)
-    await create_namespace(ctx.client, full)
+    created directly), and apart with ``pods`` cached pods (a child's pods, running), each
+    against the same controller with an empty namespace."""
+    empty, full, with_pods = "mem-empty", "mem-full", "mem-pods"
+    for ns in (empty, full, with_pods):
+        await create_namespace(ctx.client, ns)
     template = plain_deployment("template", full, replicas=2, subset_label=True)
     log(f"memory: creating {children} Deployments" + (" with status" if with_status else ""))
     started = time.monotonic()
@@ -537,10 +579,26 @@ async def memory(ctx: Context, *, children: int, with_status: bool = True) -> JS
             )
         return len(json.dumps(created))
 
+    async def one_pod(i: int) -> int:
+        created = await ctx.client.create(PODS, pod(f"pod-{i:05d}", with_pods, template=template), namespace=with_pods)
+        status = pod_status(f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}")
+        answer = await ctx.client.patch(
+            PODS,
+            created["metadata"]["name"],
+            {"status": status},
+            patch_type=PatchType.MERGE,
+            namespace=with_pods,
+            subresource="status",
+        )
+        return len(json.dumps(answer))
+
     sizes = await bounded(range(children), one, concurrency=32)
-    log(f"  created in {time.monotonic() - started:.1f} s")
+    log(f"  created in {time.monotonic() - started:.1f} s; {pods} pods")
+    pod_sizes = await bounded(range(pods), one_pod, concurrency=32)
     rss: dict[str, int] = {}
-    for label, ns in (("empty", empty), ("full", full), ("empty_again", empty)):
+    for label, ns in (("empty", empty), ("full", full), ("pods", with_pods), ("empty_again", empty)):
+        if label == "pods" and not pods:
+            continue
         ctl = ctx.controller([ns], name=f"memory-{label}")
         ctl.start()
         try:
@@ -550,16 +608,23 @@ async def memory(ctx: Context, *, children: int, with_status: bool = True) -> JS
         finally:
             ctl.stop()
     baseline = min(rss["empty"], rss["empty_again"])
-    per_child = (rss["full"] - baseline) / children
-    return {
+    out: JSON = {
         "children": children,
         "with_status": with_status,
         "rss_empty_kb": baseline,
         "rss_full_kb": rss["full"],
         "rss_kb": rss,
-        "kb_per_child": per_child,
+        "kb_per_child": (rss["full"] - baseline) / children,
         "json_bytes_per_child_as_created": statistics.mean(sizes),
     }
+    if pods:
+        out |= {
+            "pods": pods,
+            "rss_pods_kb": rss["pods"],
+            "kb_per_pod": (rss["pods"] - baseline) / pods,
+            "json_bytes_per_pod": statistics.mean(pod_sizes),
+        }
+    return out
 
 
 # -- 5. allocation --------------------------------------------------------------------------------
@@ -602,9 +667,10 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
     results: JSON = {}
     uds, subsets = int(config["uds"]), int(config["subsets"])
     need_cold = any(s in scenarios for s in ("cold", "scale", "resync"))
+    need_floor = need_cold or "growth" in scenarios
     if config.get("floor_concurrency"):
         ctx.floor_concurrency = int(config["floor_concurrency"])
-    elif need_cold:
+    elif need_floor:
         results["floor_sweep"] = await floor_sweep(
             ctx, uds=int(config.get("sweep_uds") or 200), subsets=subsets, levels=config.get("floor_sweep") or (3,)
         )
@@ -633,8 +699,11 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
             log("resync: touch every UD's labels")
             results["resync_touch"] = await resync_touch(ctx, ctl, namespace, uds=uds)
         ctl.stop()
+    if "growth" in scenarios:
+        log(f"growth: cold starts at {config['growth']} UDs")
+        results["growth"] = await growth(ctx, sizes=config["growth"], subsets=subsets)
     if "memory" in scenarios:
-        results["memory"] = await memory(ctx, children=int(config["children"]))
+        results["memory"] = await memory(ctx, children=int(config["children"]), pods=int(config.get("pods", 0)))
     if "allocation" in scenarios:
         log("allocation")
         results["allocation"] = allocation_bench(config.get("allocation_sizes", (10, 100, 1000)))

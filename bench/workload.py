@@ -160,6 +160,50 @@ def plain_deployment(
     return body
 
 
+def pod(name: str, namespace: str, *, template: JSON) -> JSON:
+    """A pod as a child's ReplicaSet makes it from ``template`` (a rendered child), left to no
+    scheduler (``schedulerName`` names none) so it stays where the bench puts it."""
+    spec = copy.deepcopy(template["spec"]["template"])
+    labels = {**spec["metadata"].get("labels", {}), "pod-template-hash": "5d4f8c9b7"}
+    spec["spec"]["schedulerName"] = "bench-nobody"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec["spec"],
+    }
+
+
+def pod_status(ip: str) -> JSON:
+    """A running, ready pod's status as a kubelet reports it (one container)."""
+    now = _now()
+    return {
+        "phase": "Running",
+        "conditions": [
+            {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+            for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
+        "hostIP": "10.0.0.1",
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": now,
+        "qosClass": "Burstable",
+        "containerStatuses": [
+            {
+                "name": "main",
+                "state": {"running": {"startedAt": now}},
+                "lastState": {},
+                "ready": True,
+                "restartCount": 0,
+                "image": IMAGE,
+                "imageID": IMAGE + "@sha256:" + "0" * 64,
+                "containerID": "containerd://" + "1" * 64,
+                "started": True,
+            }
+        ],
+    }
+
+
 def deployment_status(replicas: int, generation: int = 1) -> JSON:
     """A Deployment status as the deployment controller writes it for a healthy rollout."""
     now = _now()

@@ -4,14 +4,17 @@ per-request environment lookups)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bench.controller import diff_counts, parse_metrics, total, writes_by
 from bench.observe import _status_ok
 from bench.profile import summarise
 from bench.report import render
-from bench.scenarios import allocation_bench, allocation_spec, percentile
+from bench.scenarios import allocation_bench, allocation_spec, percentile, slope
 from bench.workload import allocation, floor_plan, plain_deployment, united_deployment
 from united.runtime.informer import LAST_APPLIED_ANNOTATION, Store, compact, object_key
 from united.uniteddeployment.allocation import choose
@@ -199,11 +202,19 @@ def test_report_renders_every_scenario() -> None:
         "resync_restart": {"uds": 5, "writes": 0, "cpu_seconds_total": 1.5},
         "resync_touch": {"uds": 5, "writes": 0, "cpu_seconds": 0.1, "cpu_ms_per_ud": 20.0},
         "memory": {"children": 200, "rss_full_kb": 90000, "rss_empty_kb": 80000, "kb_per_child": 50.0,
-                   "json_bytes_per_child_as_created": 2800},
+                   "json_bytes_per_child_as_created": 2800, "pods": 100, "rss_pods_kb": 80300,
+                   "kb_per_pod": 3.0, "json_bytes_per_pod": 3500},
         "allocation": {"specified/1000": {"allocator": "specified", "subsets": 1000, "ms": 2.0}},
+        "growth": {"sizes": [{"uds": 500, "controller_seconds": 6.0, "floor_seconds": 5.0, "ratio": 1.2,
+                              "cpu_per_write_ratio": 1.4}],
+                   "controller_ms_per_ud": 12.0, "floor_ms_per_ud": 10.0},
         "machine": {"cpus": 2},
     }  # fmt: skip
     table = render(results)
+    assert "| Growth: cold start, 500 UDs |" in table
+    assert "| 6.00 s | 5.00 s | 1.20x; CPU 1.40x | ≤ 1.25x | yes |" in table
+    assert "| Growth: slope (least squares) | ms of cold start per UnitedDeployment |" in table
+    assert "| 12.00 ms | 10.00 ms | 1.20x |" in table
     assert "| Cold start, 5 UDs x 3 subsets, 3 workers (default); floor at 16 at once |" in table
     assert table.splitlines()[2].startswith("| Floor sweep, 200 UDs x 3 subsets |")
     assert "| 1: 9.00 s, 16: 2.50 s, 64: 2.75 s |  |  | best 16 |" in table
@@ -211,6 +222,7 @@ def test_report_renders_every_scenario() -> None:
     assert "| 2.00x / 2.50x | p50 ≤ 3.0x, p99 ≤ 4.0x | yes |" in table
     assert table.count("| yes |") >= 5 and "| **no** |" in table  # the memory row misses
     assert "| 7; 13 ms |  | 0.70x; 1.30x |" in table
+    assert "| Memory, 100 cached pods | RSS with them vs empty cache; per pod | 78 MiB vs 78 MiB; 3.00 KB |" in table
 
 
 # -- client: LIST items transformed page by page ------------------------------------------------
@@ -250,3 +262,9 @@ async def test_list_transforms_each_item_as_its_page_arrives() -> None:
     assert seen == ["Pod/a", "Pod/b"]
     assert [i["copy"]["metadata"]["name"] for i in listed.items] == ["a", "b"]
     assert listed.resource_version == "7"
+
+
+def test_the_growth_slope_is_the_least_squares_fit() -> None:
+    assert slope([(500, 6.0), (2000, 24.0), (5000, 60.0)]) == pytest.approx(0.012)
+    assert slope([(500, 1.0), (1000, 3.0), (1500, 2.0)]) == pytest.approx(0.001)
+    assert math.isnan(slope([(500, 6.0)]))
