@@ -189,6 +189,26 @@ class Manager:
         self.spreads = WorkloadSpreadController(host, api_group=self.settings.api_group)
         return self.spreads
 
+    async def _host_identity(self) -> bool:
+        """Members need this cluster's identity: ``--cluster-id``, else the uid of its ``kube-system``
+        namespace (stable for the cluster's life, the same for every replica, readable with one
+        narrow grant). Until it can be read, member clusters wait — retried at each discovery — and
+        nothing else does: a start with the API server away must not be an exit."""
+        if self.settings.cluster_id:
+            return True
+        try:
+            namespace = await self.client.get(NAMESPACES, "kube-system")
+        except ApiError as exc:
+            log.warning(
+                "cannot read namespace kube-system (this cluster's identity); member clusters wait",
+                error=str(exc),
+                hint="grant get on it, or pass --cluster-id",
+            )
+            return False
+        uid = str((namespace.get("metadata") or {}).get("uid") or "")
+        self.settings = replace(self.settings, cluster_id=uid)
+        return bool(uid)
+
     def _cluster_controller(self, host: Host) -> Controller:
         def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
             return self.spawn(coro, name="member")
@@ -274,6 +294,8 @@ class Manager:
         for entry in list(self._optional):
             resource, factory = entry
             if not await served(self.client, resource):
+                continue
+            if resource is CLUSTERS and not await self._host_identity():
                 continue
             self._optional.remove(entry)
             self._deferred = []
@@ -445,22 +467,10 @@ class Manager:
         log.info("stopped")
 
 
-async def host_identity(client: KubeClient) -> str:
-    """The uid of the host's ``kube-system`` namespace: stable for the cluster's life, the same
-    for every replica, and readable with one narrow grant (``get`` on that one namespace)."""
-    try:
-        namespace = await client.get(NAMESPACES, "kube-system")
-    except ApiError as exc:
-        raise ConfigError("--cluster-id", f"cannot read namespace kube-system: {exc}; pass --cluster-id") from None
-    return str((namespace.get("metadata") or {}).get("uid") or "")
-
-
 async def run(settings: Settings) -> int:
     client = await KubeClient.from_config(settings.kubeconfig)
     webhook_client = await KubeClient.from_config(settings.kubeconfig) if settings.webhook_port is not None else None
     try:
-        if settings.api_group == GROUP and not settings.cluster_id:
-            settings = replace(settings, cluster_id=await host_identity(client))
         manager = Manager(client, settings, webhook_client=webhook_client)
         client.observer = manager.metrics.api.observe
         if webhook_client is not None:

@@ -10,6 +10,7 @@ import pytest
 from tests.unit.runtime.test_leader import FakeLeases
 from united.controller.manager import Manager, Settings
 from united.kube import JSON, Fenced, KubeClient, Resource
+from united.kube.errors import TransientError
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
 from united.uniteddeployment.reconciler import Reconciler
@@ -158,3 +159,34 @@ def test_ready_only_once_the_kinds_were_looked_up() -> None:
         m._not_synced()
     m._discovered = True
     assert m._not_synced()
+
+
+class Namespaces:
+    """``GET namespaces/kube-system``: refused ``failures`` times, then answered."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.gets = 0
+
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> JSON:
+        self.gets += 1
+        if self.gets <= self.failures:
+            raise TransientError("cannot reach https://127.0.0.1:1: connection refused")
+        return {"metadata": {"name": name, "uid": "host-uid"}}
+
+
+async def test_the_host_identity_is_waited_for_not_an_exit() -> None:
+    api = Namespaces(failures=2)
+    m = manager(Passes(), api)
+    assert await m._host_identity() is False
+    assert await m._host_identity() is False
+    assert m.settings.cluster_id is None
+    assert await m._host_identity() is True
+    assert m.settings.cluster_id == "host-uid"
+    assert await m._host_identity() is True and api.gets == 3  # read once
+
+
+async def test_a_given_cluster_id_needs_no_read() -> None:
+    api = Namespaces(failures=0)
+    m = Manager(cast(KubeClient, api), Settings(cluster_id="given"), metrics=Metrics(process_metrics=False))
+    assert await m._host_identity() is True and api.gets == 0

@@ -503,7 +503,7 @@ async def test_the_log_answers_questions_about_requests(api: FakeApi, proxy: Fau
         ("get", "configmaps"): 1,
     }
     assert log.counts(since=mark, verb=("patch", "delete")) == {("patch", "configmaps"): 2, ("delete", "configmaps"): 1}
-    assert log.requests(method="PATCH")[0].body == b'{"data": {"k": "v"}}'
+    assert log.requests(method="PATCH")[0].body == b'{"data":{"k":"v"}}'
     assert log.requests(where=lambda e: e.name == "a", status=200, forwarded=True, faulted=False)
     assert (await log.wait_for(4, within=1, identity="controller"))[0].verb == "list"
     log.clear()
