@@ -18,7 +18,7 @@ import asyncio
 import base64
 import secrets
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -28,7 +28,7 @@ from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, ud, wait_ready, wait_shape, zone
 from united import data
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import SYSTEM, apply, documents, install_controller
+from united.devcluster.installation import apply, documents
 from united.devcluster.wait import eventually
 from united.kube.client import EVENTS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, KubeClient, PatchType
 from united.kube.errors import Forbidden, NotFound
@@ -46,23 +46,17 @@ WRITTEN: list[dict[str, Any]] = []
 
 
 @pytest.fixture(scope="module")
-def clusters_controller(cluster: LocalCluster, simulation: Any) -> Iterator[Controller]:
-    """``united run`` under the shipped ServiceAccount and roles plus ``cluster-credentials.yaml``.
-    No leader election: the session's controller (other packages) may hold the shipped Lease."""
+def clusters_controller(cluster: LocalCluster, controller: Controller) -> Controller:
+    """The session's controller (the shipped ServiceAccount and roles, leader election on: one
+    process serves every package, so no second one writes Cluster statuses beside it), given
+    the shipped ``cluster-credentials.yaml`` as its only Secret access."""
 
-    async def setup() -> Any:
+    async def grant() -> None:
         async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-            await install_controller(client, compat=True, leader_election=True)
             await apply(client, documents(CREDENTIALS))
-            return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
 
-    running = Controller(asyncio.run(setup()), name="clusters", leader_elect=False)
-    running.start()
-    try:
-        yield running
-    finally:
-        code = running.stop()
-        assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"
+    asyncio.run(grant())
+    return controller
 
 
 async def token_of(cluster: LocalCluster, kube: KubeClient, namespace: str, name: str) -> str:
