@@ -43,6 +43,7 @@ from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import NAMESPACES
 from united.kube.decode import Undecodable
 from united.kube.errors import ConfigError
+from united.multicluster.collector import Collector
 from united.multicluster.controller import ClusterController
 from united.multicluster.credentials import SecretWatch
 from united.multicluster.member import Members
@@ -216,7 +217,13 @@ class Manager:
         secrets = SecretWatch(self.client, spawn=spawn, failures=self.failures)
         self.members = Members(self.client, secrets=secrets, spawn=spawn, observer=self.metrics.member_observer)
         self.ud.attach(self.members, host_id=self.settings.cluster_id or "", namespaces=self.namespaces)
-        return ClusterController(host, members=self.members)
+        collector = Collector(
+            self.client,
+            uds=self.ud.uds,
+            ud_resource=self.settings.ud_resource,
+            collected=self.metrics.orphan_collected,
+        )
+        return ClusterController(host, members=self.members, collector=collector)
 
     def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
         """The WorkloadSpread caches once served and synced (the controller is added only then:

@@ -6,7 +6,8 @@ health and a new leader writes what is true at once; the status is written by th
 run only on the leader, and only when :func:`~united.multicluster.health.cluster_status` says
 something changed or the heartbeat is due (one write a minute per ``Cluster`` at most in steady
 state). Every probe queues its ``Cluster``; the pass reads the member's health and the stored
-status, nothing else.
+status, then looks for the member's remote orphans (:mod:`~united.multicluster.collector`: from
+caches, so a pass with nothing to collect makes no request).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import structlog
 
 from united.api.field import ManifestError
 from united.kube import PatchType
+from united.multicluster.collector import Collector
 from united.multicluster.health import cluster_status
-from united.multicluster.member import Members
+from united.multicluster.member import Member, Members
 from united.multicluster.model import ClusterSpec
 from united.multicluster.resource import CLUSTERS
 from united.runtime.controller import Controller, Host, Stores
@@ -39,9 +41,10 @@ class ClusterController(Controller):
     name = "cluster"
     log_key = "cluster"
 
-    def __init__(self, host: Host, *, members: Members) -> None:
+    def __init__(self, host: Host, *, members: Members, collector: Collector | None = None) -> None:
         super().__init__(host)
         self.members = members
+        self.collector = collector
         members.on_probe = self.queue.add
         self.clusters = Stores(host.watch(CLUSTERS, None, self._on_cluster))
         self.reconciler = self
@@ -51,6 +54,8 @@ class ClusterController(Controller):
         name = str((obj.get("metadata") or {}).get("name") or "")
         if kind == DELETED:
             await self.members.remove(name)
+            if self.collector is not None:
+                self.collector.forget(set(self.members.names()))
             return
         try:
             spec = ClusterSpec.parse(obj)
@@ -66,12 +71,18 @@ class ClusterController(Controller):
         member = self.members.get(key)
         if obj is None or member is None:
             return Done()
+        await self._write_status(key, obj, member)
+        if self.collector is None:
+            return Done()
+        return Done(requeue_after=await self.collector.collect(member))
+
+    async def _write_status(self, key: str, obj: Json, member: Member) -> None:
         generation = (obj.get("metadata") or {}).get("generation")
         status = cluster_status(
             obj.get("status"), member.health, time.time(), generation if isinstance(generation, int) else 0
         )
         if status is None:
-            return Done()
+            return
         uid = (obj.get("metadata") or {}).get("uid")
         await self.host.client.patch(
             CLUSTERS,
@@ -81,7 +92,6 @@ class ClusterController(Controller):
             subresource="status",
         )
         self.writes += 1
-        return Done()
 
 
 __all__ = ["ClusterController"]

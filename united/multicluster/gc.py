@@ -29,3 +29,40 @@ def suspects(children: Iterable[Json], live_uids: Container[str], remote: Remote
 
 def _deleting(child: Mapping[str, Any]) -> bool:
     return bool((child.get("metadata") or {}).get("deletionTimestamp"))
+
+
+class Sightings:
+    """When each suspect of one member becomes due for collection.
+
+    A child must stay a suspect for ``grace`` seconds before it is collected: the host cache may
+    not show a UnitedDeployment created a moment ago yet. After an attempt the next waits
+    ``retry`` seconds (the member cache may still show a child just deleted; the owner may have
+    been alive after all; the member may have refused), so a child that cannot be collected costs
+    one request per ``retry``, never a tight loop. A child that stops being a suspect is
+    forgotten: it starts over if it becomes one again."""
+
+    def __init__(self, *, grace: float, retry: float) -> None:
+        self.grace = grace
+        self.retry = retry
+        self._due: dict[str, float] = {}
+
+    def due(self, suspects: Iterable[Json], now: float) -> tuple[list[Json], float | None]:
+        """The suspects whose time has come, and the seconds until the next one's (None: none)."""
+        ready: list[Json] = []
+        seen: dict[str, float] = {}
+        for child in suspects:
+            uid = str((child.get("metadata") or {}).get("uid") or "")
+            if not uid:
+                continue
+            at = seen[uid] = self._due.get(uid, now + self.grace)
+            if at <= now:
+                ready.append(child)
+        self._due = seen
+        waits = [at - now for at in seen.values() if at > now]
+        return ready, min(waits, default=None)
+
+    def tried(self, child: Mapping[str, Any], now: float) -> None:
+        """An attempt at ``child`` was made: the next one, if needed, after :attr:`retry`."""
+        uid = str((child.get("metadata") or {}).get("uid") or "")
+        if uid in self._due:
+            self._due[uid] = now + self.retry

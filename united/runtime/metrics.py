@@ -320,6 +320,14 @@ class Metrics:
             registry=r,
         )
 
+        self.remote_orphans_collected_total = Counter(
+            "united_remote_orphans_collected_total",
+            "Remote children deleted in member clusters because their UnitedDeployment is gone, "
+            "by cluster and resource",
+            ["cluster", "resource"],
+            registry=r,
+        )
+
         # -- leader election ---------------------------------------------------------------
         self.leader_election_master_status = Gauge(
             "leader_election_master_status",
@@ -388,6 +396,10 @@ class Metrics:
             self.member_requests_total.labels(resource=resource, **labels).inc()
 
         return observe
+
+    def orphan_collected(self, cluster: str, resource: str) -> None:
+        """A remote orphan was deleted in ``cluster``."""
+        self.remote_orphans_collected_total.labels(cluster=cluster, resource=resource).inc()
 
     def set_leader(self, lease: str, leading: bool) -> None:
         """1 while this process holds the Lease ``lease``, 0 otherwise."""
