@@ -1,6 +1,6 @@
-"""Shared by the multi-cluster e2e modules: members joined to the session's host (the member
-role of design §5 for a ServiceAccount, its token in a kubeconfig Secret in the host, a
-``Cluster`` with a 2 s probe), a UnitedDeployment spread over host, member-1 and member-2, and
+"""Shared by the multi-cluster e2e modules: members joined to the session's host (the shipped
+``manifests/member`` applied in each member, a token of its ServiceAccount in a kubeconfig Secret in
+the host, a ``Cluster`` with a 2 s probe), a UnitedDeployment spread over host, member-1 and member-2, and
 waiting for it to converge everywhere."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, condition, ud, wait_ready, zone
-from united import data
+from united import data, kustomization
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import apply, documents
 from united.devcluster.planes import Plane
@@ -31,36 +31,13 @@ FINALIZER = f"{G}/remote-children"
 MEMBER_NAMESPACE = "united-system"
 MEMBER_SA = "united-member"
 PROBE = {"periodSeconds": 2, "timeoutSeconds": 1}
-MEMBER_ROLE: list[dict[str, Any]] = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MEMBER_NAMESPACE}},
-    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": MEMBER_SA, "namespace": MEMBER_NAMESPACE}},
-    {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": MEMBER_SA},
-        "rules": [
-            {
-                "apiGroups": ["apps"],
-                "resources": ["deployments", "statefulsets"],
-                "verbs": ["list", "watch", "create", "patch", "delete"],
-            },
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "patch"]},
-            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create"]},
-        ],
-    },
-    {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": MEMBER_SA},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MEMBER_SA},
-        "subjects": [{"kind": "ServiceAccount", "name": MEMBER_SA, "namespace": MEMBER_NAMESPACE}],
-    },
-]
+MEMBER_ROLE = kustomization.build(data.MANIFESTS, "member")
+"""The shipped ``manifests/member``: the controller's only grant in a member."""
 
 
 @pytest.fixture(scope="module")
 def joined(cluster: LocalCluster, members: dict[str, Plane], controller: Controller) -> Iterator[dict[str, Plane]]:
-    """Each member with the member role, its kubeconfig Secret in the host and a ``Cluster``;
+    """Each member with ``manifests/member``, its kubeconfig Secret in the host and a ``Cluster``;
     yields once every ``Cluster`` is ``Ready``. The Clusters and Secrets go afterwards."""
 
     async def join() -> None:
@@ -145,3 +122,18 @@ async def converged(
 
     await eventually(check, within=120, what=f"{name}: {each} Ready pods in each cluster")
     return await wait_ready(kube, namespace, doc, within=60)
+
+
+def by_hand(name: str, *, owner: str, owner_uid: str, host_id: str) -> dict[str, Any]:
+    """A child as the controller labels one (no pods: replicas 0)."""
+    labels = {
+        f"{G}/subset-name": "m1",
+        f"{G}/owner-uid": owner_uid,
+        f"{G}/owner-name": owner,
+        f"{G}/owner-cluster": host_id,
+    }
+    pod = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "main", "image": "x.invalid/y"}]}}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}}, "template": pod},
+    }

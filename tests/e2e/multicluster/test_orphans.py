@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, UD, ud
-from tests.e2e.multicluster.remote import G, joined, remote_children
+from tests.e2e.multicluster.remote import G, by_hand, joined, remote_children
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, KubeClient
@@ -24,21 +24,6 @@ __all__ = ["joined"]
 pytestmark = pytest.mark.e2e
 
 COLLECTED = "united_remote_orphans_collected_total"
-
-
-def by_hand(name: str, *, owner: str, owner_uid: str, host_id: str) -> dict[str, Any]:
-    """A child as the controller labels one (no pods: replicas 0)."""
-    labels = {
-        f"{G}/subset-name": "m1",
-        f"{G}/owner-uid": owner_uid,
-        f"{G}/owner-name": owner,
-        f"{G}/owner-cluster": host_id,
-    }
-    pod = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "main", "image": "x.invalid/y"}]}}
-    return {
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}}, "template": pod},
-    }
 
 
 async def test_orphans_collected_live_and_foreign_children_kept(
