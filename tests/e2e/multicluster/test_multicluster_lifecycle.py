@@ -105,7 +105,8 @@ async def test_delete_waits_for_unreachable_member(
     joined: dict[str, Plane], kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
 ) -> None:
     """Member-1 down at deletion: the UD stays, saying why, until the abandon annotation names
-    member-1; member-2's child is deleted meanwhile, member-1's stays where it is."""
+    member-1; member-2's child is deleted meanwhile, member-1's stays where it is — until member-1
+    is back and the child, its owner gone, is collected as an orphan."""
     doc = spread("held", 6)
     await kube.create(UD, doc, namespace=namespace)
     await converged(kube, member_kube, namespace, doc, 2)
@@ -144,3 +145,8 @@ async def test_delete_waits_for_unreachable_member(
     finally:
         plane.start_apiserver()
     assert len(await remote_children(member_kube["member-1"], namespace)) == 1, "abandoned: left where it was"
+
+    async def collected() -> None:
+        assert await remote_children(member_kube["member-1"], namespace) == [], "the orphan is still in member-1"
+
+    await eventually(collected, within=90, what="member-1 back: the abandoned child collected as an orphan")
