@@ -39,7 +39,9 @@ async def test_orphans_collected_live_and_foreign_children_kept(
     keeper = await kube.create(UD, doc, namespace=namespace)
 
     async def keeper_child() -> dict[str, Any]:
-        [child] = await remote_children(member, namespace)
+        children = await remote_children(member, namespace)
+        assert len(children) == 1, children
+        child = children[0]
         assert child["metadata"]["labels"][f"{G}/owner-uid"] == keeper["metadata"]["uid"], child
         return child
 
