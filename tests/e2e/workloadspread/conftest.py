@@ -53,3 +53,18 @@ def spreading(cluster: LocalCluster, simulation: Any) -> Iterator[Spreading]:
         code = running.stop()
         asyncio.run(_configurations_gone(cluster))
         assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"
+
+
+@pytest.fixture(scope="package", autouse=True)
+def one_controller(controller: Controller) -> Iterator[None]:
+    """Only this package's controller reconciles WorkloadSpreads while it runs. The session's
+    controller (started by other packages) runs without the webhook; two processes that see the
+    webhook's bookings differently rewrite each other's status conditions at event speed (CI saw
+    ~160 writes in 2.5 s), so bookings kept conflicting until a pod was admitted unplaced. It is
+    stopped for this package and started again after."""
+    code = controller.stop()
+    assert code == 0, f"the session's controller exited with {code} on SIGTERM; see {controller.log_path}"
+    try:
+        yield
+    finally:
+        controller.start()
