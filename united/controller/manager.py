@@ -32,7 +32,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
@@ -62,6 +62,8 @@ from united.workloadspread.webhook import PodWebhook
 
 log = structlog.get_logger(__name__)
 C = TypeVar("C", bound=Controller)
+Precondition = Callable[[], Awaitable[bool]]
+"""What an optional controller needs besides its kind being served (asked at each discovery)."""
 RELEASE_WITHIN = 2.0
 """Seconds releasing the Lease may take at shutdown."""
 EVENTS_WITHIN = 1.0
@@ -156,7 +158,7 @@ class Manager:
         """One place for the list/watch failures of every informer: one line per step
         when they all fail the same way (an unreachable API server)."""
         self.controllers: list[Controller] = []
-        self._optional: list[tuple[Resource, Factory]] = []
+        self._optional: list[tuple[Resource, Factory, Precondition | None]] = []
         self.ud = self.add(
             UnitedDeploymentController(
                 self,
@@ -171,7 +173,7 @@ class Manager:
         self.members: Members | None = None
         """The member clusters, once ``Cluster`` objects are served (our group only)."""
         if settings.api_group == GROUP:
-            self.add_when_served(CLUSTERS, self._cluster_controller)
+            self.add_when_served(CLUSTERS, self._cluster_controller, ready=self._host_identity)
         self.webhook = PodWebhook(webhook_client or client, self._spread_caches)
         """Served by every replica (with ``--webhook-port``), leader or not: bookings are
         optimistic status writes, safe from several processes; hence a client without the fence."""
@@ -181,10 +183,11 @@ class Manager:
         self.controllers.append(controller)
         return controller
 
-    def add_when_served(self, resource: Resource, factory: Factory) -> None:
+    def add_when_served(self, resource: Resource, factory: Factory, *, ready: Precondition | None = None) -> None:
         """Run the controller ``factory`` makes once the API server serves ``resource``
-        (looked up at start and on the discovery timer, like child kinds)."""
-        self._optional.append((resource, factory))
+        (looked up at start and on the discovery timer, like child kinds) and ``ready``, if
+        given, says what else it needs is there (asked again at each discovery until it is)."""
+        self._optional.append((resource, factory, ready))
 
     def _spread_controller(self, host: Host) -> Controller:
         self.spreads = WorkloadSpreadController(host, api_group=self.settings.api_group)
@@ -299,10 +302,10 @@ class Manager:
         start, only once they have all synced: a kind that cannot be listed (RBAC not yet
         granted) must not hold up the others."""
         for entry in list(self._optional):
-            resource, factory = entry
+            resource, factory, ready = entry
             if not await served(self.client, resource):
                 continue
-            if resource is CLUSTERS and not await self._host_identity():
+            if ready is not None and not await ready():
                 continue
             self._optional.remove(entry)
             self._deferred = []

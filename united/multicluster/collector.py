@@ -22,7 +22,7 @@ from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Member
 from united.runtime.controller import Stores
 from united.runtime.informer import Informer
-from united.uniteddeployment.reconciler import resource_of
+from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)
 GRACE = 10.0

@@ -37,7 +37,7 @@ from united.multicluster.model import ClusterSpec
 from united.runtime.controller import Stores
 from united.runtime.failures import FailureLog
 from united.runtime.informer import Informer
-from united.uniteddeployment.reconciler import resource_of
+from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)
 SUSPECT_EVERY = 2.0

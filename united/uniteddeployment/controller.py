@@ -25,7 +25,8 @@ from united.runtime.controller import Controller, Host, Stores
 from united.runtime.informer import DELETED, MODIFIED, Informer
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import TEMPLATE_VARIANTS
-from united.uniteddeployment.reconciler import CONTROLLER_REVISIONS, Caches, Reconciler, owners_of, resource_of
+from united.uniteddeployment.reconciler import CONTROLLER_REVISIONS, Caches, Reconciler, owners_of
+from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)
 Json = dict[str, Any]

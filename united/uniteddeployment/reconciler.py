@@ -51,6 +51,7 @@ from united.uniteddeployment.model import (
 from united.uniteddeployment.render import KINDS, Rendered, owner_reference, spec_digest
 from united.uniteddeployment.render import render as render_child
 from united.uniteddeployment.render.blueprints import Blueprints
+from united.uniteddeployment.resources import resource_of
 from united.uniteddeployment.shift import Holding, Shift, shift
 from united.uniteddeployment.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
 
@@ -137,12 +138,6 @@ class Result:
 
 class OwnerChangedError(Exception):
     """The UnitedDeployment read afresh is being deleted or is another object: end the pass."""
-
-
-def resource_of(variant: str) -> Resource:
-    kind = KINDS[variant]
-    group, _, version = kind.api_version.rpartition("/")
-    return Resource(group, version, kind.plural, True, kind.kind)
 
 
 def now_rfc3339() -> str:

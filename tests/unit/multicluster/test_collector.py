@@ -15,7 +15,7 @@ from united.multicluster.collector import GRACE, RETRY, Collector
 from united.multicluster.member import Member
 from united.runtime.informer import Informer
 from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.reconciler import resource_of
+from united.uniteddeployment.resources import resource_of
 
 KEYS = Keys()
 UDS = resource_of("deploymentTemplate")  # any Resource: the fake host answers by name

@@ -10,7 +10,7 @@ from typing import Any
 from united import data
 from united.kustomization import build
 from united.uniteddeployment.model import TEMPLATE_VARIANTS
-from united.uniteddeployment.reconciler import resource_of
+from united.uniteddeployment.resources import resource_of
 
 NAMESPACE = "united-system"
 SA = "united-member"

@@ -18,7 +18,8 @@ from united.kube.errors import (
     error_from_status,
     namespace_terminating,
 )
-from united.uniteddeployment.reconciler import RetryableError, resource_of
+from united.uniteddeployment.reconciler import RetryableError
+from united.uniteddeployment.resources import resource_of
 
 DEPLOYMENTS = resource_of("deploymentTemplate")
 STATEFULSETS = resource_of("statefulSetTemplate")
