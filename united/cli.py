@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +19,7 @@ import yaml
 from united import __version__, data
 from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
+from united.controller.settings import Settings
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import Source, State, load, load_state
 from united.output import print_json as _print_json
@@ -102,20 +102,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--namespace", action="append", default=[], help="namespace to serve (repeatable; default all)")
     r.add_argument("--selector", help="label selector on UnitedDeployments, to shard over several controllers")
-    r.add_argument("--workers", type=int, default=3, help="concurrent reconciles (default 3)")
+    r.add_argument("--workers", type=int, default=_DEFAULTS.workers, help="concurrent reconciles (default %(default)s)")
     r.add_argument("--leader-elect", action="store_true", help="elect a leader through a Lease (for >1 replica)")
-    r.add_argument("--leader-election-namespace", default=os.environ.get("POD_NAMESPACE", "united-system"))
-    r.add_argument("--leader-election-id", default="united-controller", help="name of the Lease")
-    for name, default, meaning in _LEASE_TIMINGS:
+    r.add_argument("--leader-election-namespace", default=_DEFAULTS.leader_election_namespace)
+    r.add_argument("--leader-election-id", default=_DEFAULTS.leader_election_id, help="name of the Lease")
+    for name, meaning in _LEASE_TIMINGS:
+        default = getattr(_DEFAULTS, f"leader_election_{name}")
         r.add_argument(_lease_flag(name), type=float, default=default, metavar="SECONDS", help=meaning)
-    r.add_argument("--http-port", type=int, default=8080, help="port for /healthz, /readyz and /metrics")
+    r.add_argument(
+        "--http-port", type=int, default=_DEFAULTS.http_port, help="port for /healthz, /readyz and /metrics"
+    )
     r.add_argument(
         "--controller-namespace",
-        default=os.environ.get("POD_NAMESPACE") or "united-system",
+        default=_DEFAULTS.controller_namespace,
         help="the controller's own namespace: its webhook Secret, excluded from the pod webhooks",
     )
     r.add_argument("--webhook-port", type=int, help="serve the WorkloadSpread webhooks over HTTPS on this port")
-    r.add_argument("--webhook-host", default="0.0.0.0", help="address the webhook server binds (default 0.0.0.0)")
+    r.add_argument(
+        "--webhook-host", default=_DEFAULTS.webhook_host, help="address the webhook server binds (default %(default)s)"
+    )
     r.add_argument(
         "--webhook-url",
         metavar="URL",
@@ -125,13 +130,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--webhook-failure-policy",
         choices=("Ignore", "Fail"),
-        default="Ignore",
+        default=_DEFAULTS.webhook_failure_policy,
         help="Ignore (default): pods are created while no replica answers; Fail: they are refused",
     )
     r.add_argument(
         "--discovery-interval",
         type=float,
-        default=30.0,
+        default=_DEFAULTS.discovery_interval,
         help="seconds between checks for child kinds whose CRD appeared (CloneSet, Advanced StatefulSet)",
     )
     r.add_argument(
@@ -142,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--create-member-namespaces",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=_DEFAULTS.create_member_namespaces,
         help="create a subset's namespace in a member cluster when it is missing there (default: on)",
     )
     add_logging_arguments(r)
@@ -337,10 +342,12 @@ def _render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_DEFAULTS = Settings()
+"""``united run``'s defaults are the manager's."""
 _LEASE_TIMINGS = (
-    ("lease_duration", 15.0, "how long a standby waits for an unrenewed Lease before taking over (default 15)"),
-    ("renew_deadline", 10.0, "how long the leader may go without renewing before it stops writing (default 10)"),
-    ("retry_period", 2.0, "seconds between Lease attempts (default 2)"),
+    ("lease_duration", "how long a standby waits for an unrenewed Lease before taking over (default %(default)s)"),
+    ("renew_deadline", "how long the leader may go without renewing before it stops writing (default %(default)s)"),
+    ("retry_period", "seconds between Lease attempts (default %(default)s)"),
 )
 """The elector's timings as flags (controller-runtime's names), by its parameter names."""
 
@@ -352,12 +359,12 @@ def _lease_flag(name: str) -> str:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from united.controller.manager import Settings, run
+    from united.controller.manager import run
     from united.kube.errors import ConfigError
     from united.runtime.leader import timing_problems
 
     errors = _run_flag_errors(args)
-    timings = {name: float(getattr(args, f"leader_election_{name}")) for name, _, _ in _LEASE_TIMINGS}
+    timings = {name: float(getattr(args, f"leader_election_{name}")) for name, _ in _LEASE_TIMINGS}
     errors += [FieldError(_lease_flag(name), message) for name, message in timing_problems(**timings).items()]
     if errors:
         raise ManifestError(errors)

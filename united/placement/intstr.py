@@ -48,15 +48,17 @@ def is_percent(value: IntOrStr | None) -> bool:
 _ATOI = re.compile(r"^[+-]?[0-9]+$")
 
 
-def scaled(value: IntOrStr, total: int) -> int:
-    """Strict ``intstr.GetScaledValueFromIntOrPercent(value, total, roundUp=true)``: an integer
-    as is, or ``"N%"`` of ``total`` rounded *up*. What WorkloadSpread's webhook and controller
-    compute ``maxReplicas`` with; raises ``ValueError`` for any other string."""
+def scaled(value: IntOrStr, total: int, *, round_up: bool = True) -> int:
+    """Strict ``intstr.GetScaledValueFromIntOrPercent(value, total, roundUp)``: an integer as
+    is, or ``"N%"`` of ``total`` rounded up (or down). What WorkloadSpread's webhook and
+    controller compute ``maxReplicas`` with, and a Deployment's ``maxSurge`` (up) and
+    ``maxUnavailable`` (down); raises ``ValueError`` for any other string."""
     if isinstance(value, int):
         return value
     if not value.endswith("%") or not _ATOI.match(value[:-1]):
         raise ValueError(f"invalid value for IntOrString: invalid type: string is not a percentage: {value!r}")
-    return -((-int(value[:-1]) * total) // 100)
+    share = int(value[:-1]) * total
+    return -(-share // 100) if round_up else share // 100
 
 
 def legacy_scaled(value: IntOrStr, total: int) -> int:

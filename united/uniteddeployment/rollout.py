@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.placement.intstr import IntOrStr, is_percent, resolve
+from united.placement.intstr import IntOrStr, is_percent, resolve, scaled
 from united.uniteddeployment.adaptive import parse_time
 from united.uniteddeployment.model import Progressive
 
@@ -217,18 +217,16 @@ def rolling_max_unavailable(child: Mapping[str, Any]) -> int:
 def _rolling_count(child: Mapping[str, Any], name: str, *, round_up: bool) -> int:
     spec = child.get("spec") or {}
     value = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get(name, "25%")
-    if isinstance(value, int):
-        return max(value, 0)
-    text = str(value)
-    percent = int(text[:-1]) if text.endswith("%") and text[:-1].isdigit() else 0
-    share = int(spec.get("replicas") or 0) * percent
-    return -(-share // 100) if round_up else share // 100
+    try:
+        return max(scaled(value, int(spec.get("replicas") or 0), round_up=round_up), 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def budget(progressive: Progressive, replicas: int) -> int:
     """``maxUnavailable`` of ``replicas``: percentages round down, at least 1 when replicas > 0."""
     value = progressive.max_unavailable if progressive.max_unavailable is not None else DEFAULT_MAX_UNAVAILABLE
-    n = resolve(replicas, value) if not is_percent(value) else replicas * int(str(value)[:-1]) // 100
+    n = resolve(replicas, value) if not is_percent(value) else scaled(value, replicas, round_up=False)
     return max(n, 1) if replicas > 0 else 0
 
 

@@ -15,6 +15,14 @@ def test_scaled_rounds_percentages_up(value: int | str, total: int, expected: in
     assert scaled(value, total) == expected
 
 
+@pytest.mark.parametrize(
+    ("value", "total", "expected"), [(3, 10, 3), ("34%", 10, 3), ("39%", 10, 3), ("25%", 3, 0), ("100%", 7, 7)]
+)
+def test_scaled_rounds_down_when_asked(value: int | str, total: int, expected: int) -> None:
+    """A Deployment's ``maxUnavailable`` rounds down (its ``maxSurge`` up)."""
+    assert scaled(value, total, round_up=False) == expected
+
+
 @pytest.mark.parametrize("value", ["50", "5%%", "0.2%", "50.2%", " 5%", "%", "abc%"])
 def test_scaled_refuses_anything_but_an_integer_percentage(value: str) -> None:
     with pytest.raises(ValueError):
