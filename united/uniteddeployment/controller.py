@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from united.kube import ApiError, KubeClient, Resource
-from united.kube.client import PODS
+from united.kube.client import CONTROLLER_REVISIONS, PODS
 from united.kube.decode import Undecodable
 from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Members, Watching
@@ -25,7 +25,7 @@ from united.runtime.controller import Controller, Host, Stores
 from united.runtime.informer import DELETED, MODIFIED, Informer
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import TEMPLATE_VARIANTS
-from united.uniteddeployment.reconciler import CONTROLLER_REVISIONS, Caches, Reconciler, owners_of
+from united.uniteddeployment.reconciler import Caches, Reconciler, owners_of
 from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)

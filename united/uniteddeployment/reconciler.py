@@ -25,7 +25,7 @@ import structlog
 
 from united.api.field import ManifestError
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
-from united.kube.client import NAMESPACES, PODS
+from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, PODS
 from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
@@ -68,7 +68,6 @@ A watch normally catches up in milliseconds, but API Priority and Fairness can h
 back for many seconds, and every pass in that time would otherwise create another child for
 the same subset (children have generated names). The TTL only bounds how long a child we
 created and someone else deleted before the cache saw it keeps its subset waiting."""
-CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", True, "ControllerRevision")
 
 
 class Store(Protocol):
