@@ -174,6 +174,7 @@ class Manager:
 
         secrets = SecretWatch(self.client, spawn=spawn, failures=self.failures)
         self.members = Members(self.client, secrets=secrets, spawn=spawn, observer=self.metrics.member_observer)
+        self.metrics.count_member_watches(self.members.watches)
         self.ud.attach(self.members, host_id=self.settings.cluster_id or "", namespaces=self.namespaces)
         collector = Collector(
             self.client,

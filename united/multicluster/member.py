@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -339,6 +339,13 @@ class Members:
 
     def names(self) -> list[str]:
         return sorted(self._members)
+
+    def watches(self) -> Iterator[tuple[str, str]]:
+        """``(cluster, resource)`` of each informer kept in a member: one per namespace served
+        (all: one) for pods and for each child kind some UnitedDeployment places there."""
+        for member, _ in list(self._members.values()):
+            for informer in list(member.informers):
+                yield member.name, informer.resource.plural
 
     def subscribe(self, callback: Callable[[str], None]) -> None:
         self._subscribers.append(callback)

@@ -218,3 +218,15 @@ def test_in_flight_work_is_polled_at_scrape_time() -> None:
     in_flight.unfinished, in_flight.longest = 7.5, 4.0
     assert _value(metrics, "workqueue_unfinished_work_seconds", name="ud") == 7.5
     assert _value(metrics, "workqueue_longest_running_processor_seconds", name="ud") == 4.0
+
+
+def test_member_watches_are_counted_at_scrape_time_by_cluster_and_resource() -> None:
+    metrics = Metrics()
+    watches = [("member-1", "pods"), ("member-1", "deployments"), ("member-2", "pods"), ("member-2", "pods")]
+    metrics.count_member_watches(lambda: iter(watches))
+    text = generate_latest(metrics.registry).decode()
+    assert 'united_member_watches{cluster="member-1",resource="pods"} 1.0' in text
+    assert 'united_member_watches{cluster="member-1",resource="deployments"} 1.0' in text
+    assert 'united_member_watches{cluster="member-2",resource="pods"} 2.0' in text
+    watches.clear()
+    assert "united_member_watches{" not in generate_latest(metrics.registry).decode()
