@@ -25,7 +25,6 @@ JSON dicts in and out. That sidesteps the library's known traps in one place:
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import shutil
@@ -562,7 +561,7 @@ class KubeClient:
         url = str(api.configuration.host) + path
         if params:
             url += "?" + urlencode(params)
-        data = body if body is None or isinstance(body, bytes) else json.dumps(body, separators=(",", ":"))
+        data = body if body is None or isinstance(body, bytes) else decode.dumps(body)
         timeout = self._timeout if request_timeout is None else request_timeout
         if not isinstance(timeout, aiohttp.ClientTimeout):
             timeout = aiohttp.ClientTimeout(total=timeout)
@@ -732,10 +731,10 @@ class KubeClient:
         """Create an object; raises ``AlreadyExists`` if the name is taken.
 
         A ``bytes`` body is sent verbatim as YAML (JSON is YAML). Use it for objects with
-        raw-bytes fields such as ``ControllerRevision.data``: kubernetes-asyncio re-encodes
-        every JSON body with Python's ``json.dumps``, whose bytes differ from the Go
-        encoding the API server uses when it later patches the object — and ``data`` is
-        immutable, so even the garbage collector's owner-reference patch would be refused.
+        raw-bytes fields such as ``ControllerRevision.data``: a JSON body's bytes (ours,
+        from ``decode.dumps``) differ from the Go encoding the API server uses when it later
+        patches the object — and ``data`` is immutable, so even the garbage collector's
+        owner-reference patch would be refused.
         The API server turns YAML into JSON with Go's encoder, so stored bytes are canonical.
         """
         query = [("dryRun", "All")] if dry_run else []

@@ -39,6 +39,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+import orjson
+
 JSON = dict[str, Any]
 
 MAX_DEPTH = 100
@@ -65,6 +67,26 @@ class Page(NamedTuple):
     fields: JSON
     items: list[JSON]
     skipped: list[Undecodable]
+
+
+def loads(data: bytes | str) -> Any:
+    """``orjson`` (2-3x faster than ``json`` on Kubernetes objects: every answer and watch event
+    goes through here). What it refuses and JSON allows — integers beyond 64 bits, nesting past
+    its 1024 levels — goes to ``json.loads``, so every outcome stays what it was: the same
+    values, ``RecursionError`` for the too deep, ``ValueError`` for what is not JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON of a request body: ``orjson`` (an order of magnitude faster than
+    ``json.dumps``), ``json`` for what it refuses (integers beyond 64 bits, nesting past 254)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def within(value: Any, levels: int = MAX_DEPTH) -> bool:
@@ -253,7 +275,7 @@ def document(data: bytes | str, *, levels: int = MAX_DEPTH) -> Any:
     such an object (a status patch reporting it) still reads its resourceVersion, and no
     caller walks what the controller does not read. Raises ``ValueError`` for non-JSON."""
     try:
-        value = json.loads(data)
+        value = loads(data)
     except RecursionError:
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         scanner = _Scanner(text)
@@ -271,7 +293,7 @@ def list_page(data: bytes | str, *, levels: int = MAX_DEPTH) -> Page:
 
     Raises ``ValueError`` when ``data`` is not a JSON object."""
     try:
-        page = json.loads(data)
+        page = loads(data)
     except RecursionError:
         return _scan_page(data.decode("utf-8", "replace") if isinstance(data, bytes) else data, levels)
     if not isinstance(page, dict):
@@ -307,7 +329,7 @@ def watch_event(data: bytes | str, *, levels: int = MAX_DEPTH) -> tuple[JSON, Un
 
     Raises ``ValueError`` when ``data`` is not a JSON object."""
     try:
-        event = json.loads(data)
+        event = loads(data)
     except RecursionError:
         scanner = _Scanner(data.decode("utf-8", "replace") if isinstance(data, bytes) else data)
         event = {}
@@ -331,4 +353,15 @@ def watch_event(data: bytes | str, *, levels: int = MAX_DEPTH) -> tuple[JSON, Un
     return event, problem
 
 
-__all__ = ["MAX_DEPTH", "Page", "Undecodable", "bound", "document", "list_page", "watch_event", "within"]
+__all__ = [
+    "MAX_DEPTH",
+    "Page",
+    "Undecodable",
+    "bound",
+    "document",
+    "dumps",
+    "list_page",
+    "loads",
+    "watch_event",
+    "within",
+]

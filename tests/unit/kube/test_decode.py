@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from united.kube.decode import MAX_DEPTH, Undecodable, bound, document, list_page, watch_event, within
+from united.kube.decode import MAX_DEPTH, Undecodable, bound, document, dumps, list_page, loads, watch_event, within
 
 UNREADABLE = 20_000
 """Deep enough for ``json.loads`` to raise RecursionError on CPython 3.11, 3.12 and 3.13 (which
@@ -187,3 +187,35 @@ def test_anything_but_an_object_is_refused(text: str) -> None:
 def test_broken_unreadable_text_is_refused_not_guessed(text: str) -> None:
     with pytest.raises(ValueError):
         list_page(text)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300)
+@given(JSON_VALUES)
+def test_loads_and_dumps_agree_with_the_json_module(value: Any) -> None:
+    """orjson is the fast path; any integer size (a tenant's template may hold 2**70) round-trips."""
+    assert loads(dumps(value)) == value == json.loads(json.dumps(value))
+    assert loads(json.dumps(value)) == value
+
+
+def test_what_orjson_refuses_goes_to_the_json_module() -> None:
+    big = {"spec": {"n": 2**70, "m": -(2**65)}}
+    assert loads(json.dumps(big)) == big
+    assert json.loads(dumps(big)) == big
+    deep: Any = 1
+    for _ in range(300):  # orjson encodes at most 254 levels
+        deep = [deep]
+    assert json.loads(dumps(deep)) == deep
+    with pytest.raises(ValueError):
+        loads(b"{not json")
+
+
+def test_an_object_deeper_than_orjson_reads_is_still_a_stub_not_an_error() -> None:
+    text = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":' + "[" * 2000 + "]" * 2000 + "}"
+    assert document(text) == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deep"}}
