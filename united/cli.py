@@ -22,6 +22,7 @@ from united.api.field import FieldError, ManifestError, Path, invalid
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import Source, State, load, load_state
+from united.multicluster import join_command
 from united.output import print_json as _print_json
 from united.output import print_table
 from united.placement.selector import text_errors
@@ -147,6 +148,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_logging_arguments(r)
     r.set_defaults(func=_run)
+
+    join_command.add_parser(sub)
 
     d = sub.add_parser("demo", help="start a local control plane and show a UnitedDeployment converging")
     d.add_argument(
