@@ -228,7 +228,8 @@ def ready_line(name: str, cluster: JSON) -> str:
         (c for c in (cluster.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {}
     )
     reason = ready.get("reason", "no status yet: is the controller running?")
-    return f"Cluster {name}: Ready={ready.get('status', 'Unknown')} ({reason}: {ready.get('message', '')})"
+    message = f": {ready['message']}" if ready.get("message") else ""
+    return f"Cluster {name}: Ready={ready.get('status', 'Unknown')} ({reason}{message})"
 
 
 def is_ready(cluster: JSON) -> bool:
@@ -251,13 +252,20 @@ async def issue_token(
     say: Callable[[str], None] = lambda _: None,
 ) -> Token:  # fmt: skip
     """Apply the member role in ``member`` and return a fresh token of ``united-member``: the
-    token Secret is deleted first (a re-join rotates: the old token stops working), re-created,
-    and read once the token controller filled it; a member that does not fill it within
-    ``fill_within`` seconds gets a TokenRequest token (valid a year)."""
+    token Secret, if it was there already, is deleted and created again (a re-join rotates: the
+    old token stops working), and read once the token controller filled it; a member that does
+    not fill it within ``fill_within`` seconds gets a TokenRequest token (valid a year)."""
+    docs = member_manifests(create_namespaces=create_namespaces)
     with _on("member", f"cannot apply manifests/member (as {member.host})"):
-        with contextlib.suppress(NotFound):
+        try:
+            await member.get(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)
+            rotate = True
+        except NotFound:
+            rotate = False
+        await apply(member, docs)
+        if rotate:
             await member.delete(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)
-        await apply(member, member_manifests(create_namespaces=create_namespaces))
+            await apply(member, [d for d in docs if d["kind"] == "Secret"])
 
     async def filled() -> str:
         secret = await member.get(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)

@@ -190,7 +190,7 @@ def test_ready_line() -> None:
     }
     assert join.ready_line("m", ready) == "Cluster m: Ready=True (Reachable: v1.20.2)"
     assert join.is_ready(ready)
-    assert join.ready_line("m", {}) == "Cluster m: Ready=Unknown (no status yet: is the controller running?: )"
+    assert join.ready_line("m", {}) == "Cluster m: Ready=Unknown (no status yet: is the controller running?)"
     assert not join.is_ready({})
 
 
