@@ -2,9 +2,9 @@
 do, one code path for all three (the README's kubectl recipe is the same steps by hand).
 
 In the member: ``manifests/member`` (or ``member-no-namespaces``) applied, then a fresh token of
-its ServiceAccount ``united-member`` — the token Secret's, deleted and re-created on every join
-so a re-join *rotates* it (the old token stops working at once), or, where the member's token
-controller does not fill such Secrets, a TokenRequest token (which expires; said so). In the
+its ServiceAccount ``united-member`` — the token Secret's, deleted and re-created when it was
+there already, so a re-join *rotates* it (the old token stops working at once), or, where the member's
+token controller does not fill such Secrets, a TokenRequest token (which expires; said so). In the
 host: the credentials namespace and its Role (``manifests/base/cluster-credentials.yaml``, moved
 to the namespace asked for), the Secret with a self-contained kubeconfig (CA inline, token),
 the ``Cluster``; then its ``Ready`` condition, as the controller reports it.
