@@ -2,12 +2,14 @@
 do, one code path for all three (the README's kubectl recipe is the same steps by hand).
 
 In the member: ``manifests/member`` (or ``member-no-namespaces``) applied, then a fresh token of
-its ServiceAccount ``united-member`` — the token Secret's, deleted and re-created when it was
-there already, so a re-join *rotates* it (the old token stops working at once), or, where the member's
-token controller does not fill such Secrets, a TokenRequest token (which expires; said so). In the
-host: the credentials namespace and its Role (``manifests/base/cluster-credentials.yaml``, moved
-to the namespace asked for), the Secret with a self-contained kubeconfig (CA inline, token),
-the ``Cluster``; then its ``Ready`` condition, as the controller reports it.
+its ServiceAccount ``united-member`` in a token Secret of its own (a legacy token is a function of
+the Secret's name, so re-creating one under the same name would not change it), or, where the
+member's token controller does not fill such Secrets, a TokenRequest token (which expires; said
+so). In the host: the credentials namespace and its Role (``manifests/base/cluster-credentials.yaml``,
+moved to the namespace asked for), the Secret with a self-contained kubeconfig (CA inline, token),
+the ``Cluster``; then its ``Ready`` condition, as the controller reports it. Last, the token
+Secrets earlier joins of this member by this host made are deleted: a re-join *rotates* the
+token, and the old one keeps working until the host holds the new one.
 
 The token lives in memory and in the two Secrets only: it is never printed or logged, and
 :class:`Token` hides it from ``repr``. Problems raise :class:`JoinError` naming the side
@@ -35,7 +37,7 @@ from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.devcluster.credentials import render_kubeconfig, token_request
 from united.devcluster.installation import apply
 from united.devcluster.wait import WaitTimeoutError, eventually
-from united.kube.client import JSON, SECRETS, KubeClient, PatchType, Resource
+from united.kube.client import JSON, NAMESPACES, SECRETS, KubeClient, PatchType, Resource
 from united.kube.errors import AlreadyExists, ApiError, ConfigError, NotFound
 from united.kube.kubeconfig import check, parse, where
 from united.multicluster.model import API_VERSION, DEFAULT_KEY, KIND
@@ -46,6 +48,10 @@ SECRET_NAMESPACE = "united-clusters"
 MEMBER_NAMESPACE = "united-system"
 MEMBER_ACCOUNT = "united-member"
 TOKEN_SECRET = "united-member-token"
+JOINED_AS = "apps.united.io/joined-as"
+"""Label of a token Secret ``united join`` made: the ``Cluster`` name the host gave the member."""
+JOINED_BY = "apps.united.io/joined-by"
+"""Label of a token Secret ``united join`` made: the host's identity (its ``kube-system`` uid)."""
 FILL_SECONDS = 20.0
 """How long the member's token controller gets to fill the token Secret before TokenRequest."""
 TOKEN_REQUEST_SECONDS = 365 * 24 * 3600
@@ -93,6 +99,8 @@ class Token:
 
     value: str = field(repr=False)
     expires: datetime.datetime | None = None
+    secret: str | None = None
+    """The token Secret in the member holding it (none for a TokenRequest token)."""
 
 
 def problems(name: str, *, secret_namespace: str, server: str | None, wait: float) -> list[FieldError]:
@@ -247,45 +255,64 @@ def _on(side: Side, doing: str) -> Iterator[None]:
         raise JoinError(side, f"{doing}: {exc.message}") from None
 
 
+def token_secret(name: str, host_id: str) -> JSON:
+    """A new token Secret of ``united-member`` for this join (the member's token controller
+    fills it): labelled with the ``Cluster`` name and the host's identity, so the next join of
+    the same member by the same host retires it, and no other host's."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {
+            "generateName": f"{TOKEN_SECRET}-",
+            "namespace": MEMBER_NAMESPACE,
+            "labels": {"app.kubernetes.io/name": "united", JOINED_AS: name, JOINED_BY: host_id},
+            "annotations": {"kubernetes.io/service-account.name": MEMBER_ACCOUNT},
+        },
+    }
+
+
 async def issue_token(
-    member: KubeClient, *, create_namespaces: bool = True, fill_within: float = FILL_SECONDS,
-    say: Callable[[str], None] = lambda _: None,
+    member: KubeClient, *, name: str, host_id: str, create_namespaces: bool = True,
+    fill_within: float = FILL_SECONDS, say: Callable[[str], None] = lambda _: None,
 ) -> Token:  # fmt: skip
-    """Apply the member role in ``member`` and return a fresh token of ``united-member``: the
-    token Secret, if it was there already, is deleted and created again (a re-join rotates: the
-    old token stops working), and read once the token controller filled it; a member that does
-    not fill it within ``fill_within`` seconds gets a TokenRequest token (valid a year)."""
-    docs = member_manifests(create_namespaces=create_namespaces)
+    """Apply the member role in ``member`` (but its token Secret, which is for joining by hand)
+    and return a fresh token of ``united-member``: a new token Secret's (:func:`token_secret`),
+    read once the token controller filled it, or, when it does not within ``fill_within``
+    seconds, a TokenRequest token (valid a year; the unfilled Secret is removed)."""
+    docs = [d for d in member_manifests(create_namespaces=create_namespaces) if d["kind"] != "Secret"]
     with _on("member", f"cannot apply manifests/member (as {member.host})"):
-        try:
-            await member.get(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)
-            rotate = True
-        except NotFound:
-            rotate = False
         await apply(member, docs)
-        if rotate:
-            await member.delete(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)
-            await apply(member, [d for d in docs if d["kind"] == "Secret"])
+        made = await member.create(SECRETS, token_secret(name, host_id), namespace=MEMBER_NAMESPACE)
+    secret = made["metadata"]["name"]
 
     async def filled() -> str:
-        secret = await member.get(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)
-        value = (secret.get("data") or {}).get("token")
+        value = ((await member.get(SECRETS, secret, namespace=MEMBER_NAMESPACE)).get("data") or {}).get("token")
         assert value, "not filled yet"
         return base64.b64decode(value).decode()
 
-    with _on("member", f"cannot read Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET}"):
+    with _on("member", f"cannot read Secret {MEMBER_NAMESPACE}/{secret}"):
         try:
-            return Token(
-                await eventually(filled, within=fill_within, what="token", retry_on=(AssertionError, NotFound))
-            )
+            return Token(await eventually(filled, within=fill_within, what="token"), secret=secret)
         except WaitTimeoutError:
-            pass
-    say(f"Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET} not filled within {fill_within:g}s; asking for a TokenRequest token")
+            await member.delete(SECRETS, secret, namespace=MEMBER_NAMESPACE)
+    say(f"Secret {MEMBER_NAMESPACE}/{secret} not filled within {fill_within:g}s; asking for a TokenRequest token")
     with _on("member", f"cannot request a token for ServiceAccount {MEMBER_NAMESPACE}/{MEMBER_ACCOUNT}"):
         value, expires = await token_request(
             member, namespace=MEMBER_NAMESPACE, name=MEMBER_ACCOUNT, seconds=TOKEN_REQUEST_SECONDS
         )
     return Token(value, expires=datetime.datetime.strptime(expires, "%Y-%m-%dT%H:%M:%S%z"))
+
+
+async def retire(member: KubeClient, *, name: str, host_id: str, keep: str | None) -> None:
+    """Delete the token Secrets earlier joins of this member by this host made (their tokens
+    stop working), all but ``keep``."""
+    selector = f"{JOINED_AS}={name},{JOINED_BY}={host_id}"
+    with _on("member", "cannot retire the previous token"):
+        for secret in (await member.list(SECRETS, namespace=MEMBER_NAMESPACE, label_selector=selector)).items:
+            if secret["metadata"]["name"] != keep:
+                with contextlib.suppress(NotFound):
+                    await member.delete(SECRETS, secret["metadata"]["name"], namespace=MEMBER_NAMESPACE)
 
 
 async def register(host: KubeClient, membership: Membership, token: Token) -> None:
@@ -332,10 +359,17 @@ async def join(
 ) -> JSON:  # fmt: skip
     """Join ``member`` as ``membership`` describes; returns the ``Cluster`` (``Ready`` unless
     ``wait`` seconds ran out first; ``wait=0`` returns it as written)."""
-    token = await issue_token(member, create_namespaces=membership.create_namespaces, fill_within=fill_within, say=say)
+    with _on("host", "cannot read namespace kube-system (its uid labels this host's tokens in the member)"):
+        host_id = str((await host.get(NAMESPACES, "kube-system"))["metadata"]["uid"])
+    name = membership.name
+    token = await issue_token(
+        member, name=name, host_id=host_id, create_namespaces=membership.create_namespaces,
+        fill_within=fill_within, say=say,
+    )  # fmt: skip
     note = token_note(token, now=datetime.datetime.now(datetime.UTC))
     if note:
         say(note)
     await register(host, membership, token)
-    return await wait_ready(host, membership.name, within=wait)
-
+    cluster = await wait_ready(host, name, within=wait)
+    await retire(member, name=name, host_id=host_id, keep=token.secret)
+    return cluster

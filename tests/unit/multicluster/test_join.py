@@ -172,6 +172,25 @@ def test_the_member_role_with_or_without_namespace_creation() -> None:
     assert kinds == ["Namespace", "ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding"]
 
 
+def test_each_join_makes_its_own_token_secret_labelled_with_the_host() -> None:
+    """A legacy token is a function of its Secret's name: a rotation needs a new name."""
+    assert join.token_secret("member-1", "uid-of-host") == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {
+            "generateName": "united-member-token-",
+            "namespace": "united-system",
+            "labels": {
+                "app.kubernetes.io/name": "united",
+                "apps.united.io/joined-as": "member-1",
+                "apps.united.io/joined-by": "uid-of-host",
+            },
+            "annotations": {"kubernetes.io/service-account.name": "united-member"},
+        },
+    }
+
+
 def test_only_a_token_request_token_gets_an_expiry_note() -> None:
     now = datetime.datetime(2026, 11, 25, tzinfo=datetime.UTC)
     assert join.token_note(Token(TOKEN), now=now) is None
@@ -230,7 +249,7 @@ def test_join_dry_run_prints_the_host_objects_and_changes_nothing(tmp_path: Path
     assert cluster["spec"]["kubeconfigSecretRef"] == {"namespace": "united-clusters", "name": "member-1"}
 
 
-def test_join_an_unreachable_member_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_join_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path) -> None:
     server = f"https://127.0.0.1:{_closed_port()}"
     path = member_kubeconfig(tmp_path, cluster={"server": server})
     r = united(
@@ -239,5 +258,6 @@ def test_join_an_unreachable_member_is_one_line_exit_2(tmp_path: Path) -> None:
     )  # fmt: skip
     assert (r.code, r.out) == (2, "")
     assert r.errors == [
-        f"--member-context: cannot apply manifests/member (as {server}): cannot reach {server}: connection refused"
+        "--host-context: cannot read namespace kube-system (its uid labels this host's tokens in the member): "
+        f"cannot reach {server}: connection refused"
     ]
