@@ -121,8 +121,13 @@ async def test_join_then_rejoin_rotates_the_token(
     printed = token_of(second) in out + err
     assert not printed, "the token was printed"
     async with await KubeClient.from_kubeconfig_data(first, where="the old kubeconfig") as old:
-        with pytest.raises(Unauthorized):
-            await old.list(PODS, namespace=namespace)
+
+        async def refused() -> None:
+            with pytest.raises(Unauthorized):
+                await old.list(PODS, namespace=namespace)
+
+        # The API server caches a token's successful authentication for 10 s.
+        await eventually(refused, within=30, what="the old token refused", retry_on=(pytest.fail.Exception,))
     assert [c["metadata"]["name"] for c in (await kube.list(CLUSTERS)).items if c["metadata"]["name"] == MEMBER] == [
         MEMBER
     ]
