@@ -276,13 +276,12 @@ async def issue_token(
     member: KubeClient, *, name: str, host_id: str, create_namespaces: bool = True,
     fill_within: float = FILL_SECONDS, say: Callable[[str], None] = lambda _: None,
 ) -> Token:  # fmt: skip
-    """Apply the member role in ``member`` (but its token Secret, which is for joining by hand)
+    """Apply the member role in ``member`` (as shipped: its token Secret is for joining by hand)
     and return a fresh token of ``united-member``: a new token Secret's (:func:`token_secret`),
     read once the token controller filled it, or, when it does not within ``fill_within``
     seconds, a TokenRequest token (valid a year; the unfilled Secret is removed)."""
-    docs = [d for d in member_manifests(create_namespaces=create_namespaces) if d["kind"] != "Secret"]
     with _on("member", f"cannot apply manifests/member (as {member.host})"):
-        await apply(member, docs)
+        await apply(member, member_manifests(create_namespaces=create_namespaces))
         made = await member.create(SECRETS, token_secret(name, host_id), namespace=MEMBER_NAMESPACE)
     secret = made["metadata"]["name"]
 
