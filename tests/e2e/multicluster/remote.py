@@ -22,6 +22,7 @@ from united.kube.client import SECRETS, KubeClient
 from united.kube.errors import NotFound
 from united.multicluster.join import (
     MEMBER_ACCOUNT,
+    MEMBER_NAMESPACE,
     SECRET_NAMESPACE,
     Membership,
     endpoint,
@@ -32,6 +33,22 @@ from united.multicluster.join import (
 from united.multicluster.join import join as join_member
 from united.multicluster.resource import CLUSTERS
 from united.uniteddeployment.status import pod_ready
+
+__all__ = [
+    "FINALIZER",
+    "HOME",
+    "MEMBER_NAMESPACE",
+    "MEMBER_ROLE",
+    "MEMBER_SA",
+    "PROBE",
+    "G",
+    "by_hand",
+    "converged",
+    "joined",
+    "ready_pods",
+    "remote_children",
+    "spread",
+]
 
 G = "apps.united.io"
 HOME = SECRET_NAMESPACE
