@@ -18,10 +18,12 @@ import yaml
 
 from united import __version__, data
 from united.api.field import FieldError, ManifestError, Path, invalid
-from united.api.names import dns_label_errors, dns_subdomain_errors
+from united.api.names import dns_label_errors, dns_subdomain_errors, label_value_errors
 from united.controller.settings import Settings
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import Source, State, load, load_state
+from united.multicluster import join_command
+from united.multicluster.identity import RemoteKeys
 from united.output import print_json as _print_json
 from united.output import print_table
 from united.placement.selector import text_errors
@@ -81,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument("-o", "--output", choices=outputs, default=outputs[0])
         if name == "render":
             c.add_argument("--revision", metavar="R", help="revision name for the children (default: computed)")
+            c.add_argument(
+                "--host-cluster-id",
+                default="",
+                metavar="ID",
+                help="the host's identity in a remote child's owner-cluster labels (united run --cluster-id, "
+                "else the host's kube-system namespace uid; default empty, like the owner uid offline)",
+            )
         c.set_defaults(func=_plan if name == "plan" else _render)
 
     a = sub.add_parser("admit", help="show what the pod webhook would do to a pod of a WorkloadSpread's target")
@@ -152,6 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_logging_arguments(r)
     r.set_defaults(func=_run)
+
+    join_command.add_parser(sub)
 
     d = sub.add_parser("demo", help="start a local control plane and show a UnitedDeployment converging")
     d.add_argument(
@@ -320,14 +331,24 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
+    errors = label_value_errors(args.host_cluster_id, Path("--host-cluster-id"))
+    if errors:
+        raise ManifestError(errors)
     ud, plan = _allocate(args)
     template = ud.spec.template
     assert template is not None
     name = args.revision or revision.name(ud.name, template)
     keys = Keys(ud.group)
+    remote = RemoteKeys(keys, args.host_cluster_id)
     children = [
         render(
-            ud, subset=s, replicas=plan[s.name].replicas, partition=plan[s.name].partition, revision=name, keys=keys
+            ud,
+            subset=s,
+            replicas=plan[s.name].replicas,
+            partition=plan[s.name].partition,
+            revision=name,
+            keys=keys,
+            remote=remote if s.cluster else None,
         ).object
         for s in ud.spec.subsets
     ]

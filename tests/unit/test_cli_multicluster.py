@@ -126,3 +126,34 @@ def test_plan_state_cluster_unreachable_errors(tmp_path: Path) -> None:
             "it runs where the UnitedDeployment is"
         ],
     )
+
+
+def test_render_gives_a_remote_child_owner_labels_not_an_owner_reference() -> None:
+    """As the controller makes it: an ownerReference cannot cross clusters, so the remote child
+    names its owner and the host (``--host-cluster-id``) in labels, its pods the host too."""
+    r = united("render", "-", "-o", "json", "--host-cluster-id", "host-uid-1", stdin=zones(None, "member-1", None))
+    assert (r.code, r.err) == (0, "")
+    local, remote, _ = r.json()
+    assert "ownerReferences" not in remote["metadata"]
+    labels = remote["metadata"]["labels"]
+    assert (labels["apps.united.io/owner-name"], labels["apps.united.io/owner-uid"]) == ("api-zones", "")
+    assert labels["apps.united.io/owner-cluster"] == "host-uid-1"
+    assert remote["metadata"]["annotations"]["apps.united.io/cluster"] == "member-1"
+    assert remote["spec"]["template"]["metadata"]["labels"]["apps.united.io/owner-cluster"] == "host-uid-1"
+    assert local["metadata"]["ownerReferences"][0]["kind"] == "UnitedDeployment"
+    assert not any(key.startswith("apps.united.io/owner") for key in local["metadata"]["labels"])
+
+
+def test_render_without_a_host_cluster_id_leaves_it_empty_like_the_owner_uid() -> None:
+    r = united("render", "-", "-o", "json", stdin=zones(None, "member-1", None))
+    assert r.json()[1]["metadata"]["labels"]["apps.united.io/owner-cluster"] == ""
+
+
+def test_render_refuses_a_host_cluster_id_that_is_no_label_value() -> None:
+    assert_field_errors(
+        united("render", ZONES, "--host-cluster-id", "a b"),
+        [
+            '--host-cluster-id: Invalid value: "a b": a valid label must be an empty string or consist of '
+            "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        ],
+    )

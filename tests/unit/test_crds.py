@@ -1236,6 +1236,7 @@ EXPECTED_UD_SAMPLES = {
     "elastic-pool.yaml",
     "kruise-v1alpha1.yaml",
     "kruise-v1beta1.yaml",
+    "multicluster.yaml",
     "progressive-waves.yaml",
     "serverless-adaptive.yaml",
     "statefulset.yaml",

@@ -76,17 +76,21 @@ def render_kubeconfig(
     cluster: str = "united-dev",
     namespace: str | None = None,
     embed_ca: bool = False,
+    ca_data: bytes | None = None,
 ) -> dict[str, Any]:
     """A kubeconfig for one user of one cluster, authenticating with a bearer token. With
-    ``embed_ca`` it names no file (``certificate-authority-data``): self-contained, as a
-    member cluster's kubeconfig in a Secret must be. Without ``ca_cert`` the system's CAs are
-    trusted (an existing cluster with a public certificate)."""
+    ``embed_ca`` (or the CA given as ``ca_data``) it names no file
+    (``certificate-authority-data``): self-contained, as a member cluster's kubeconfig in a
+    Secret must be. Without a CA the system's CAs are trusted (an existing cluster with a
+    public certificate)."""
     context: dict[str, Any] = {"cluster": cluster, "user": user}
     if namespace:
         context["namespace"] = namespace
     trust = {}
     if ca_cert is not None and embed_ca:
-        trust = {"certificate-authority-data": base64.b64encode(ca_cert.read_bytes()).decode()}
+        ca_data = ca_cert.read_bytes()
+    if ca_data is not None:
+        trust = {"certificate-authority-data": base64.b64encode(ca_data).decode()}
     elif ca_cert is not None:
         trust = {"certificate-authority": str(ca_cert)}
     return {
@@ -122,6 +126,13 @@ def user_kubeconfig(
 async def request_token(client: KubeClient, *, namespace: str, name: str, seconds: int = TOKEN_SECONDS) -> str:
     """A token of ServiceAccount ``namespace/name`` from the TokenRequest API (GA since 1.20):
     unlike a token Secret, which clusters since 1.24 no longer create, it works everywhere."""
+    token, _ = await token_request(client, namespace=namespace, name=name, seconds=seconds)
+    return token
+
+
+async def token_request(client: KubeClient, *, namespace: str, name: str, seconds: int) -> tuple[str, str]:
+    """:func:`request_token`'s token and when it expires (RFC 3339: the server may shorten the
+    ``seconds`` asked for)."""
     token_requests = Resource("", "v1", f"serviceaccounts/{name}/token", True, "TokenRequest")
     body = {
         "apiVersion": "authentication.k8s.io/v1",
@@ -129,4 +140,4 @@ async def request_token(client: KubeClient, *, namespace: str, name: str, second
         "spec": {"expirationSeconds": seconds},
     }
     answer = await client.create(token_requests, body, namespace=namespace)
-    return str(answer["status"]["token"])
+    return str(answer["status"]["token"]), str(answer["status"]["expirationTimestamp"])

@@ -7,7 +7,9 @@ zones), runs the node, workload and volume simulators, starts the controller in-
 applies the sample and prints its per-subset table whenever it changes — until Ctrl-C, which
 stops the controller gracefully and tears everything down. A WorkloadSpread sample holds the
 spread and its target workload: the spread is applied first, so the pod webhook places every
-pod the workload then creates.
+pod the workload then creates. A UnitedDeployment whose subsets name clusters (the
+``multicluster`` sample) also gets a member control plane per cluster, joined to the host
+(:mod:`united.devcluster.fleet`); its table then has a CLUSTER column.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ import yaml
 
 from united import data
 from united.controller.manager import Manager, Settings
-from united.devcluster import crds
+from united.devcluster import crds, fleet
 from united.devcluster.build import ProvisionError, provision
 from united.devcluster.cluster import HOST, ClusterError, LocalCluster, free_ports
 from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_nodes
+from united.devcluster.planes import Plane, start_planes, stop_planes
 from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
@@ -43,6 +46,7 @@ from united.kube.client import (
 )
 from united.kube.errors import AlreadyExists, ApiError, NotFound
 from united.log import configure_logging
+from united.multicluster.join import JoinError
 from united.workloadspread.model import GROUP
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
 
@@ -67,9 +71,14 @@ CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False
 
 
 def demo_nodes(sample: dict[str, Any]) -> list[NodeSpec]:
-    """Two nodes per zone in pool ``general``, and two that fit each subset of the sample."""
+    """Two nodes per zone in pool ``general``, and two that fit each of the sample's subsets
+    in this cluster (a member's subsets get theirs in the member)."""
     return zone_nodes(ZONES, per_zone=2, prefix="demo", pool="general") + subset_nodes(
-        sample, prefix="fit", per_subset=2, cpu="64", memory="256Gi"
+        fleet.part(sample, None) if sample.get("kind") == UD_KIND else sample,
+        prefix="fit",
+        per_subset=2,
+        cpu="64",
+        memory="256Gi",
     )
 
 
@@ -103,9 +112,22 @@ def split_sample(docs: Sequence[Any]) -> tuple[JSON | None, JSON]:
     raise LookupError(f"no {ref.get('kind')} {ref.get('name')!r} in it, the target of its {WS_KIND}")
 
 
+def sample_path(sample: str | None) -> Traversable:
+    """The sample file ``sample`` names: a path, else a packaged sample's name (``united
+    samples``); the default sample without one. ``LookupError`` if it is neither."""
+    if not sample:
+        return data.sample(DEFAULT_SAMPLE)
+    path = Path(sample)
+    return path if path.exists() else data.sample(sample)
+
+
 def run(*, sample: str | None = None) -> int:
     """Run the demo until Ctrl-C (or SIGTERM). Returns the process exit code."""
-    path: Traversable = Path(sample) if sample else data.sample(DEFAULT_SAMPLE)
+    try:
+        path = sample_path(sample)
+    except LookupError as exc:
+        _say(f"cannot read {sample}: no such file, and {exc}")
+        return 2
     try:
         target, doc = split_sample(list(yaml.safe_load_all(path.read_text())))
         workloads = [(workload_resource(target), target)] if target else []
@@ -118,23 +140,34 @@ def run(*, sample: str | None = None) -> int:
     except ProvisionError as exc:
         _say(provision_failure(exc))
         return 1
-    _say("starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler) ...")
     cluster = LocalCluster(binaries)
+    members = fleet.member_planes(binaries, doc) if doc.get("kind") == UD_KIND else []
     try:
-        cluster.start()
-        return asyncio.run(_serve(cluster, doc, path, workloads=workloads))
+        if members:
+            _say(f"starting the local control planes: the host and {', '.join(p.name for p in members)} ...")
+            start_planes(members, together=[cluster])
+        else:
+            _say("starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler) ...")
+            cluster.start()
+        return asyncio.run(_serve(cluster, doc, path, workloads=workloads, members=members))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM before the controller handles it
         return 130
-    except ClusterError as exc:
+    except (ClusterError, TimeoutError, RuntimeError, JoinError) as exc:
         _say(str(exc))
         return 1
     finally:
-        _say("stopping the local control plane")
+        _say("stopping the local control plane" + ("s" if members else ""))
+        stop_planes(members)
         cluster.stop()
 
 
 async def _serve(
-    cluster: LocalCluster, doc: JSON, path: Traversable, *, workloads: Sequence[tuple[Resource, JSON]]
+    cluster: LocalCluster,
+    doc: JSON,
+    path: Traversable,
+    *,
+    workloads: Sequence[tuple[Resource, JSON]],
+    members: Sequence[Plane] = (),
 ) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
         await crds.install(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
@@ -161,6 +194,12 @@ async def _serve(
             controller = asyncio.create_task(manager.run(), name="controller")
             await eventually(lambda: _webhooks_trusted(client), within=60, what="the pod webhooks published",
                              retry_on=(AssertionError, NotFound))  # fmt: skip
+            try:
+                await fleet.join_members(client, members, say=_say)
+            except JoinError:
+                manager.request_stop()
+                await controller
+                raise
             group = str(doc["apiVersion"]).partition("/")[0]
             if group != GROUP:
                 _say(f"note: {path} is an {group} manifest; the demo serves {GROUP}, so it is applied as such")
@@ -176,10 +215,11 @@ async def _serve(
                     manager.request_stop()
                     await controller
                     return 1
-            _print_usage(cluster, path, resource)
+            _print_usage(cluster, path, resource, members=members)
             shown = ""
             while not controller.done():
-                cluster.check_alive()
+                for plane in (cluster, *(m.cluster for m in members)):
+                    plane.check_alive()
                 with contextlib.suppress(NotFound):
                     obj = await client.get(resource, doc["metadata"]["name"], namespace=NAMESPACE)
                     table = render_table(obj)
@@ -218,11 +258,16 @@ def render_table(obj: JSON) -> str:
     status = obj.get("status") or {}
     name, want = obj["metadata"]["name"], (obj.get("spec") or {}).get("replicas")
     head = f"{name}: {status.get('readyReplicas', 0)}/{want} ready, {_ready(status)}"
-    rows: list[tuple[str, ...]] = [("SUBSET", "DESIRED", "REPLICAS", "READY", "UPDATED", "REASON")]
-    for s in status.get("subsetStatuses") or []:
+    entries = status.get("subsetStatuses") or []
+    remote = any(s.get("cluster") for s in entries)
+    rows: list[tuple[str, ...]] = [
+        ("SUBSET", *(("CLUSTER",) if remote else ()), "DESIRED", "REPLICAS", "READY", "UPDATED", "REASON")
+    ]
+    for s in entries:
         rows.append(
             (
                 s["name"],
+                *((s.get("cluster") or "-",) if remote else ()),
                 str(s.get("desired", 0)),
                 str(s.get("replicas", 0)),
                 str(s.get("readyReplicas", 0)),
@@ -283,7 +328,7 @@ def workload_resource(obj: JSON) -> Resource:
     return Resource(group, version, plural, True, kind)
 
 
-def _print_usage(cluster: LocalCluster, path: Traversable, resource: Resource) -> None:
+def _print_usage(cluster: LocalCluster, path: Traversable, resource: Resource, *, members: Sequence[Plane]) -> None:
     kubectl = cluster.binaries.kubectl
     scale = "deployments,clonesets.apps.kruise.io" if resource.kind == WS_KIND else f"{resource.plural}.{GROUP}"
     lines = [
@@ -292,6 +337,7 @@ def _print_usage(cluster: LocalCluster, path: Traversable, resource: Resource) -
         f"  kubeconfig: {cluster.admin_kubeconfig}",
         f"  kubectl:    {kubectl}",
         f"  logs:       {cluster.log_dir}",
+        *(["Member clusters (joined as `united join` joins one):", *fleet.usage(members)] if members else []),
         "",
         f"The united controller is running; {path.name} is applied in namespace {NAMESPACE!r}.",
         "Try, in another terminal:",

@@ -141,11 +141,12 @@ class Plane:
             gc.collect()
 
 
-def start_planes(planes: Sequence[Plane], *, timeout: float = 90.0) -> None:
-    """Start the planes' components together (see :func:`start_together`), then their
-    simulations; on any failure stop them all and re-raise."""
+def start_planes(planes: Sequence[Plane], *, timeout: float = 90.0, together: Sequence[LocalCluster] = ()) -> None:
+    """Start the planes' components together (see :func:`start_together`), with those of the
+    ``together`` clusters (a host that runs its own simulation), then the planes' simulations;
+    on any failure stop the planes and re-raise (``together`` is the caller's to stop)."""
     began = time.monotonic()
-    start_together([plane.cluster for plane in planes])
+    start_together([*together, *(plane.cluster for plane in planes)])
     try:
         for plane in planes:
             plane.simulation.start(timeout=timeout)

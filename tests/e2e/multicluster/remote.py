@@ -1,12 +1,12 @@
-"""Shared by the multi-cluster e2e modules: members joined to the session's host (the shipped
-``manifests/member`` applied in each member, a token of its ServiceAccount in a kubeconfig Secret in
-the host, a ``Cluster`` with a 2 s probe), a UnitedDeployment spread over host, member-1 and member-2, and
-waiting for it to converge everywhere."""
+"""Shared by the multi-cluster e2e modules: members joined to the session's host as ``united join``
+joins one (:func:`united.multicluster.join.join`: the shipped ``manifests/member`` applied in each
+member, a fresh token of its ServiceAccount in a kubeconfig Secret in the host, a ``Cluster``, here
+with a 2 s probe), a UnitedDeployment spread over host, member-1 and member-2, and waiting for it to
+converge everywhere."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 from collections.abc import Iterator
 from typing import Any
@@ -14,24 +14,48 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller.conftest import Controller
-from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, condition, ud, wait_ready, zone
-from united import data, kustomization
+from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, ud, wait_ready, zone
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import apply, documents
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
-from united.kube.client import SECRETS, KubeClient, PatchType
-from united.kube.errors import AlreadyExists, NotFound
+from united.kube.client import SECRETS, KubeClient
+from united.kube.errors import NotFound
+from united.multicluster.join import (
+    MEMBER_ACCOUNT,
+    MEMBER_NAMESPACE,
+    SECRET_NAMESPACE,
+    Membership,
+    endpoint,
+    is_ready,
+    member_manifests,
+    ready_line,
+)
+from united.multicluster.join import join as join_member
 from united.multicluster.resource import CLUSTERS
 from united.uniteddeployment.status import pod_ready
 
+__all__ = [
+    "FINALIZER",
+    "HOME",
+    "MEMBER_NAMESPACE",
+    "MEMBER_ROLE",
+    "MEMBER_SA",
+    "PROBE",
+    "G",
+    "by_hand",
+    "converged",
+    "joined",
+    "ready_pods",
+    "remote_children",
+    "spread",
+]
+
 G = "apps.united.io"
-HOME = "united-clusters"
+HOME = SECRET_NAMESPACE
 FINALIZER = f"{G}/remote-children"
-MEMBER_NAMESPACE = "united-system"
-MEMBER_SA = "united-member"
+MEMBER_SA = MEMBER_ACCOUNT
 PROBE = {"periodSeconds": 2, "timeoutSeconds": 1}
-MEMBER_ROLE = kustomization.build(data.MANIFESTS, "member")
+MEMBER_ROLE = member_manifests()
 """The shipped ``manifests/member``: the controller's only grant in a member."""
 
 
@@ -42,33 +66,11 @@ def joined(cluster: LocalCluster, members: dict[str, Plane], controller: Control
 
     async def join() -> None:
         async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
-            await apply(host, documents(data.MANIFESTS / "base" / "cluster-credentials.yaml"))
             for name, plane in members.items():
+                membership = Membership(name, endpoint(plane.admin_kubeconfig, context=None), probe=PROBE)
                 async with await plane.client() as member:
-                    await apply(member, MEMBER_ROLE)
-                    config = await plane.service_account_kubeconfig(member, namespace=MEMBER_NAMESPACE, name=MEMBER_SA)
-                secret = {
-                    "metadata": {"name": name},
-                    "data": {"kubeconfig": base64.b64encode(config.encode()).decode()},
-                }
-                cluster_obj = {
-                    "apiVersion": f"{G}/v1alpha1",
-                    "kind": "Cluster",
-                    "metadata": {"name": name},
-                    "spec": {"kubeconfigSecretRef": {"namespace": HOME, "name": name}, "probe": PROBE},
-                }
-                for resource, body, namespace in ((SECRETS, secret, HOME), (CLUSTERS, cluster_obj, None)):
-                    try:
-                        await host.create(resource, body, namespace=namespace)
-                    except AlreadyExists:
-                        await host.patch(resource, name, body, patch_type=PatchType.MERGE, namespace=namespace)
-            for name in members:
-
-                async def ready(name: str = name) -> None:
-                    c = condition(await host.get(CLUSTERS, name), "Ready")
-                    assert c.get("status") == "True", f"Cluster {name}: {c}"
-
-                await eventually(ready, within=60, what=f"Cluster {name} Ready")
+                    made = await join_member(host, member, membership, wait=60)
+                assert is_ready(made), ready_line(name, made)
 
     async def leave() -> None:
         async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:

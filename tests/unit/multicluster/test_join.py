@@ -1,0 +1,263 @@
+"""The pure parts of joining a member (:mod:`united.multicluster.join`): argument checks, the
+member's endpoint read from a kubeconfig, the self-contained kubeconfig and the host's objects
+built from it, the member role, the TokenRequest expiry note, and ``united join``'s bad input
+and ``--dry-run`` as a person sees them (exit 2 with ``field: message``, never a traceback)."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.unit.test_cli import _closed_port, assert_field_errors, united
+from united.kube.errors import ConfigError
+from united.kube.kubeconfig import check_inline
+from united.multicluster import join
+from united.multicluster.join import Endpoint, Membership, Token
+
+CA = b"-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+TOKEN = "eyJhbGciOiJSUzI1NiJ9.secret-part.signature"
+
+
+def member_kubeconfig(tmp_path: Path, *, cluster: dict[str, Any]) -> Path:
+    path = tmp_path / "config"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "host",
+        "clusters": [
+            {"name": "host", "cluster": {"server": "https://host.example:6443"}},
+            {"name": "m1", "cluster": cluster},
+        ],
+        "users": [{"name": "admin", "user": {"token": "admin-token"}}],
+        "contexts": [
+            {"name": "host", "context": {"cluster": "host", "user": "admin"}},
+            {"name": "member", "context": {"cluster": "m1", "user": "admin"}},
+        ],
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_good_arguments_have_no_problems() -> None:
+    assert join.problems("member-1", secret_namespace="united-clusters", server=None, wait=60) == []
+    assert join.problems("eu.member-2", secret_namespace="x", server="https://10.0.0.7:6443", wait=0) == []
+
+
+def test_bad_arguments_are_field_errors() -> None:
+    errors = join.problems("Member_1", secret_namespace="Not.A.Label", server="http://m:6443", wait=-1)
+    assert [e.field for e in errors] == ["NAME", "--secret-namespace", "--server", "--wait"]
+    assert str(errors[0]).startswith('NAME: Invalid value: "Member_1": a lowercase RFC 1123 subdomain')
+    assert str(errors[2]) == (
+        '--server: Invalid value: "http://m:6443": must be an https:// URL of the member\'s API server'
+    )
+    assert str(errors[3]) == "--wait: Invalid value: -1: must be a number of seconds, 0 or more"
+
+
+@pytest.mark.parametrize(
+    ("server", "problem"),
+    [
+        ("https://m.example:6443", None),
+        ("https://m.example", None),
+        ("m.example:6443", "must be an https:// URL of the member's API server"),
+        ("https://", "must be an https:// URL of the member's API server"),
+        ("https://u:p@m.example:6443", "must not hold a user or password (the token authenticates)"),
+        ("https://m.example:99999", "not a URL (Port out of range 0-65535)"),
+    ],
+)
+def test_server_problem(server: str, problem: str | None) -> None:
+    assert join.server_problem(server) == problem
+
+
+def test_endpoint_inlines_the_contexts_ca_data(tmp_path: Path) -> None:
+    data = base64.b64encode(CA).decode()
+    path = member_kubeconfig(tmp_path, cluster={"server": "https://m1:6443", "certificate-authority-data": data})
+    assert join.endpoint(path, context="member") == Endpoint("https://m1:6443", CA)
+    assert join.endpoint(path, context="member", server="https://m1.public:443") == Endpoint(
+        "https://m1.public:443", CA
+    )
+    assert join.endpoint(path, context=None) == Endpoint("https://host.example:6443", None)
+
+
+def test_endpoint_reads_the_ca_file_relative_to_the_kubeconfig(tmp_path: Path) -> None:
+    (tmp_path / "pki").mkdir()
+    (tmp_path / "pki" / "ca.crt").write_bytes(CA)
+    path = member_kubeconfig(tmp_path, cluster={"server": "https://m1:6443", "certificate-authority": "pki/ca.crt"})
+    assert join.endpoint(path, context="member").ca == CA
+
+
+def test_endpoint_problems_name_the_file_and_what_is_wrong(tmp_path: Path) -> None:
+    path = member_kubeconfig(tmp_path, cluster={"server": "https://m1:6443", "certificate-authority": "gone.crt"})
+    with pytest.raises(ConfigError, match=r"context 'member': cannot read certificate-authority .*gone.crt"):
+        join.endpoint(path, context="member")
+    with pytest.raises(ConfigError, match=r"context 'nope' is not among its contexts \('host', 'member'\)"):
+        join.endpoint(path, context="nope")
+    bad = member_kubeconfig(tmp_path, cluster={"server": "https://m1:6443", "certificate-authority-data": "%%"})
+    with pytest.raises(ConfigError, match="certificate-authority-data is not base64"):
+        join.endpoint(bad, context="member")
+
+
+def test_the_kubeconfig_is_self_contained_with_the_ca_inline() -> None:
+    membership = Membership("member-1", Endpoint("https://m1:6443", CA))
+    config = yaml.safe_load(join.kubeconfig(membership, TOKEN))
+    check_inline(config, "test")  # what the controller demands of a member's Secret
+    assert config["clusters"] == [
+        {
+            "name": "member-1",
+            "cluster": {"server": "https://m1:6443", "certificate-authority-data": base64.b64encode(CA).decode()},
+        }
+    ]
+    assert config["users"] == [{"name": "united-member", "user": {"token": TOKEN}}]
+    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
+    assert context["context"] == {"cluster": "member-1", "user": "united-member"}
+
+
+def test_without_a_ca_the_system_cas_are_trusted() -> None:
+    config = yaml.safe_load(join.kubeconfig(Membership("m", Endpoint("https://m.example")), TOKEN))
+    assert config["clusters"][0]["cluster"] == {"server": "https://m.example"}
+
+
+def test_host_objects() -> None:
+    membership = Membership(
+        "member-1", Endpoint("https://m1:6443", CA), secret_namespace="fleet", probe={"periodSeconds": 2}
+    )
+    secret, cluster = join.host_objects(membership, TOKEN)
+    assert secret["metadata"] == {
+        "name": "member-1",
+        "namespace": "fleet",
+        "labels": {"app.kubernetes.io/name": "united"},
+    }
+    assert (secret["type"], list(secret["stringData"])) == ("Opaque", ["kubeconfig"])
+    assert secret["stringData"]["kubeconfig"] == join.kubeconfig(membership, TOKEN)
+    assert cluster == {
+        "apiVersion": "apps.united.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": "member-1"},
+        "spec": {"kubeconfigSecretRef": {"namespace": "fleet", "name": "member-1"}, "probe": {"periodSeconds": 2}},
+    }
+    _, default = join.host_objects(Membership("member-1", Endpoint("https://m1:6443")), TOKEN)
+    assert "probe" not in default["spec"]
+
+
+def test_dry_run_redacts_the_token() -> None:
+    secret, cluster = yaml.safe_load_all(join.dry_run(Membership("member-1", Endpoint("https://m1:6443", CA))))
+    assert yaml.safe_load(secret["stringData"]["kubeconfig"])["users"][0]["user"] == {"token": "REDACTED"}
+    assert cluster["kind"] == "Cluster"
+
+
+def test_the_credential_grant_moves_to_the_namespace_asked_for() -> None:
+    docs = join.credential_grant("fleet")
+    assert [(d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")) for d in docs] == [
+        ("Namespace", "fleet", None),
+        ("Role", "united-cluster-credentials", "fleet"),
+        ("RoleBinding", "united-cluster-credentials", "fleet"),
+    ]
+    assert [d["metadata"].get("namespace") for d in join.credential_grant("united-clusters")[1:]] == [
+        "united-clusters"
+    ] * 2
+
+
+def test_the_member_role_with_or_without_namespace_creation() -> None:
+    def rules(docs: list[dict[str, Any]]) -> list[list[str]]:
+        role = next(d for d in docs if d["kind"] == "ClusterRole")
+        return [r["resources"] for r in role["rules"]]
+
+    assert ["namespaces"] in rules(join.member_manifests())
+    assert ["namespaces"] not in rules(join.member_manifests(create_namespaces=False))
+    kinds = [d["kind"] for d in join.member_manifests()]
+    assert kinds == ["Namespace", "ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding"]
+
+
+def test_each_join_makes_its_own_token_secret_labelled_with_the_host() -> None:
+    """A legacy token is a function of its Secret's name: a rotation needs a new name."""
+    assert join.token_secret("member-1", "uid-of-host") == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {
+            "generateName": "united-member-token-",
+            "namespace": "united-system",
+            "labels": {
+                "app.kubernetes.io/name": "united",
+                "apps.united.io/joined-as": "member-1",
+                "apps.united.io/joined-by": "uid-of-host",
+            },
+            "annotations": {"kubernetes.io/service-account.name": "united-member"},
+        },
+    }
+
+
+def test_only_a_token_request_token_gets_an_expiry_note() -> None:
+    now = datetime.datetime(2026, 11, 25, tzinfo=datetime.UTC)
+    assert join.token_note(Token(TOKEN), now=now) is None
+    note = join.token_note(Token(TOKEN, expires=now + datetime.timedelta(days=365)), now=now)
+    assert note == (
+        "the member's token controller did not fill Secret united-system/united-member-token within 20s, so the "
+        "kubeconfig holds a TokenRequest token, which expires at 2027-11-25T00:00:00Z (in 365 days): "
+        "run united join again before then"
+    )
+    assert TOKEN not in repr(Token(TOKEN))
+
+
+def test_ready_line() -> None:
+    ready = {
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Reachable", "message": "v1.20.2"}]}
+    }
+    assert join.ready_line("m", ready) == "Cluster m: Ready=True (Reachable: v1.20.2)"
+    assert join.is_ready(ready)
+    assert join.ready_line("m", {}) == "Cluster m: Ready=Unknown (no status yet: is the controller running?)"
+    assert not join.is_ready({})
+
+
+# The command line
+
+
+def test_join_bad_input_is_exit_2(tmp_path: Path) -> None:
+    assert_field_errors(
+        united("join", "Member_1", "--member-context", "x", "--server", "http://m:1", "--wait", "-2"),
+        [
+            'NAME: Invalid value: "Member_1": a lowercase RFC 1123 subdomain must consist of lower case '
+            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            '--server: Invalid value: "http://m:1": must be an https:// URL of the member\'s API server',
+            "--wait: Invalid value: -2.0: must be a number of seconds, 0 or more",
+        ],
+    )
+    path = member_kubeconfig(tmp_path, cluster={"server": "https://m1:6443"})
+    assert_field_errors(
+        united("join", "member-1", "--member-context", "nope", "--member-kubeconfig", str(path)),
+        [f"--member-context: kubeconfig {path}: context 'nope' is not among its contexts ('host', 'member')"],
+    )
+    http = member_kubeconfig(tmp_path, cluster={"server": "http://m1:8080"})
+    assert_field_errors(
+        united("join", "member-1", "--member-context", "member", "--member-kubeconfig", str(http)),
+        ["--server: the member context's server 'http://m1:8080' must be an https:// URL of the member's API server"],
+    )
+
+
+def test_join_dry_run_prints_the_host_objects_and_changes_nothing(tmp_path: Path) -> None:
+    data = base64.b64encode(CA).decode()
+    path = member_kubeconfig(tmp_path, cluster={"server": "https://m1:6443", "certificate-authority-data": data})
+    r = united("join", "member-1", "--member-context", "member", "--member-kubeconfig", str(path), "--dry-run")
+    assert (r.code, r.err) == (0, "")
+    secret, cluster = yaml.safe_load_all(r.out)
+    assert secret["metadata"]["namespace"] == "united-clusters"
+    assert yaml.safe_load(secret["stringData"]["kubeconfig"])["users"][0]["user"] == {"token": "REDACTED"}
+    assert cluster["spec"]["kubeconfigSecretRef"] == {"namespace": "united-clusters", "name": "member-1"}
+
+
+def test_join_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path) -> None:
+    server = f"https://127.0.0.1:{_closed_port()}"
+    path = member_kubeconfig(tmp_path, cluster={"server": server})
+    r = united(
+        "join", "member-1", "--member-context", "member", "--member-kubeconfig", str(path),
+        "--host-kubeconfig", str(path), "--host-context", "member",
+    )  # fmt: skip
+    assert (r.code, r.out) == (2, "")
+    assert r.errors == [
+        "--host-context: cannot read namespace kube-system (its uid labels this host's tokens in the member): "
+        f"cannot reach {server}: connection refused"
+    ]
