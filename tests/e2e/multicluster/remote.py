@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -39,49 +39,57 @@ MEMBER_ROLE = kustomization.build(data.MANIFESTS, "member")
 def joined(cluster: LocalCluster, members: dict[str, Plane], controller: Controller) -> Iterator[dict[str, Plane]]:
     """Each member with ``manifests/member``, its kubeconfig Secret in the host and a ``Cluster``;
     yields once every ``Cluster`` is ``Ready``. The Clusters and Secrets go afterwards."""
-
-    async def join() -> None:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
-            await apply(host, documents(data.MANIFESTS / "base" / "cluster-credentials.yaml"))
-            for name, plane in members.items():
-                async with await plane.client() as member:
-                    await apply(member, MEMBER_ROLE)
-                    config = await plane.service_account_kubeconfig(member, namespace=MEMBER_NAMESPACE, name=MEMBER_SA)
-                secret = {
-                    "metadata": {"name": name},
-                    "data": {"kubeconfig": base64.b64encode(config.encode()).decode()},
-                }
-                cluster_obj = {
-                    "apiVersion": f"{G}/v1alpha1",
-                    "kind": "Cluster",
-                    "metadata": {"name": name},
-                    "spec": {"kubeconfigSecretRef": {"namespace": HOME, "name": name}, "probe": PROBE},
-                }
-                for resource, body, namespace in ((SECRETS, secret, HOME), (CLUSTERS, cluster_obj, None)):
-                    try:
-                        await host.create(resource, body, namespace=namespace)
-                    except AlreadyExists:
-                        await host.patch(resource, name, body, patch_type=PatchType.MERGE, namespace=namespace)
-            for name in members:
-
-                async def ready(name: str = name) -> None:
-                    c = condition(await host.get(CLUSTERS, name), "Ready")
-                    assert c.get("status") == "True", f"Cluster {name}: {c}"
-
-                await eventually(ready, within=60, what=f"Cluster {name} Ready")
-
-    async def leave() -> None:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
-            for name in members:
-                for resource, namespace in ((CLUSTERS, None), (SECRETS, HOME)):
-                    with contextlib.suppress(NotFound):
-                        await host.delete(resource, name, namespace=namespace)
-
-    asyncio.run(join())
+    asyncio.run(join(cluster, members))
     try:
         yield members
     finally:
-        asyncio.run(leave())
+        asyncio.run(leave(cluster, members))
+
+
+async def join(
+    cluster: LocalCluster, members: Mapping[str, Plane], *, route: Callable[[str, str], str] | None = None
+) -> None:
+    """What :func:`joined` sets up; ``route(member, kubeconfig)`` may rewrite a member's kubeconfig
+    before it goes into the Secret (e.g. to reach the member through a fault proxy)."""
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
+        await apply(host, documents(data.MANIFESTS / "base" / "cluster-credentials.yaml"))
+        for name, plane in members.items():
+            async with await plane.client() as member:
+                await apply(member, MEMBER_ROLE)
+                config = await plane.service_account_kubeconfig(member, namespace=MEMBER_NAMESPACE, name=MEMBER_SA)
+            if route is not None:
+                config = route(name, config)
+            secret = {
+                "metadata": {"name": name},
+                "data": {"kubeconfig": base64.b64encode(config.encode()).decode()},
+            }
+            cluster_obj = {
+                "apiVersion": f"{G}/v1alpha1",
+                "kind": "Cluster",
+                "metadata": {"name": name},
+                "spec": {"kubeconfigSecretRef": {"namespace": HOME, "name": name}, "probe": PROBE},
+            }
+            for resource, body, namespace in ((SECRETS, secret, HOME), (CLUSTERS, cluster_obj, None)):
+                try:
+                    await host.create(resource, body, namespace=namespace)
+                except AlreadyExists:
+                    await host.patch(resource, name, body, patch_type=PatchType.MERGE, namespace=namespace)
+        for name in members:
+
+            async def ready(name: str = name) -> None:
+                c = condition(await host.get(CLUSTERS, name), "Ready")
+                assert c.get("status") == "True", f"Cluster {name}: {c}"
+
+            await eventually(ready, within=60, what=f"Cluster {name} Ready")
+
+
+async def leave(cluster: LocalCluster, members: Iterable[str]) -> None:
+    """The members' Clusters and Secrets deleted from the host."""
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
+        for name in members:
+            for resource, namespace in ((CLUSTERS, None), (SECRETS, HOME)):
+                with contextlib.suppress(NotFound):
+                    await host.delete(resource, name, namespace=namespace)
 
 
 def spread(name: str, replicas: int) -> dict[str, Any]:
