@@ -237,10 +237,9 @@ STORM_WRITES = 40
 OUTAGE_WRITES = 8
 FAULT_RATE = 0.15
 FAULTS: tuple[int | Literal["drop"], ...] = (500, 503, 429, DROP)
-MEAN_BOUND = 5.0
-"""Requests per second (mean over a phase) the faulty member may see at most from us."""
-PEAK_BOUND = 25
-"""Requests in any one second at most."""
+BOUNDS = {"faulty": (10.0, 40), "down": (3.0, 15)}
+"""Requests per second the faulty member may see from us at most: (mean over the phase, the
+most in any one second). A storm of scale writes costs a few a second; a retry loop, hundreds."""
 
 
 async def test_faulty_member_storm_converges_without_a_tight_loop(
@@ -255,11 +254,12 @@ async def test_faulty_member_storm_converges_without_a_tight_loop(
     await wait_converged(kube, member_kube, namespace, host_id, within=120, what="initial convergence")
     proxy, controller = rig.member, rig.controller
 
-    # Phase 1: 15 % of member-1's requests fail (5xx, 429 + Retry-After, dropped), 20 % are slow,
-    # its watches are cut; a scale storm over every cluster; converged with the faults still on.
+    # Phase 1: 15 % of member-1's requests fail (5xx, 429 + Retry-After, dropped), 20 % are slow
+    # (0.1-0.8 s, within the 1 s probe timeout), its watches are cut; a scale storm over every
+    # cluster; converged with the faults still on.
     p = 1 - (1 - FAULT_RATE) ** (1 / len(FAULTS))
     faults = [proxy.add_rule(identity=ME, respond=code, probability=p) for code in FAULTS]
-    slow = proxy.add_rule(identity=ME, watch=False, latency=(0.2, 1.5), probability=0.2)
+    slow = proxy.add_rule(identity=ME, watch=False, latency=(0.1, 0.8), probability=0.2)
     cuts = [
         proxy.add_watch_rule(WatchAction.CUT, identity=ME, every=3.0, share=0.5, how="reset"),
         proxy.add_watch_rule(WatchAction.CUT, identity=ME, every=5.0, share=0.3, how="truncate"),
@@ -305,8 +305,9 @@ async def test_faulty_member_storm_converges_without_a_tight_loop(
         outage_end = time.time()
         during = proxy.log.requests(identity=ME, where=lambda e: outage <= e.time <= outage_end)
         outage_rate = per_second(during, outage, outage_end)
-        for mean, peak in (faulty_rate, outage_rate):
-            assert mean <= MEAN_BOUND and peak <= PEAK_BOUND, f"tight loop against member-1: {mean:.1f}/s, {peak} max"
+        for phase, (mean, peak) in (("faulty", faulty_rate), ("down", outage_rate)):
+            most, top = BOUNDS[phase]
+            assert mean <= most and peak <= top, f"member-1 {phase}: {mean:.1f}/s, {peak} in one second: a tight loop"
     finally:
         proxy.clear_rules()
 
@@ -416,12 +417,9 @@ async def test_hostile_tenant_in_a_member_cannot_forge_children(
         await asyncio.sleep(max(0.0, made_at + GRACE + 6 - time.monotonic()))
         for key in ("a", "c"):
             ns, name = forged[key][0], made[key]["metadata"]["name"]
-            now = await member.get(DEPLOYMENTS, name, namespace=ns)
-            assert now["metadata"]["resourceVersion"] == made[key]["metadata"]["resourceVersion"] or (
-                now["metadata"]["generation"] == made[key]["metadata"]["generation"]
-                and now["spec"] == made[key]["spec"]
-                and now["metadata"]["labels"] == made[key]["metadata"]["labels"]
-            ), f"{name} was changed"
+            now, then = (await member.get(DEPLOYMENTS, name, namespace=ns))["metadata"], made[key]["metadata"]
+            unchanged = ("uid", "generation", "labels", "annotations", "ownerReferences", "deletionTimestamp")
+            assert {k: now.get(k) for k in unchanged} == {k: then.get(k) for k in unchanged}, f"{name} was changed"
         kept = await member.get(DEPLOYMENTS, real["metadata"]["name"], namespace=namespace)
         assert kept["metadata"]["uid"] == real["metadata"]["uid"], "the older, real child was replaced"
         status = (await kube.get(UD, "victim", namespace=namespace))["status"]
