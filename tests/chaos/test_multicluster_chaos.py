@@ -42,7 +42,7 @@ import yaml
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale
 from tests.chaos.multicluster import KEYS, wait_converged
-from tests.chaos.support import SEED, proxied_controller, proxy_for
+from tests.chaos.support import KILLS, SEED, proxied_controller, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, IMAGE, UD, condition
 from tests.e2e.multicluster.conftest import namespace
@@ -64,7 +64,8 @@ pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.timeout(600)]
 FAULTY = "member-1"
 ME = "controller"
 """The controller's identity in the member proxy's log (the member ServiceAccount's token)."""
-KILL_ROUNDS = 3
+KILL_ROUNDS = max(3, KILLS // 5)
+"""SIGKILLs in the cross-cluster test: 3 in CI, 20 with ``UNITED_CHAOS_KILLS=100``."""
 RECOVERY_BOUND = 90.0
 """Seconds after a restart within which every cross-cluster invariant must hold again."""
 
@@ -140,6 +141,7 @@ def template(name: str, round_: int) -> dict[str, Any]:
     return {"spec": {"template": {"deploymentTemplate": {"spec": {"template": pod}}}}}
 
 
+@pytest.mark.timeout(300 + 120 * KILL_ROUNDS)
 async def test_sigkill_mid_cross_cluster_scale_loses_and_duplicates_nothing(
     rig: Rig, sim: Simulation, kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
 ) -> None:
