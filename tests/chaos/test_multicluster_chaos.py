@@ -236,6 +236,8 @@ async def revisions_intact(kube: KubeClient, namespace: str, obj: dict[str, Any]
 
 STORM_UDS = 4
 STORM_WRITES = 40
+"""Scale writes while member-1 is faulty at least; more until every fault kind has fired."""
+STORM_WRITES_MAX = 400
 OUTAGE_WRITES = 8
 FAULT_RATE = 0.15
 FAULTS: tuple[int | Literal["drop"], ...] = (500, 503, 429, DROP)
@@ -268,17 +270,18 @@ async def test_faulty_member_storm_converges_without_a_tight_loop(
     ]
     try:
         start = time.time()
-        for _ in range(STORM_WRITES):
+        storm = 0
+        while storm < STORM_WRITES or not all(rule.fired for rule in [*faults, slow, *cuts]):
+            assert storm < STORM_WRITES_MAX, f"not every fault fired: {[(r.respond, r.fired) for r in faults]}"
             await scale(kube, namespace, rng.choice(names), rng.randint(0, 9))
             await asyncio.sleep(rng.uniform(0.1, 0.4))  # pacing the load, not waiting for anything
+            storm += 1
         await wait_converged(
             kube, member_kube, namespace, host_id, within=240, what=f"converged with member-1 faulty (seed {SEED})"
         )
         faulty_end = time.time()
         alive(controller)
         by_kind = {str(rule.respond): rule.fired for rule in faults}
-        assert all(by_kind.values()), f"every fault kind must have fired: {by_kind}"
-        assert slow.fired > 0 and sum(rule.fired for rule in cuts) > 0
         faulty = proxy.log.requests(identity=ME, where=lambda e: start <= e.time <= faulty_end)
         faulty_rate = per_second(faulty, start, faulty_end)
 
@@ -324,7 +327,7 @@ async def test_faulty_member_storm_converges_without_a_tight_loop(
         "multi-cluster faulty member",
         {
             "uniteddeployments (host + member-1 + member-2 subsets)": STORM_UDS,
-            "scale writes (faulty, outage)": [STORM_WRITES, OUTAGE_WRITES],
+            "scale writes (faulty, outage)": [storm, OUTAGE_WRITES],
             "member-1 requests while faulty (storm to convergence)": len(faulty),
             "member-1 request faults by kind": by_kind,
             "member-1 slow answers": slow.fired,
