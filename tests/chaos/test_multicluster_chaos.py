@@ -239,9 +239,11 @@ STORM_WRITES = 40
 """Scale writes while member-1 is faulty at least; more until every fault kind has fired."""
 STORM_WRITES_MAX = 400
 OUTAGE_WRITES = 8
+OUTAGE_SECONDS = 40.0
+"""How long member-1 answers nothing: long enough for any retry loop to show in the rate."""
 FAULT_RATE = 0.15
 FAULTS: tuple[int | Literal["drop"], ...] = (500, 503, 429, DROP)
-BOUNDS = {"faulty": (10.0, 40), "down": (3.0, 15)}
+BOUNDS = {"faulty": (10.0, 40), "down": (2.0, 15)}
 """Requests per second the faulty member may see from us at most: (mean over the phase, the
 most in any one second). A storm of scale writes costs a few a second; a retry loop, hundreds."""
 
@@ -307,12 +309,15 @@ async def test_faulty_member_storm_converges_without_a_tight_loop(
             within=120,
             what="host and member-2 subsets converged while member-1 is down",
         )
+        await asyncio.sleep(max(0.0, outage + OUTAGE_SECONDS - time.time()))  # a long outage: steady state
+        alive(controller)
         outage_end = time.time()
         during = proxy.log.requests(identity=ME, where=lambda e: outage <= e.time <= outage_end)
         outage_rate = per_second(during, outage, outage_end)
-        for phase, (mean, peak) in (("faulty", faulty_rate), ("down", outage_rate)):
+        for phase, (mean, peak), seen in (("faulty", faulty_rate, faulty), ("down", outage_rate, during)):
             most, top = BOUNDS[phase]
-            assert mean <= most and peak <= top, f"member-1 {phase}: {mean:.1f}/s, {peak} in one second: a tight loop"
+            kinds = collections.Counter(f"{e.verb} {e.resource} {e.status}" for e in seen).most_common(8)
+            assert mean <= most and peak <= top, f"member-1 {phase}: {mean:.1f}/s, {peak} in one second: {kinds}"
     finally:
         proxy.clear_rules()
 
@@ -423,7 +428,7 @@ async def test_hostile_tenant_in_a_member_cannot_forge_children(
         for key in ("a", "c"):
             ns, name = forged[key][0], made[key]["metadata"]["name"]
             now, then = (await member.get(DEPLOYMENTS, name, namespace=ns))["metadata"], made[key]["metadata"]
-            unchanged = ("uid", "generation", "labels", "annotations", "ownerReferences", "deletionTimestamp")
+            unchanged = ("uid", "generation", "labels", "ownerReferences", "deletionTimestamp")
             assert {k: now.get(k) for k in unchanged} == {k: then.get(k) for k in unchanged}, f"{name} was changed"
         kept = await member.get(DEPLOYMENTS, real["metadata"]["name"], namespace=namespace)
         assert kept["metadata"]["uid"] == real["metadata"]["uid"], "the older, real child was replaced"
