@@ -181,7 +181,7 @@ class Reconciler:
         self._written: dict[str, tuple[int, Json]] = {}
         self._admitted: dict[str, tuple[tuple[Any, ...], UnitedDeployment | ManifestError]] = {}
         """The last admission of each UD, by what it was computed from (see :meth:`_admit`)."""
-        self._children: dict[str, dict[tuple[str, str, str, str], tuple[int, Json | None, float]]] = {}
+        self._children: dict[str, dict[tuple[str, str, str, str], tuple[int, Json | None, float, str]]] = {}
         """Children this process wrote, by UD key and (cluster, group, plural, name): the resourceVersion
         and object the API server answered (None once deleted), and when — read instead of a
         cache that has not seen our own write yet, so a reconcile right after a write neither
@@ -372,10 +372,12 @@ class Reconciler:
         return known[1]
 
     def remember(
-        self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int, cluster: str = ""
+        self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int, cluster: str = "", uid: str = ""
     ) -> None:
+        """Our write of child ``name`` (``obj`` None: deleted; ``uid``: the object a delete's uid
+        precondition named, whose later versions the cache may still show are gone too)."""
         entry = (cluster, resource.group, resource.plural, name)
-        self._children.setdefault(key, {})[entry] = (rv, obj, time.monotonic())
+        self._children.setdefault(key, {})[entry] = (rv, obj, time.monotonic(), uid)
 
     def fresh(self, key: str, resource: Resource, cached: list[Json], *, cluster: str = "") -> list[Json]:
         """The cached children of UD ``key`` (in ``cluster``, ``""`` the host), with our own
@@ -385,7 +387,7 @@ class Reconciler:
             return cached
         by_name = {name_of(o): o for o in cached}
         now = time.monotonic()
-        for entry, (rv, obj, at) in list(mine.items()):
+        for entry, (rv, obj, at, uid) in list(mine.items()):
             where, group, plural, name = entry
             if (where, group, plural) != (cluster, resource.group, resource.plural):
                 continue
@@ -393,8 +395,12 @@ class Reconciler:
             if (
                 now - at > EXPECTATION_TTL
                 or (obj is None and have is None)
-                # a deleted child's last version stays cached until the watch says it is gone
-                or (have is not None and (_rv(have) > rv if obj is None else _rv(have) >= rv > 0))
+                # a deleted child's last version stays cached until the watch says it is gone; a
+                # newer version of the uid we deleted was written before our delete, and is gone too
+                or (
+                    have is not None
+                    and (_rv(have) > rv and uid_of(have) != uid if obj is None else _rv(have) >= rv > 0)
+                )
             ):
                 del mine[entry]
             elif obj is None:
@@ -1386,7 +1392,9 @@ class _Pass:
                 site=site,
             )
             if gone is not None:
-                self.r.remember(self.key, res, name_of(child), None, rv=_rv(child), cluster=site.cluster or "")
+                self.r.remember(
+                    self.key, res, name_of(child), None, rv=_rv(child), cluster=site.cluster or "", uid=uid_of(child)
+                )
         for child in claimed.release:
             refs = [
                 r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,19 +19,23 @@ from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, ud, wait_ready, zone
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
-from united.kube.client import SECRETS, KubeClient
+from united.kube.client import NAMESPACES, SECRETS, KubeClient
 from united.kube.errors import NotFound
 from united.multicluster.join import (
     MEMBER_ACCOUNT,
     MEMBER_NAMESPACE,
     SECRET_NAMESPACE,
+    Endpoint,
     Membership,
     endpoint,
     is_ready,
+    issue_token,
     member_manifests,
     ready_line,
+    register,
+    retire,
 )
-from united.multicluster.join import join as join_member
+from united.multicluster.join import wait_ready as cluster_ready
 from united.multicluster.resource import CLUSTERS
 from united.uniteddeployment.status import pod_ready
 
@@ -44,7 +49,9 @@ __all__ = [
     "G",
     "by_hand",
     "converged",
+    "join",
     "joined",
+    "leave",
     "ready_pods",
     "remote_children",
     "spread",
@@ -63,27 +70,43 @@ MEMBER_ROLE = member_manifests()
 def joined(cluster: LocalCluster, members: dict[str, Plane], controller: Controller) -> Iterator[dict[str, Plane]]:
     """Each member with ``manifests/member``, its kubeconfig Secret in the host and a ``Cluster``;
     yields once every ``Cluster`` is ``Ready``. The Clusters and Secrets go afterwards."""
-
-    async def join() -> None:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
-            for name, plane in members.items():
-                membership = Membership(name, endpoint(plane.admin_kubeconfig, context=None), probe=PROBE)
-                async with await plane.client() as member:
-                    made = await join_member(host, member, membership, wait=60)
-                assert is_ready(made), ready_line(name, made)
-
-    async def leave() -> None:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
-            for name in members:
-                for resource, namespace in ((CLUSTERS, None), (SECRETS, HOME)):
-                    with contextlib.suppress(NotFound):
-                        await host.delete(resource, name, namespace=namespace)
-
-    asyncio.run(join())
+    asyncio.run(join(cluster, members))
     try:
         yield members
     finally:
-        asyncio.run(leave())
+        asyncio.run(leave(cluster, members))
+
+
+async def join(
+    cluster: LocalCluster,
+    members: Mapping[str, Plane],
+    *,
+    route: Callable[[str, Endpoint, str], Endpoint] | None = None,
+) -> None:
+    """What :func:`joined` sets up, as ``united join`` does it (its pieces: token, register,
+    wait, retire); ``route(member, endpoint, token)`` may name another endpoint for a member's
+    kubeconfig (e.g. a fault proxy in front of it, told whose token it forwards)."""
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
+        host_id = str((await host.get(NAMESPACES, "kube-system"))["metadata"]["uid"])
+        for name, plane in members.items():
+            membership = Membership(name, endpoint(plane.admin_kubeconfig, context=None), probe=PROBE)
+            async with await plane.client() as member:
+                token = await issue_token(member, name=name, host_id=host_id)
+                if route is not None:
+                    membership = replace(membership, endpoint=route(name, membership.endpoint, token.value))
+                await register(host, membership, token)
+                made = await cluster_ready(host, name, within=60)
+                assert is_ready(made), ready_line(name, made)
+                await retire(member, name=name, host_id=host_id, keep=token.secret)
+
+
+async def leave(cluster: LocalCluster, members: Iterable[str]) -> None:
+    """The members' Clusters and Secrets deleted from the host."""
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
+        for name in members:
+            for resource, namespace in ((CLUSTERS, None), (SECRETS, HOME)):
+                with contextlib.suppress(NotFound):
+                    await host.delete(resource, name, namespace=namespace)
 
 
 def spread(name: str, replicas: int) -> dict[str, Any]:

@@ -143,6 +143,18 @@ class TestExpectations:
         assert r.fresh("ns/web", DEPLOYMENTS, [child("web-a", 3)]) == [child("web-a", 3)]
         assert r._children == {}
 
+    def test_a_deleted_child_stays_hidden_when_a_version_older_than_the_delete_arrives(self) -> None:
+        """Its status was written between our read and our delete (uid precondition): the cache's
+        newer version is of the object we deleted; showing it would send a second DELETE."""
+        r = reconciler()
+        deleted = {**child("web-b", 7), "metadata": {**child("web-b", 7)["metadata"], "uid": "u1"}}
+        r.remember("ns/web", DEPLOYMENTS, "web-b", None, rv=7, uid="u1")
+        status_update = {**deleted, "metadata": {**deleted["metadata"], "resourceVersion": "8"}}
+        assert r.fresh("ns/web", DEPLOYMENTS, [status_update, child("web-a", 3)]) == [child("web-a", 3)]
+        recreated = {**status_update, "metadata": {**status_update["metadata"], "uid": "u2", "resourceVersion": "9"}}
+        assert r.fresh("ns/web", DEPLOYMENTS, [recreated]) == [recreated]
+        assert r._children == {}
+
     def test_expectations_expire(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from united.uniteddeployment import reconciler as module
 
