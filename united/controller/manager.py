@@ -265,6 +265,7 @@ class Manager:
                     failures=self.failures,
                     on_undecodable=[self._on_undecodable],
                 )
+                self._share(informer)
                 if self._running or not started:
                     self.spawn(informer.run(), name=f"informer-{resource.plural}")
                 if self._deferred is not None:
@@ -274,6 +275,19 @@ class Manager:
             informer.add_handler(handler)
             made.append(informer)
         return made
+
+    def _share(self, informer: Informer) -> None:
+        """Hold each object once when controllers watch the same resource and namespace with and
+        without a label selector (the UnitedDeployment controller its children and pods by the
+        subset label, the WorkloadSpread controller every Deployment and pod): the selected
+        informers follow the unselected one (:meth:`Informer.follow`). Only then: alone, a
+        selected informer keeps its server-side selector, so it caches only what it selects."""
+        same = [i for (r, ns, _, _), i in self._shared.items() if (r, ns) == (informer.resource, informer.namespace)]
+        unselected = [i for i in same if i.label_selector is None]
+        if unselected:
+            for follower in same:
+                if follower.label_selector is not None:
+                    follower.follow(unselected[0])
 
     def track(self, informers: Iterable[Informer]) -> None:
         self.informers.extend(informers)

@@ -71,7 +71,7 @@ import asyncio
 import builtins
 import inspect
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
 import structlog
@@ -79,7 +79,9 @@ import structlog
 from united.kube.client import JSON, KubeClient, Resource, WatchEvent
 from united.kube.decode import Undecodable
 from united.kube.errors import ApiError, Gone
+from united.placement.selector import Selector, parse_text
 from united.runtime.failures import FailureLog
+from united.runtime.projection import projection
 
 __all__ = [
     "ADDED",
@@ -449,6 +451,10 @@ class Informer:
         self.backoff_max = backoff_max
         self.page_size = page_size
         self.store = Store(label=index_label, owner=owner)
+        self._project = projection(resource)
+        self._source: Informer | None = None
+        self._selector: Selector | None = None
+        self._followers: list[Informer] = []
         self.has_synced = asyncio.Event()
         self.resource_version = ""
         """Where the next watch starts: the last LIST's RV, then every event's
@@ -487,10 +493,41 @@ class Informer:
         Add handlers before :meth:`run`, or a late one misses the initial ``ADDED``s."""
         self._handlers.append(handler)
 
+    def follow(self, source: Informer) -> bool:
+        """Serve this informer from ``source`` (the same resource and namespace, unselected) once
+        ``source`` has synced: its own LIST and WATCH stop, its store holds the very objects
+        ``source`` holds that its label selector matches (evaluated locally), and its handlers
+        see what a server-side selected watch would have sent them — an object that starts
+        matching as ``ADDED``, one that stops as ``DELETED``. The switch is a re-list against
+        ``source``'s store: what differs from this store is dispatched.
+
+        Until ``source`` syncs (it may never: RBAC), this informer keeps its own watch. False
+        (and nothing changes) when it follows already, its selector cannot be evaluated locally
+        (``<``, ``>``), or either has a field selector or ``source`` a label selector."""
+        if self._source is not None or self.field_selector or source.label_selector or source.field_selector:
+            return False
+        try:
+            selector = parse_text(self.label_selector or "")
+        except ValueError:
+            return False
+        self._source, self._selector = source, selector
+        source._followers.append(self)
+        if source.has_synced.is_set() and self._attempt is not None:
+            self._attempt.cancel()
+        return True
+
+    @property
+    def following(self) -> bool:
+        """Whether this informer is served from another's store (see :meth:`follow`)."""
+        return self._source is not None and self._source.has_synced.is_set()
+
     async def run(self) -> None:
         """LIST and WATCH until cancelled; never returns otherwise."""
         task = asyncio.current_task()
         while True:
+            if self.following:
+                self._attempt = None
+                await self._follow()
             self._attempt = asyncio.create_task(self._run(), name=f"informer-{self.name}")
             try:
                 await self._attempt
@@ -505,6 +542,8 @@ class Informer:
         point is gone (410) or the first LIST had not finished."""
         self.client = client
         self._failures = 0
+        if self.following:
+            return
         if not self.has_synced.is_set():
             self.resource_version = ""
         if self._attempt is not None:
@@ -557,12 +596,12 @@ class Informer:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             page_size=self.page_size,
-            transform=compact,
+            transform=self._keep,
         )
         if self.lists:
             self.relists += 1
         self.lists += 1
-        # Compacted page by page by the client; strip() again (in place, cheap) for test doubles
+        # Kept page by page by the client; strip() again (in place, cheap) for test doubles
         # that ignore ``transform``.
         changes = self.store.replace(strip(obj) for obj in listed.items)
         self.resource_version = listed.resource_version
@@ -574,6 +613,42 @@ class Informer:
         for change in changes:
             await self._dispatch(change)
         self.has_synced.set()
+        for follower in self._followers:
+            if follower._attempt is not None:
+                follower._attempt.cancel()
+
+    def _keep(self, obj: JSON) -> JSON:
+        """What the store keeps of ``obj``: projected (:mod:`~united.runtime.projection`), compacted."""
+        return compact(obj if self._project is None else self._project(obj))
+
+    async def _follow(self) -> None:
+        """Serve from the source's store until cancelled (see :meth:`follow`)."""
+        source = self._source
+        assert source is not None
+        self.resource_version = ""
+        self.undecodable.clear()
+        self._recovered()
+        changes = self.store.replace(obj for obj in source.store.list() if self._matches(obj))
+        source.add_handler(self._relay)
+        try:
+            for change in changes:
+                await self._dispatch(change)
+            self.has_synced.set()
+            await asyncio.Event().wait()
+        finally:
+            source._handlers.remove(self._relay)
+
+    def _matches(self, obj: JSON) -> bool:
+        assert self._selector is not None
+        return self._selector.matches((obj.get("metadata") or {}).get("labels") or {})
+
+    def _relay(self, kind: str, obj: JSON, old: JSON | None) -> Awaitable[None] | None:
+        """A change of the source's, as a selected watch would have delivered it here."""
+        if kind != DELETED and self._matches(obj):
+            before = self.store.upsert(obj)
+            return self._dispatch(Change(ADDED if before is None else MODIFIED, obj, before))
+        before = self.store.remove(object_key(obj))
+        return None if before is None else self._dispatch(Change(DELETED, obj, before))
 
     def _recovered(self) -> None:
         if self.last_error:
@@ -645,7 +720,7 @@ class Informer:
             if old is not None:
                 await self._dispatch(Change(DELETED, old, old))
             return
-        obj = compact(event.object)
+        obj = self._keep(event.object)
         self.undecodable.pop(object_key(obj), None)
         if event.type in (ADDED, MODIFIED):
             old = self.store.upsert(obj)
@@ -657,7 +732,7 @@ class Informer:
             self._log.warning("unknown watch event type; ignored", type=event.type)
 
     async def _dispatch(self, change: Change) -> None:
-        for handler in self._handlers:
+        for handler in tuple(self._handlers):
             try:
                 result = handler(change.type, change.object, change.old)
                 if inspect.isawaitable(result):
