@@ -452,7 +452,8 @@ class Informer:
         self.page_size = page_size
         self.store = Store(label=index_label, owner=owner)
         self._project = projection(resource)
-        self._source: Informer | None = None
+        self.source: Informer | None = None
+        """The unselected informer this one is served from once it syncs (:meth:`follow`)."""
         self._selector: Selector | None = None
         self._followers: list[Informer] = []
         self.has_synced = asyncio.Event()
@@ -504,13 +505,13 @@ class Informer:
         Until ``source`` syncs (it may never: RBAC), this informer keeps its own watch. False
         (and nothing changes) when it follows already, its selector cannot be evaluated locally
         (``<``, ``>``), or either has a field selector or ``source`` a label selector."""
-        if self._source is not None or self.field_selector or source.label_selector or source.field_selector:
+        if self.source is not None or self.field_selector or source.label_selector or source.field_selector:
             return False
         try:
             selector = parse_text(self.label_selector or "")
         except ValueError:
             return False
-        self._source, self._selector = source, selector
+        self.source, self._selector = source, selector
         source._followers.append(self)
         if source.has_synced.is_set() and self._attempt is not None:
             self._attempt.cancel()
@@ -519,7 +520,7 @@ class Informer:
     @property
     def following(self) -> bool:
         """Whether this informer is served from another's store (see :meth:`follow`)."""
-        return self._source is not None and self._source.has_synced.is_set()
+        return self.source is not None and self.source.has_synced.is_set()
 
     async def run(self) -> None:
         """LIST and WATCH until cancelled; never returns otherwise."""
@@ -623,7 +624,7 @@ class Informer:
 
     async def _follow(self) -> None:
         """Serve from the source's store until cancelled (see :meth:`follow`)."""
-        source = self._source
+        source = self.source
         assert source is not None
         self.resource_version = ""
         self.undecodable.clear()
