@@ -142,7 +142,7 @@ def full_pod(name: str, subset: str | None, **options: Any) -> Json:
 
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": "x"}
 ADAPTIVE = {"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}}}
-ZONES = [
+ZONES: list[Json] = [
     {
         "name": "a",
         "requiredNodeSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
@@ -150,7 +150,7 @@ ZONES = [
     },
     {"name": "b", "tolerations": [{"key": "t", "operator": "Exists"}]},
 ]
-NODES = {
+NODES: dict[str, Json] = {
     "na": {
         "metadata": {"name": "na", "labels": {"zone": "a"}},
         "spec": {"taints": [{"key": "t", "effect": "NoSchedule"}]},
