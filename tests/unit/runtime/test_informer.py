@@ -24,6 +24,7 @@ from united.runtime.informer import (
     RESUME_ATTEMPTS,
     Informer,
     Store,
+    compact,
     controller_uid,
     object_key,
     strip,
@@ -80,6 +81,32 @@ def test_strip_drops_managed_fields_and_last_applied_but_keeps_other_annotations
     untouched = obj("c", data={"k": "v"})
     assert strip(copy.deepcopy(untouched)) == untouched
     assert strip({"kind": "Weird"}) == {"kind": "Weird"}
+
+
+def test_compact_shares_equal_maps_and_lists_between_objects_but_not_what_is_unique() -> None:
+    spec = {"template": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}, "paused": False}
+    status = {"conditions": [{"type": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    a = compact(obj("a", spec=copy.deepcopy(spec), status=copy.deepcopy(status)))
+    b = compact(obj("b", spec=copy.deepcopy(spec), status=copy.deepcopy(status)))
+    assert a == obj("a", spec=spec, status=status)
+    assert a["spec"] is b["spec"] and a["spec"]["template"]["containers"] is b["spec"]["template"]["containers"]
+    assert a["status"] is not b["status"], "a timestamp is one write's: its map is not shared"
+    assert a["metadata"] is not b["metadata"], "nor is a map holding a uid"
+    same = {"metadata": {"labels": {"x": "y"}}}
+    assert compact(copy.deepcopy(same)) is not compact(copy.deepcopy(same)), "an object itself is never shared"
+    values = [compact({"spec": {"v": v}})["spec"] for v in (1, True, 1.0, "1", None)]
+    assert [type(v["v"]) for v in values] == [int, bool, float, str, type(None)], "equal is not the same JSON"
+    first, second = compact({"spec": {"a": 1, "b": 2}})["spec"], compact({"spec": {"b": 2, "a": 1}})["spec"]
+    assert list(first) == ["a", "b"] and list(second) == ["b", "a"]
+    assert compact({"spec": {"l": []}})["spec"]["l"] is not compact({"spec": {"l": {}}})["spec"]["l"]
+
+
+def test_the_pool_of_shared_maps_is_bounded() -> None:
+    from united.runtime import informer
+
+    for i in range(informer._TREE_LIMIT + 1000):
+        compact({"metadata": {"labels": {"hash": f"h-{i}"}}})
+    assert len(informer._trees) <= informer._TREE_LIMIT + 3
 
 
 # -- the store --------------------------------------------------------------------------
