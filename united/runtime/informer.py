@@ -75,8 +75,9 @@ them in a watch event, and the informer logs each one with its key, uid and why,
 after a re-list. One such object costs one object: the informer still syncs and serves the
 rest.
 
-Objects in the store and those passed to handlers are shared, not copied: treat
-them as read-only (client-go's cache has the same contract).
+Objects in the store and those passed to handlers are shared, not copied, and so are
+equal parts of different objects (above): treat them as read-only (client-go's cache has
+the same contract) — a write into one object's template would change every child's.
 """
 
 from __future__ import annotations
