@@ -200,7 +200,8 @@ _pool: dict[str, str] = {}
 
 
 _TREE_LIMIT = 1 << 15
-"""Shared maps and lists the pool holds at most."""
+"""Shared maps and lists the pool holds at most: about 13 MB when no two are alike (the labels
+of StatefulSet pods, each naming its pod), which it keeps alive until it is cleared."""
 _TREE = object()
 """In a signature: the next item is the ``id`` of a shared map or list."""
 _trees: dict[tuple[Any, ...], Any] = {}
