@@ -307,7 +307,13 @@ class Manager:
     # -- kinds come and go with their CRDs ------------------------------------------------------
 
     async def _discover(self) -> None:
-        """Start the controllers whose kind is now served, then let each look for what it needs.
+        """Start the controllers whose kind is now served, then let each look for what it needs."""
+        await self._discover_kinds()
+        for controller in list(self.controllers):
+            await controller.discover()
+
+    async def _discover_kinds(self) -> None:
+        """Start the controllers whose kind is now served.
 
         A new controller's informers run at once but count in readiness, and its workers
         start, only once they have all synced: a kind that cannot be listed (RBAC not yet
@@ -326,8 +332,6 @@ class Manager:
                 informers, self._deferred = self._deferred, None
             log.info("kind served; starting its controller", kind=resource.kind, api=resource.api_version)
             self.spawn(self._activate(controller, informers), name=f"activate-{controller.name}")
-        for controller in list(self.controllers):
-            await controller.discover()
 
     async def _activate(self, controller: Controller, informers: list[Informer]) -> None:
         await asyncio.gather(*(i.has_synced.wait() for i in informers))
@@ -413,10 +417,14 @@ class Manager:
         """Sync the caches, discover kinds, win the election (if any), run the workers;
         return 1 when leadership is lost (the caller exits, client-go style)."""
         self._running = True
+        # Kinds served already start with the first informers, not after them: an informer both
+        # controllers need (pods) is then listed once, not once by each (Manager._share).
+        kinds = self.spawn(self._discover_kinds(), name="discover-kinds")
         self._tasks += [asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}") for i in self.informers]
         for task in self._tasks:
             self.health.watch_task(task.get_name(), task)
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
+        await kinds
         await self._discover()
         self._discovered = True
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))

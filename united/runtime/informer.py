@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import inspect
 import random
 from collections.abc import Awaitable, Callable, Iterable
@@ -567,7 +568,9 @@ class Informer:
         matching as ``ADDED``, one that stops as ``DELETED``. The switch is a re-list against
         ``source``'s store: what differs from this store is dispatched.
 
-        Until ``source`` syncs (it may never: RBAC), this informer keeps its own watch. False
+        Until ``source`` syncs, this informer keeps its own watch if it has synced already; if
+        not, it waits for ``source`` rather than list the same objects a second time, unless
+        ``source`` fails (it may never sync: RBAC), and then lists on its own. False
         (and nothing changes) when it follows already, its selector cannot be evaluated locally
         (``<``, ``>``), or either has a field selector or ``source`` a label selector."""
         if self.source is not None or self.field_selector or source.label_selector or source.field_selector:
@@ -578,7 +581,7 @@ class Informer:
             return False
         self.source, self._selector = source, selector
         source._followers.append(self)
-        if source.has_synced.is_set() and self._attempt is not None:
+        if self._attempt is not None and (source.has_synced.is_set() or not self.has_synced.is_set()):
             self._attempt.cancel()
         return True
 
@@ -591,6 +594,7 @@ class Informer:
         """LIST and WATCH until cancelled; never returns otherwise."""
         task = asyncio.current_task()
         while True:
+            await self._await_source()
             if self.following:
                 self._attempt = None
                 await self._follow()
@@ -600,6 +604,15 @@ class Informer:
             except asyncio.CancelledError:
                 if task is None or task.cancelling():
                     raise  # cancelled from outside, not by restart()
+
+    async def _await_source(self) -> None:
+        """Before a first LIST of its own, wait for the source while it lists without failing."""
+        source = self.source
+        while source is not None and not self.has_synced.is_set() and not source.has_synced.is_set():
+            if source.last_error:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(source.has_synced.wait(), 0.5)
 
     def restart(self, client: KubeClient) -> None:
         """Go on with ``client`` (new credentials): the current LIST or watch is cancelled and

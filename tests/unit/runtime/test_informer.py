@@ -658,11 +658,12 @@ async def test_a_follower_switches_to_the_source_once_it_syncs_and_sees_what_a_s
         ObjectList([labelled("a", "5", sel="x"), labelled("b", "6"), labelled("c", "1", sel="y")], "10")
     )
     source = make_informer(cast(ScriptedClient, source_client))
-    assert follower.follow(source)
     tasks = [asyncio.create_task(follower.run())]
-    await until(follower.has_synced.is_set)  # its own LIST, the source not synced yet
+    await until(follower.has_synced.is_set)  # on its own, before anyone watched every object
+    assert follower.follow(source)
+    await asyncio.sleep(0.01)
     assert follower_events == [(ADDED, "ns/a", "1", None), (ADDED, "ns/c", "1", None)]
-    assert not follower.following
+    assert not follower.following and len(own.watched_from) == 1, "its watch goes on until the source syncs"
 
     tasks.append(asyncio.create_task(source.run()))
     await until(lambda: follower.following and follower.store.get("ns/a") is source.store.get("ns/a"))
@@ -705,6 +706,59 @@ async def test_a_follower_of_a_synced_source_never_lists_and_reports_every_match
     for t in (task, follower_task):
         t.cancel()
     await asyncio.gather(task, follower_task, return_exceptions=True)
+
+
+async def test_a_follower_not_yet_synced_waits_for_the_source_unless_the_source_fails() -> None:
+    class FailingFirst(PushClient):
+        def __init__(self, listed: ObjectList) -> None:
+            super().__init__(listed)
+            self.refuse = True
+
+        async def list(self, resource: Any, **options: Any) -> ObjectList:
+            if self.refuse:
+                raise Forbidden("403: no RBAC yet")
+            return await super().list(resource, **options)
+
+    source_client = FailingFirst(ObjectList([labelled("a", "5", sel="x")], "10"))
+    source = make_informer(cast(ScriptedClient, source_client), backoff_initial=0.05, backoff_max=0.05)
+    own = ScriptedClient(lists=[ObjectList([labelled("a", "4", sel="x")], "9")], watches=[])
+    follower = make_informer(own, label_selector="sel")
+    assert follower.follow(source)
+    tasks = [asyncio.create_task(follower.run()), asyncio.create_task(source.run())]
+    await until(follower.has_synced.is_set)
+    assert own.listed == 1 and not follower.following, "the source failed: listed on its own"
+    source_client.refuse = False
+    await until(lambda: follower.following and follower.store.get("ns/a") is source.store.get("ns/a"))
+
+    patient = make_informer(ScriptedClient(lists=[], watches=[]), label_selector="sel")
+    assert patient.follow(source)
+    tasks.append(asyncio.create_task(patient.run()))
+    await until(patient.has_synced.is_set)
+    assert patient.lists == 0
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_follower_listing_on_its_own_stops_to_wait_for_a_source_that_lists() -> None:
+    class Slow(ScriptedClient):
+        async def list(self, resource: Any, **options: Any) -> ObjectList:
+            await asyncio.Event().wait()
+            raise AssertionError("never answered")
+
+    own = Slow(lists=[], watches=[])
+    follower = make_informer(own, label_selector="sel")
+    task = asyncio.create_task(follower.run())
+    await until(lambda: own.listed == 0 and follower._attempt is not None)
+    source_client = PushClient(ObjectList([labelled("a", "5", sel="x")], "10"))
+    source = make_informer(cast(ScriptedClient, source_client))
+    assert follower.follow(source)
+    source_task = asyncio.create_task(source.run())
+    await until(follower.has_synced.is_set)
+    assert follower.following and follower.lists == 0
+    for t in (task, source_task):
+        t.cancel()
+    await asyncio.gather(task, source_task, return_exceptions=True)
 
 
 def test_follow_refuses_what_it_cannot_evaluate_locally_and_a_second_source() -> None:
