@@ -419,10 +419,11 @@ class Manager:
         self._running = True
         # Kinds served already start with the first informers, not after them: an informer both
         # controllers need (pods) is then listed once, not once by each (Manager._share).
-        kinds = self.spawn(self._discover_kinds(), name="discover-kinds")
+        kinds = asyncio.create_task(self._discover_kinds(), name="discover-kinds")
         self._tasks += [asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}") for i in self.informers]
         for task in self._tasks:
             self.health.watch_task(task.get_name(), task)
+        self._tasks.append(kinds)  # cancelled on shutdown; not a loop that runs forever
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
         await kinds
         await self._discover()
