@@ -50,6 +50,12 @@ def _pairs(ratios: list[float] | None) -> str:
     return " (pairs " + ", ".join(f"{r:.2f}" for r in ratios) + ")"
 
 
+def _without_ws(mem: dict[str, Any], figure: str) -> str:
+    """The same figure for an install without WorkloadSpreads, when measured."""
+    alone = mem.get(f"{figure}_without_ws")
+    return "" if alone is None else f" ({alone:.2f} KB without WorkloadSpreads)"
+
+
 def _mark(ok: bool | None) -> str:
     return "—" if ok is None else ("yes" if ok else "**no**")
 
@@ -223,7 +229,7 @@ def render(results: JSON) -> str:
                 f"Memory, {mem['children']} cached children",
                 "RSS full vs empty cache; per child",
                 f"{mem['rss_full_kb'] / 1024:.0f} MiB vs {mem['rss_empty_kb'] / 1024:.0f} MiB; "
-                f"{mem['kb_per_child']:.2f} KB",
+                f"{mem['kb_per_child']:.2f} KB" + _without_ws(mem, "kb_per_child"),
                 f"{mem['json_bytes_per_child_as_created'] / 1024:.2f} KB JSON",
                 "",
                 f"≤ {GOALS['kb_per_child']:g} KB",
@@ -236,7 +242,7 @@ def render(results: JSON) -> str:
                     f"Memory, {mem['pods']} cached pods",
                     "RSS with them vs empty cache; per pod",
                     f"{mem['rss_pods_kb'] / 1024:.0f} MiB vs {mem['rss_empty_kb'] / 1024:.0f} MiB; "
-                    f"{mem['kb_per_pod']:.2f} KB",
+                    f"{mem['kb_per_pod']:.2f} KB" + _without_ws(mem, "kb_per_pod"),
                     f"{mem['json_bytes_per_pod'] / 1024:.2f} KB JSON",
                     "",
                     f"≤ {GOALS['kb_per_pod']:g} KB",

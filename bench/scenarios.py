@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.controller import ControllerProcess, die_with_parent, diff_counts
+from bench.crd import without_workload_spreads
 from bench.env import BenchCluster, bounded, create_namespace
 from bench.observe import UD, NamespaceView
 from bench.workload import (
@@ -595,26 +596,36 @@ async def memory(ctx: Context, *, children: int, pods: int, with_status: bool = 
     sizes = await bounded(range(children), one, concurrency=32)
     log(f"  created in {time.monotonic() - started:.1f} s; {pods} pods")
     pod_sizes = await bounded(range(pods), one_pod, concurrency=32)
-    rss: dict[str, int] = {}
-    for label, ns in (("empty", empty), ("full", full), ("pods", with_pods), ("empty_again", empty)):
-        if label == "pods" and not pods:
-            continue
-        ctl = ctx.controller([ns], name=f"memory-{label}")
-        ctl.start()
-        try:
-            await ctl.wait_ready(within=300)
-            await asyncio.sleep(2.0)
-            rss[label] = ctl.rss_kb()
-        finally:
-            ctl.stop()
+
+    async def measure(suffix: str) -> dict[str, int]:
+        rss: dict[str, int] = {}
+        for label, ns in (("empty", empty), ("full", full), ("pods", with_pods), ("empty_again", empty)):
+            if label == "pods" and not pods:
+                continue
+            ctl = ctx.controller([ns], name=f"memory-{label}{suffix}")
+            ctl.start()
+            try:
+                await ctl.wait_ready(within=300)
+                await asyncio.sleep(2.0)
+                rss[label] = ctl.rss_kb()
+            finally:
+                ctl.stop()
+        return rss
+
+    rss = await measure("")
+    async with without_workload_spreads(ctx.client):
+        alone = await measure("-without-ws")
     baseline = min(rss["empty"], rss["empty_again"])
+    baseline_alone = min(alone["empty"], alone["empty_again"])
     out: JSON = {
         "children": children,
         "with_status": with_status,
         "rss_empty_kb": baseline,
         "rss_full_kb": rss["full"],
         "rss_kb": rss,
+        "rss_kb_without_ws": alone,
         "kb_per_child": (rss["full"] - baseline) / children,
+        "kb_per_child_without_ws": (alone["full"] - baseline_alone) / children,
         "json_bytes_per_child_as_created": statistics.mean(sizes),
     }
     if pods:
@@ -622,6 +633,7 @@ async def memory(ctx: Context, *, children: int, pods: int, with_status: bool = 
             "pods": pods,
             "rss_pods_kb": rss["pods"],
             "kb_per_pod": (rss["pods"] - baseline) / pods,
+            "kb_per_pod_without_ws": (alone["pods"] - baseline_alone) / pods,
             "json_bytes_per_pod": statistics.mean(pod_sizes),
         }
     return out

@@ -224,6 +224,7 @@ class Manager:
                     failures=self.failures,
                     on_undecodable=[self._on_undecodable],
                 )
+                self._share(informer)
                 if self._running or not started:
                     self.spawn(informer.run(), name=f"informer-{resource.plural}")
                 if self._deferred is not None:
@@ -233,6 +234,19 @@ class Manager:
             informer.add_handler(handler)
             made.append(informer)
         return made
+
+    def _share(self, informer: Informer) -> None:
+        """Hold each object once when controllers watch the same resource and namespace with and
+        without a label selector (the UnitedDeployment controller its children and pods by the
+        subset label, the WorkloadSpread controller every Deployment and pod): the selected
+        informers follow the unselected one (:meth:`Informer.follow`). Only then: alone, a
+        selected informer keeps its server-side selector, so it caches only what it selects."""
+        same = [i for (r, ns, _, _), i in self._shared.items() if (r, ns) == (informer.resource, informer.namespace)]
+        unselected = [i for i in same if i.label_selector is None]
+        if unselected:
+            for follower in same:
+                if follower.label_selector is not None:
+                    follower.follow(unselected[0])
 
     def track(self, informers: Iterable[Informer]) -> None:
         self.informers.extend(informers)
@@ -252,7 +266,13 @@ class Manager:
     # -- kinds come and go with their CRDs ------------------------------------------------------
 
     async def _discover(self) -> None:
-        """Start the controllers whose kind is now served, then let each look for what it needs.
+        """Start the controllers whose kind is now served, then let each look for what it needs."""
+        await self._discover_kinds()
+        for controller in list(self.controllers):
+            await controller.discover()
+
+    async def _discover_kinds(self) -> None:
+        """Start the controllers whose kind is now served.
 
         A new controller's informers run at once but count in readiness, and its workers
         start, only once they have all synced: a kind that cannot be listed (RBAC not yet
@@ -271,8 +291,6 @@ class Manager:
                 informers, self._deferred = self._deferred, None
             log.info("kind served; starting its controller", kind=resource.kind, api=resource.api_version)
             self.spawn(self._activate(controller, informers), name=f"activate-{controller.name}")
-        for controller in list(self.controllers):
-            await controller.discover()
 
     async def _activate(self, controller: Controller, informers: list[Informer]) -> None:
         await asyncio.gather(*(i.has_synced.wait() for i in informers))
@@ -358,10 +376,15 @@ class Manager:
         """Sync the caches, discover kinds, win the election (if any), run the workers;
         return 1 when leadership is lost (the caller exits, client-go style)."""
         self._running = True
+        # Kinds served already start with the first informers, not after them: an informer both
+        # controllers need (pods) is then listed once, not once by each (Manager._share).
+        kinds = asyncio.create_task(self._discover_kinds(), name="discover-kinds")
         self._tasks += [asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}") for i in self.informers]
         for task in self._tasks:
             self.health.watch_task(task.get_name(), task)
+        self._tasks.append(kinds)  # cancelled on shutdown; not a loop that runs forever
         await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
+        await kinds
         await self._discover()
         self._discovered = True
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))

@@ -103,6 +103,33 @@ _TERM = re.compile(
 )
 
 
+def parse_text(text: str) -> Selector:
+    """Parse a selector in its string form (:func:`text_errors` first for untrusted input), to
+    match locally what a LIST's ``labelSelector`` would; ``ValueError`` for what
+    :class:`Requirement` cannot express (``<``, ``>``) or cannot parse."""
+    reqs: list[Requirement] = []
+    pos = 0
+    while pos < len(text):
+        term = _TERM.match(text, pos)
+        if term is None or term.end() == pos:
+            raise ValueError(f"unable to parse requirement at character {pos + 1}")
+        pos = term.end()
+        if term["absent"]:
+            reqs.append(Requirement(term["absent"], "DoesNotExist"))
+        elif term["set"]:
+            values = tuple(v.strip() for v in term["values"].split(","))
+            reqs.append(Requirement(term["key"], "In" if term["set"] == "in" else "NotIn", values))
+        elif term["op"] in ("=", "=="):
+            reqs.append(Requirement(term["key"], EQUALS, (term["value"] or "",)))
+        elif term["op"] == "!=":
+            reqs.append(Requirement(term["key"], "NotIn", (term["value"] or "",)))
+        elif term["op"]:
+            raise ValueError(f"{term['key']}: {term['op']} is not supported here")
+        else:
+            reqs.append(Requirement(term["key"], "Exists"))
+    return Selector(tuple(reqs))
+
+
 def text_errors(text: str, path: Path) -> list[FieldError]:
     """Validate a selector in its string form (``a=b,c in (d,e),!f``, what ``--selector``
     and a LIST's ``labelSelector`` take), so a typo is reported before the API server

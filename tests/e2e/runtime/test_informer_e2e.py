@@ -199,6 +199,49 @@ async def test_store_equals_a_fresh_list_after_churn_across_watch_reconnects(kub
         assert informer.handler_errors == 0
 
 
+async def test_a_follower_sees_exactly_what_a_selected_watch_delivers(kube: KubeClient, namespace: str) -> None:
+    """An informer served from an unselected one (``Informer.follow``) gets, object by object,
+    the very events a server-side selected watch delivers — objects starting and stopping to
+    match included — and holds the source's objects, not copies."""
+    names = [f"c{i}" for i in range(10)]
+    for i, name in enumerate(names[:6]):
+        await kube.create(CONFIG_MAPS, config_map(name, labelled=i % 2 == 0, n="0"), namespace=namespace)
+    source = Informer(kube, CONFIG_MAPS, namespace=namespace)
+    selected, followed = Recorder(), Recorder()
+    server_side = Informer(kube, CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR, handlers=[selected])
+    follower = Informer(kube, CONFIG_MAPS, namespace=namespace, label_selector=SELECTOR, handlers=[followed])
+    assert follower.follow(source)
+    rng = random.Random(20261125)
+    async with running(source), running(server_side), running(follower):
+        assert follower.following and follower.lists == 0, "served from the source: no LIST of its own"
+        for operation in range(80):
+            name, action = rng.choice(names), rng.random()
+            label: dict[str, str | None] = {LABEL: "yes" if rng.random() < 0.5 else None}
+            try:
+                if action < 0.3:
+                    await kube.create(CONFIG_MAPS, config_map(name, labelled=rng.random() < 0.5), namespace=namespace)
+                elif action < 0.6:
+                    relabel: JSON = {"metadata": {"labels": label}}
+                    await kube.patch(CONFIG_MAPS, name, relabel, patch_type=PatchType.MERGE, namespace=namespace)
+                elif action < 0.85:
+                    change: JSON = {"data": {"n": str(operation)}}
+                    await kube.patch(CONFIG_MAPS, name, change, patch_type=PatchType.MERGE, namespace=namespace)
+                else:
+                    await kube.delete(CONFIG_MAPS, name, namespace=namespace)
+            except (AlreadyExists, NotFound):
+                pass
+
+        async def same() -> None:
+            truth = await listed(kube, namespace)
+            assert selected.mirror == truth and followed.mirror == truth
+            for key in {key for _, key, _, _ in selected.events + followed.events}:
+                assert [e for e in followed.events if e[1] == key] == [e for e in selected.events if e[1] == key], key
+
+        await eventually(same, within=20, what="the follower's events equal the selected watch's")
+        assert all(obj is source.store.get(object_key(obj)) for obj in follower.store.list())
+        assert follower.lists == 0 and follower.watches == 0
+
+
 async def test_bookmarks_move_the_resume_point_without_events(kube: KubeClient, namespace: str) -> None:
     recorder = Recorder()
     # A 1.20 API server sends a bookmark two seconds before a watch's deadline, if

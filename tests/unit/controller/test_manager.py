@@ -10,6 +10,7 @@ import pytest
 from tests.unit.runtime.test_leader import FakeLeases
 from united.controller.manager import Manager, Settings
 from united.kube import JSON, Fenced, KubeClient, Resource
+from united.kube.client import CONFIG_MAPS, DEPLOYMENTS
 from united.kube.errors import TransientError
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
@@ -190,3 +191,22 @@ async def test_a_given_cluster_id_needs_no_read() -> None:
     api = Namespaces(failures=0)
     m = Manager(cast(KubeClient, api), Settings(cluster_id="given"), metrics=Metrics(process_metrics=False))
     assert await m._host_identity() is True and api.gets == 0
+
+
+def test_selected_informers_follow_an_unselected_one_only_when_some_controller_needs_it() -> None:
+    """UnitedDeployments alone cache only their labelled pods and children; once WorkloadSpreads
+    watch every pod and Deployment, the UnitedDeployment informers are served from theirs."""
+    m = manager(Passes())
+    ud_pods = m.ud.pods
+    assert ud_pods and all(i.label_selector and i.source is None for i in ud_pods)
+    m._deferred = []
+    m._spread_controller(m)
+    m._deferred = None
+    assert m.spreads is not None
+    ws_pods = m.spreads.caches.pods.stores
+    assert [i.source.store if i.source else None for i in ud_pods] == ws_pods
+    before = set(m._shared.values())
+    made = m.watch(DEPLOYMENTS, m.ud.keys.subset_name, lambda *_: None)
+    assert set(made).isdisjoint(before), "a selected informer of its own, served from the unselected one"
+    assert all(i.source is not None and i.source.label_selector is None for i in made)
+    assert m.watch(CONFIG_MAPS, m.ud.keys.subset_name, lambda *_: None)[0].source is None, "nothing to follow"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from united.api.field import Path
-from united.placement.selector import EQUALS, Requirement, Selector, errors, parse, text_errors
+from united.placement.selector import EQUALS, Requirement, Selector, errors, parse, parse_text, text_errors
 
 
 def expr(key: str, operator: str, *values: str) -> dict[str, Any]:
@@ -243,3 +243,25 @@ def test_text_selectors_that_parse(text: str) -> None:
 def test_text_selectors_that_do_not(text: str, message: str) -> None:
     found = [str(e) for e in text_errors(text, Path("--selector"))]
     assert found and found[0].startswith(f"--selector: {message}"), found
+
+
+def test_a_selector_string_matches_locally_as_the_api_server_selects() -> None:
+    labels = {"app": "web", "tier": "front"}
+    cases = {
+        "app": True,
+        "!app": False,
+        "!missing": True,
+        "app=web": True,
+        "app==web": True,
+        "app!=web": False,
+        "missing!=web": True,
+        "tier in (back, front)": True,
+        "tier notin (front)": False,
+        "missing notin (x)": True,
+        "app=web,tier=back": False,
+        "": True,
+    }
+    assert {text: parse_text(text).matches(labels) for text in cases} == cases
+    for bad in ("n>3", "a=b,,", "in (x"):
+        with pytest.raises(ValueError):
+            parse_text(bad)

@@ -24,6 +24,7 @@ from united.runtime.informer import (
     RESUME_ATTEMPTS,
     Informer,
     Store,
+    compact,
     controller_uid,
     object_key,
     strip,
@@ -80,6 +81,32 @@ def test_strip_drops_managed_fields_and_last_applied_but_keeps_other_annotations
     untouched = obj("c", data={"k": "v"})
     assert strip(copy.deepcopy(untouched)) == untouched
     assert strip({"kind": "Weird"}) == {"kind": "Weird"}
+
+
+def test_compact_shares_equal_maps_and_lists_between_objects_but_not_what_is_unique() -> None:
+    spec = {"template": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}, "paused": False}
+    status = {"conditions": [{"type": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    a = compact(obj("a", spec=copy.deepcopy(spec), status=copy.deepcopy(status)))
+    b = compact(obj("b", spec=copy.deepcopy(spec), status=copy.deepcopy(status)))
+    assert a == obj("a", spec=spec, status=status)
+    assert a["spec"] is b["spec"] and a["spec"]["template"]["containers"] is b["spec"]["template"]["containers"]
+    assert a["status"] is not b["status"], "a timestamp is one write's: its map is not shared"
+    assert a["metadata"] is not b["metadata"], "nor is a map holding a uid"
+    same = {"metadata": {"labels": {"x": "y"}}}
+    assert compact(copy.deepcopy(same)) is not compact(copy.deepcopy(same)), "an object itself is never shared"
+    values = [compact({"spec": {"v": v}})["spec"] for v in (1, True, 1.0, "1", None)]
+    assert [type(v["v"]) for v in values] == [int, bool, float, str, type(None)], "equal is not the same JSON"
+    first, second = compact({"spec": {"a": 1, "b": 2}})["spec"], compact({"spec": {"b": 2, "a": 1}})["spec"]
+    assert list(first) == ["a", "b"] and list(second) == ["b", "a"]
+    assert compact({"spec": {"l": []}})["spec"]["l"] is not compact({"spec": {"l": {}}})["spec"]["l"]
+
+
+def test_the_pool_of_shared_maps_is_bounded() -> None:
+    from united.runtime import informer
+
+    for i in range(informer._TREE_LIMIT + 1000):
+        compact({"metadata": {"labels": {"hash": f"h-{i}"}}})
+    assert len(informer._trees) <= informer._TREE_LIMIT + 3
 
 
 # -- the store --------------------------------------------------------------------------
@@ -559,3 +586,186 @@ def test_options_are_validated() -> None:
         Informer(client, CONFIG_MAPS, watch_timeout=0.5)
     with pytest.raises(ValueError):
         Informer(client, CONFIG_MAPS, inactivity_timeout=0)
+
+
+# -- following an unselected informer ---------------------------------------------------
+
+
+class PushStream:
+    """A watch fed by the test, one event at a time."""
+
+    def __init__(self, queue: asyncio.Queue[tuple[WatchEvent, asyncio.Future[None]]], resource_version: str) -> None:
+        self.queue = queue
+        self.resource_version = resource_version
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[WatchEvent]:
+        while True:
+            event, applied = await self.queue.get()
+            self.resource_version = event.object["metadata"]["resourceVersion"]
+            yield event
+            applied.set_result(None)  # the informer asks for the next one: this one is applied
+
+
+class PushClient:
+    """One LIST, then a watch fed through :meth:`push`, which returns once the event is applied."""
+
+    def __init__(self, listed: ObjectList) -> None:
+        self.listed = listed
+        self.queue: asyncio.Queue[tuple[WatchEvent, asyncio.Future[None]]] = asyncio.Queue()
+
+    async def list(self, resource: Any, **options: Any) -> ObjectList:
+        return copy.deepcopy(self.listed)
+
+    def watch(self, resource: Any, *, resource_version: str | None = None, **options: Any) -> PushStream:
+        return PushStream(self.queue, resource_version or "")
+
+    async def push(self, kind: str, item: JSON) -> None:
+        applied = asyncio.get_running_loop().create_future()
+        self.queue.put_nowait((WatchEvent(kind, item), applied))
+        await asyncio.wait_for(applied, 5)
+
+
+def labelled(name: str, rv: str, **labels: str) -> JSON:
+    item = obj(name, rv)
+    item["metadata"]["labels"] = labels
+    return item
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    for _ in range(5000):
+        if condition():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("not within 5 s")
+
+
+async def test_a_follower_switches_to_the_source_once_it_syncs_and_sees_what_a_selected_watch_would() -> None:
+    own = ScriptedClient(
+        lists=[ObjectList([labelled("a", "1", sel="x"), labelled("c", "1", sel="y")], "2")], watches=[]
+    )
+    follower_events: Recorded = []
+    follower = make_informer(own, label_selector="sel", handlers=[recorder(follower_events)])
+    source_client = PushClient(
+        ObjectList([labelled("a", "5", sel="x"), labelled("b", "6"), labelled("c", "1", sel="y")], "10")
+    )
+    source = make_informer(cast(ScriptedClient, source_client))
+    tasks = [asyncio.create_task(follower.run())]
+    await until(follower.has_synced.is_set)  # on its own, before anyone watched every object
+    assert follower.follow(source)
+    await asyncio.sleep(0.01)
+    assert follower_events == [(ADDED, "ns/a", "1", None), (ADDED, "ns/c", "1", None)]
+    assert not follower.following and len(own.watched_from) == 1, "its watch goes on until the source syncs"
+
+    tasks.append(asyncio.create_task(source.run()))
+    await until(lambda: follower.following and follower.store.get("ns/a") is source.store.get("ns/a"))
+    assert follower_events[2:] == [(MODIFIED, "ns/a", "5", "1")], "the switch dispatches what differs, no more"
+    assert follower.store.get("ns/c") is source.store.get("ns/c"), "one copy of each object"
+    assert "ns/b" not in follower.store
+
+    await source_client.push(MODIFIED, labelled("b", "11", sel="z"))  # starts matching
+    await source_client.push(MODIFIED, labelled("a", "12"))  # stops matching
+    await source_client.push(MODIFIED, labelled("c", "13", sel="y"))
+    await source_client.push(DELETED, labelled("c", "14", sel="y"))
+    await source_client.push(ADDED, labelled("d", "15"))  # never matches
+    assert follower_events[3:] == [
+        (ADDED, "ns/b", "11", None),
+        (DELETED, "ns/a", "12", "5"),
+        (MODIFIED, "ns/c", "13", "1"),
+        (DELETED, "ns/c", "14", "13"),
+    ]
+    assert sorted(follower.store.keys()) == ["ns/b"]
+    assert follower.store.labelled("ns", "z") == [] and own.listed == 1, "its own watch stopped; nothing re-listed"
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert follower._relay not in source._handlers, "a stopped follower leaves the source's handlers"
+
+
+async def test_a_follower_of_a_synced_source_never_lists_and_reports_every_match_as_added() -> None:
+    source_client = PushClient(ObjectList([labelled("a", "5", sel="x"), labelled("b", "6", sel="x", gone="y")], "10"))
+    source = make_informer(cast(ScriptedClient, source_client))
+    task = asyncio.create_task(source.run())
+    await until(source.has_synced.is_set)
+    own = ScriptedClient(lists=[], watches=[])
+    events: Recorded = []
+    follower = make_informer(own, label_selector="sel=x,!gone", handlers=[recorder(events)])
+    assert follower.follow(source)
+    follower_task = asyncio.create_task(follower.run())
+    await until(follower.has_synced.is_set)
+    assert events == [(ADDED, "ns/a", "5", None)]
+    assert own.listed == 0 and own.watched_from == []
+    for t in (task, follower_task):
+        t.cancel()
+    await asyncio.gather(task, follower_task, return_exceptions=True)
+
+
+async def test_a_follower_not_yet_synced_waits_for_the_source_unless_the_source_fails() -> None:
+    class FailingFirst(PushClient):
+        def __init__(self, listed: ObjectList) -> None:
+            super().__init__(listed)
+            self.refuse = True
+
+        async def list(self, resource: Any, **options: Any) -> ObjectList:
+            if self.refuse:
+                raise Forbidden("403: no RBAC yet")
+            return await super().list(resource, **options)
+
+    source_client = FailingFirst(ObjectList([labelled("a", "5", sel="x")], "10"))
+    source = make_informer(cast(ScriptedClient, source_client), backoff_initial=0.05, backoff_max=0.05)
+    own = ScriptedClient(lists=[ObjectList([labelled("a", "4", sel="x")], "9")], watches=[])
+    follower = make_informer(own, label_selector="sel")
+    assert follower.follow(source)
+    tasks = [asyncio.create_task(follower.run()), asyncio.create_task(source.run())]
+    await until(follower.has_synced.is_set)
+    assert own.listed == 1 and not follower.following, "the source failed: listed on its own"
+    source_client.refuse = False
+    await until(lambda: follower.following and follower.store.get("ns/a") is source.store.get("ns/a"))
+
+    patient = make_informer(ScriptedClient(lists=[], watches=[]), label_selector="sel")
+    assert patient.follow(source)
+    tasks.append(asyncio.create_task(patient.run()))
+    await until(patient.has_synced.is_set)
+    assert patient.lists == 0
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_follower_listing_on_its_own_stops_to_wait_for_a_source_that_lists() -> None:
+    class Slow(ScriptedClient):
+        async def list(self, resource: Any, **options: Any) -> ObjectList:
+            await asyncio.Event().wait()
+            raise AssertionError("never answered")
+
+    own = Slow(lists=[], watches=[])
+    follower = make_informer(own, label_selector="sel")
+    task = asyncio.create_task(follower.run())
+    await until(lambda: own.listed == 0 and follower._attempt is not None)
+    source_client = PushClient(ObjectList([labelled("a", "5", sel="x")], "10"))
+    source = make_informer(cast(ScriptedClient, source_client))
+    assert follower.follow(source)
+    source_task = asyncio.create_task(source.run())
+    await until(follower.has_synced.is_set)
+    assert follower.following and follower.lists == 0
+    for t in (task, source_task):
+        t.cancel()
+    await asyncio.gather(task, source_task, return_exceptions=True)
+
+
+def test_follow_refuses_what_it_cannot_evaluate_locally_and_a_second_source() -> None:
+    client = ScriptedClient(lists=[], watches=[])
+    source, other = make_informer(client), make_informer(client)
+    assert not make_informer(client, label_selector="n>3").follow(source), "Gt has no local matcher here"
+    assert not make_informer(client, label_selector="a", field_selector="b=c").follow(source)
+    assert not make_informer(client, label_selector="a").follow(make_informer(client, label_selector="b"))
+    follower = make_informer(client, label_selector="a")
+    assert follower.follow(source) and not follower.follow(other)

@@ -1,0 +1,14 @@
+"""``python -m bench.cache``: what one cached pod and child cost in-process, against issue 14's
+4 KB each (RSS adds the allocator's share: the memory scenario measures that)."""
+
+from __future__ import annotations
+
+from bench.cache import measure
+
+
+def test_a_cached_pod_and_child_stay_under_4_kb_and_a_second_store_costs_only_its_index() -> None:
+    figures = measure(500)
+    assert figures["bytes_per_pod"] < 0.5 * figures["json_bytes_per_pod"], "projected and shared"
+    assert figures["bytes_per_child"] < 4096 and figures["bytes_per_child_varied"] < 4096
+    for kind in ("pod", "child"):
+        assert figures[f"bytes_per_{kind}_two_stores"] - figures[f"bytes_per_{kind}"] < 600, "no second copy"
