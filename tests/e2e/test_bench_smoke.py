@@ -18,7 +18,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 TINY = [
     "--uds", "5", "--subsets", "3", "--floor-sweep", "1,4", "--sweep-uds", "5", "--repeats", "1",
-    "--scale-singles", "3", "--scale-bursts", "1", "--burst-size", "3", "--children", "200",
+    "--scale-singles", "3", "--scale-bursts", "1", "--burst-size", "3", "--children", "200", "--pods", "200",
+    "--growth", "5,10",
 ]  # fmt: skip
 
 
