@@ -1,8 +1,9 @@
-"""Shared by the multi-cluster e2e modules: members joined to the session's host as ``united join``
-joins one (:func:`united.multicluster.join.join`: the shipped ``manifests/member`` applied in each
-member, a fresh token of its ServiceAccount in a kubeconfig Secret in the host, a ``Cluster``, here
-with a 2 s probe), a UnitedDeployment spread over host, member-1 and member-2, and waiting for it to
-converge everywhere."""
+"""Shared by the multi-cluster e2e modules: members joined to the session's host (the shipped
+``manifests/member`` applied in each member, a TokenRequest token of its ServiceAccount, and the
+host's side as ``united join`` makes it: :func:`united.multicluster.join.register`, a kubeconfig
+Secret and a ``Cluster``, here with a 2 s probe), a UnitedDeployment spread over host, member-1 and
+member-2, and waiting for it to converge everywhere. (``united join``'s own token handling —
+a token Secret per join, rotation — is proven by ``test_join.py``.)"""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, ud, wait_ready, zone
 from united.devcluster.cluster import LocalCluster
+from united.devcluster.credentials import request_token
+from united.devcluster.installation import apply
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
 from united.kube.client import SECRETS, KubeClient
@@ -25,12 +28,14 @@ from united.multicluster.join import (
     MEMBER_NAMESPACE,
     SECRET_NAMESPACE,
     Membership,
+    Token,
     endpoint,
     is_ready,
     member_manifests,
     ready_line,
+    register,
 )
-from united.multicluster.join import join as join_member
+from united.multicluster.join import wait_ready as cluster_ready
 from united.multicluster.resource import CLUSTERS
 from united.uniteddeployment.status import pod_ready
 
@@ -69,7 +74,10 @@ def joined(cluster: LocalCluster, members: dict[str, Plane], controller: Control
             for name, plane in members.items():
                 membership = Membership(name, endpoint(plane.admin_kubeconfig, context=None), probe=PROBE)
                 async with await plane.client() as member:
-                    made = await join_member(host, member, membership, wait=60)
+                    await apply(member, MEMBER_ROLE)
+                    token = await request_token(member, namespace=MEMBER_NAMESPACE, name=MEMBER_SA)
+                await register(host, membership, Token(token))
+                made = await cluster_ready(host, name, within=60)
                 assert is_ready(made), ready_line(name, made)
 
     async def leave() -> None:
