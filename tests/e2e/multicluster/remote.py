@@ -1,8 +1,9 @@
-"""Shared by the multi-cluster e2e modules: members joined to the session's host as ``united join``
-joins one (:func:`united.multicluster.join.join`: the shipped ``manifests/member`` applied in each
-member, a fresh token of its ServiceAccount in a kubeconfig Secret in the host, a ``Cluster``, here
-with a 2 s probe), a UnitedDeployment spread over host, member-1 and member-2, and waiting for it to
-converge everywhere."""
+"""Shared by the multi-cluster e2e modules: members joined to the session's host (the shipped
+``manifests/member`` applied in each member, a TokenRequest token of its ServiceAccount, and the
+host's side as ``united join`` makes it: :func:`united.multicluster.join.register`, a kubeconfig
+Secret and a ``Cluster``, here with a 2 s probe), a UnitedDeployment spread over host, member-1 and
+member-2, and waiting for it to converge everywhere. (``united join``'s own token handling —
+a token Secret per join, rotation — is proven by ``test_join.py``.)"""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ import pytest
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, ud, wait_ready, zone
 from united.devcluster.cluster import LocalCluster
+from united.devcluster.credentials import request_token
+from united.devcluster.installation import apply
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
-from united.kube.client import NAMESPACES, SECRETS, KubeClient
+from united.kube.client import SECRETS, KubeClient
 from united.kube.errors import NotFound
 from united.multicluster.join import (
     MEMBER_ACCOUNT,
@@ -27,13 +30,12 @@ from united.multicluster.join import (
     SECRET_NAMESPACE,
     Endpoint,
     Membership,
+    Token,
     endpoint,
     is_ready,
-    issue_token,
     member_manifests,
     ready_line,
     register,
-    retire,
 )
 from united.multicluster.join import wait_ready as cluster_ready
 from united.multicluster.resource import CLUSTERS
@@ -83,21 +85,22 @@ async def join(
     *,
     route: Callable[[str, Endpoint, str], Endpoint] | None = None,
 ) -> None:
-    """What :func:`joined` sets up, as ``united join`` does it (its pieces: token, register,
-    wait, retire); ``route(member, endpoint, token)`` may name another endpoint for a member's
-    kubeconfig (e.g. a fault proxy in front of it, told whose token it forwards)."""
+    """What :func:`joined` sets up: ``manifests/member`` applied in each member and the host's
+    Secret and ``Cluster`` written by ``united join``'s own :func:`register`, with a TokenRequest
+    token (``test_join.py`` proves the whole join, token Secrets and their rotation included);
+    ``route(member, endpoint, token)`` may name another endpoint for a member's kubeconfig (e.g.
+    a fault proxy in front of it, told whose token it forwards)."""
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
-        host_id = str((await host.get(NAMESPACES, "kube-system"))["metadata"]["uid"])
         for name, plane in members.items():
             membership = Membership(name, endpoint(plane.admin_kubeconfig, context=None), probe=PROBE)
             async with await plane.client() as member:
-                token = await issue_token(member, name=name, host_id=host_id)
-                if route is not None:
-                    membership = replace(membership, endpoint=route(name, membership.endpoint, token.value))
-                await register(host, membership, token)
-                made = await cluster_ready(host, name, within=60)
-                assert is_ready(made), ready_line(name, made)
-                await retire(member, name=name, host_id=host_id, keep=token.secret)
+                await apply(member, MEMBER_ROLE)
+                token = await request_token(member, namespace=MEMBER_NAMESPACE, name=MEMBER_SA)
+            if route is not None:
+                membership = replace(membership, endpoint=route(name, membership.endpoint, token))
+            await register(host, membership, Token(token))
+            made = await cluster_ready(host, name, within=60)
+            assert is_ready(made), ready_line(name, made)
 
 
 async def leave(cluster: LocalCluster, members: Iterable[str]) -> None:
