@@ -71,9 +71,10 @@ class Page(NamedTuple):
 
 def loads(data: bytes | str) -> Any:
     """``orjson`` (2-3x faster than ``json`` on Kubernetes objects: every answer and watch event
-    goes through here). What it refuses and JSON allows — integers beyond 64 bits, nesting past
-    its 1024 levels — goes to ``json.loads``, so every outcome stays what it was: the same
-    values, ``RecursionError`` for the too deep, ``ValueError`` for what is not JSON."""
+    goes through here). Nesting past its 1024 levels goes to ``json.loads``, so the outcomes stay
+    what they were: ``RecursionError`` for the too deep, ``ValueError`` for what is not JSON.
+    An integer outside 64 bits becomes a float, as the API server itself stores one (Go's
+    unstructured decoding: int64, else float64), so its answers never hold one."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
