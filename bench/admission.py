@@ -27,15 +27,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.controller import diff_counts
-from bench.env import create_namespace
 from bench.scenarios import Context, log, percentile
 from bench.webhook import (
     NOBODY,
     create_spread,
     delete_namespaces,
-    excluded_namespace,
     maxima_for,
     placement,
+    prepare_namespace,
     remove_configurations,
     serving,
     spread,
@@ -181,8 +180,8 @@ async def admission(ctx: Context, *, pods: int, burst: int) -> JSON:
     burst = max(1, min(burst, pods))
     per_case = WARMUP + pods + (pods // burst) * burst
     await remove_configurations(client)
-    await excluded_namespace(client, FLOOR_NAMESPACE)
-    await create_namespace(client, NAMESPACE)
+    await prepare_namespace(client, FLOOR_NAMESPACE, excluded=True)
+    await prepare_namespace(client, NAMESPACE)
     owners = {
         "floor": await _workload(client, FLOOR_NAMESPACE, "web", replicas=2 * per_case),
         "untargeted": await _workload(client, NAMESPACE, "other", replicas=per_case),

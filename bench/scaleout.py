@@ -26,14 +26,13 @@ from typing import Any
 
 from bench.admission import deployment, rotated
 from bench.controller import die_with_parent, free_port
-from bench.env import create_namespace
 from bench.scenarios import Context, log
 from bench.webhook import (
     create_spread,
     delete_namespaces,
-    excluded_namespace,
     maxima_for,
     placement,
+    prepare_namespace,
     remove_configurations,
     serving,
     spread,
@@ -92,10 +91,7 @@ def workload_controllers(ctx: Context, *, qps: int) -> Any:
 
 async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas: int) -> JSON:
     """Scale a fresh Deployment 0 → ``replicas``; time the pods' arrival through a watch."""
-    if variant == "floor":
-        await excluded_namespace(client, namespace)
-    else:
-        await create_namespace(client, namespace)
+    await prepare_namespace(client, namespace, excluded=variant == "floor")
     await client.create(DEPLOYMENTS, deployment(APP, namespace, replicas=0), namespace=namespace)
 
     async def has_replica_set() -> bool:

@@ -25,7 +25,7 @@ from bench.scenarios import Context
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.installation import install_controller
 from united.devcluster.nodes import ZONE_LABEL
-from united.kube.client import NAMESPACES, KubeClient, PatchType
+from united.kube.client import NAMESPACES, SERVICE_ACCOUNTS, KubeClient, PatchType
 from united.kube.errors import NotFound
 from united.uniteddeployment.model import GROUP
 from united.workloadspread.injection import matched
@@ -38,11 +38,22 @@ NOBODY = "bench-nobody"
 """The pods' ``schedulerName``: no scheduler takes them, so scheduling adds no load to either side."""
 
 
-async def excluded_namespace(client: KubeClient, name: str) -> str:
-    """A namespace the API server never sends to the pod webhook (the floor's)."""
+async def prepare_namespace(client: KubeClient, name: str, *, excluded: bool = False) -> str:
+    """A namespace ready for pods (its default ServiceAccount has its token: until then the
+    API server refuses pods); ``excluded``: never sent to the pod webhook (the floor's)."""
     await create_namespace(client, name)
-    patch = {"metadata": {"labels": {EXCLUDE_LABEL: EXCLUDED}}}
-    await client.patch(NAMESPACES, name, patch, patch_type=PatchType.MERGE)
+    if excluded:
+        patch = {"metadata": {"labels": {EXCLUDE_LABEL: EXCLUDED}}}
+        await client.patch(NAMESPACES, name, patch, patch_type=PatchType.MERGE)
+
+    async def token() -> bool:
+        try:
+            account = await client.get(SERVICE_ACCOUNTS, "default", namespace=name)
+        except NotFound:
+            return False
+        return bool(account.get("secrets"))
+
+    await until(token, within=60, what=f"the default ServiceAccount's token in {name}")
     return name
 
 
@@ -157,9 +168,9 @@ __all__ = [
     "SPREADS",
     "create_spread",
     "delete_namespaces",
-    "excluded_namespace",
     "maxima_for",
     "placement",
+    "prepare_namespace",
     "remove_configurations",
     "serving",
     "spread",
