@@ -83,12 +83,22 @@ async def until(check: Any, *, within: float, what: str) -> None:
 
 
 async def serving(ctx: Context, *, namespaces: Sequence[str], name: str) -> ControllerProcess:
-    """``united run`` with its webhook server, once ready and trusted by the API server."""
+    """``united run`` with its webhook server, once ready and trusted by the API server (under
+    ``py-spy record`` into ``<name>.raw`` with ``--profile``: ``python -m bench.profile`` reads it)."""
     await install_controller(ctx.client, dev_webhooks=True)
     port = free_port()
     flags = ("--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--webhook-url", f"https://127.0.0.1:{port}")
-    ctl = ControllerProcess(ctx.bench.controller_kubeconfig, namespaces=namespaces, workers=ctx.workers,
-                            log_dir=ctx.log_dir, name=name, source=ctx.source, extra=flags)  # fmt: skip
+    profile = ctx.profile_dir / f"{name}.raw" if ctx.profile_dir else None
+    ctl = ControllerProcess(
+        ctx.bench.controller_kubeconfig,
+        namespaces=namespaces,
+        workers=ctx.workers,
+        log_dir=ctx.log_dir,
+        name=name,
+        source=ctx.source,
+        extra=flags,
+        profile=profile,
+    )
     ctx.controllers.append(ctl)
     ctl.start()
     await ctl.wait_ready()
