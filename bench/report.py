@@ -87,11 +87,11 @@ def _admission_rows(adm: JSON) -> list[Row]:
                 f"{c['ratio_p50']:.2f}x / {c['ratio_p99']:.2f}x (+{c['added_p50_ms']:.1f} ms p50)", "", "",
             ))  # fmt: skip
     placed = adm["placement"]
-    ok = not placed["over_filled"] and not placed["unplaced"] and not adm["untargeted_placed"]
+    ok = not (placed["over_filled"] or placed["unplaced"] or placed["wrong_zone"] or adm["untargeted_placed"])
     rows.append((
-        "", "targeted pods per subset (maxima); unplaced; untargeted pods placed",
-        f"{placed['counts']} ({placed['maxima']}); {placed['unplaced']}; {adm['untargeted_placed']}",
-        "", "", "none over, 0, 0", _mark(ok),
+        "", "targeted pods per subset (maxima); unplaced; in another zone; untargeted pods placed",
+        f"{placed['counts']} ({placed['maxima']}); {placed['unplaced']}; {placed['wrong_zone']}; "
+        f"{adm['untargeted_placed']}", "", "", "none over, 0, 0, 0", _mark(ok),
     ))  # fmt: skip
     return rows
 
@@ -108,11 +108,10 @@ def _scaleout_rows(out: JSON) -> list[Row]:
             f"{level.get('untargeted_ratio', 0.0):.2f}x; {level.get('targeted_ratio', 0.0):.2f}x",
             "", "",
         ))  # fmt: skip
-        ok = not level["over_filled"] and not level["unplaced"] and not level["untargeted_placed"]
+        misplaced = (level["over_filled"], level["unplaced"], level["wrong_zone"], level["untargeted_placed"])
         rows.append((
-            "", "spread pods over-filled subsets; unplaced; pods of no spread placed",
-            f"{level['over_filled']}; {level['unplaced']}; {level['untargeted_placed']}",
-            "", "", "0; 0; 0", _mark(ok),
+            "", "spread pods: over-filled subsets; unplaced; in another zone; pods of no spread placed",
+            "; ".join(str(n) for n in misplaced), "", "", "0; 0; 0; 0", _mark(not any(misplaced)),
         ))  # fmt: skip
     return rows
 

@@ -144,6 +144,7 @@ def summarise(runs: Sequence[JSON]) -> JSON:
     spreads = [r["placement"] for r in runs if "placement" in r]
     out["over_filled"] = sum(len(p["over_filled"]) for p in spreads)
     out["unplaced"] = sum(p["unplaced"] for p in spreads)
+    out["wrong_zone"] = sum(p["wrong_zone"] for p in spreads)
     out["untargeted_placed"] = sum(r.get("placed", 0) for r in runs)
     return out
 

@@ -158,19 +158,35 @@ async def create_spread(client: KubeClient, doc: JSON, *, within: float = 60) ->
     await until(observed, within=within, what=f"the controller observes {meta['name']}")
 
 
+def zone_of(pod: Mapping[str, Any]) -> set[str]:
+    """The zones a pod's required node affinity allows (where its subset's selector put it)."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or ()
+    return {
+        value
+        for term in terms
+        for expr in term.get("matchExpressions") or ()
+        if expr.get("key") == ZONE_LABEL and expr.get("operator") == "In"
+        for value in expr.get("values") or ()
+    }
+
+
 def placement(pods: Iterable[Mapping[str, Any]], *, spread: str, maxima: Sequence[int | None]) -> JSON:
-    """Where admission put ``pods``: count per subset, pods without a subset of ``spread``, and
-    the subsets holding more than their maximum (must be none)."""
+    """Where admission put ``pods``: count per subset, pods without a subset of ``spread``, the
+    subsets holding more than their maximum, and the placed pods whose node affinity does not
+    require their subset's zone (both must be none)."""
     counts = {f"s{j}": 0 for j in range(len(maxima))}
-    unplaced = 0
+    unplaced = wrong = 0
     for pod in pods:
         m = matched(dict(pod))
         if m is None or m.name != spread or m.subset not in counts:
             unplaced += 1
-        else:
-            counts[m.subset] += 1
+            continue
+        counts[m.subset] += 1
+        if zone_of(pod) != {f"zone-{m.subset[1:]}"}:
+            wrong += 1
     over = {s: n for (s, n), limit in zip(counts.items(), maxima, strict=True) if limit is not None and n > limit}
-    return {"counts": counts, "maxima": list(maxima), "unplaced": unplaced, "over_filled": over}
+    return {"counts": counts, "maxima": list(maxima), "unplaced": unplaced, "over_filled": over, "wrong_zone": wrong}
 
 
 __all__ = [

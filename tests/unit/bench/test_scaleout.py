@@ -19,7 +19,7 @@ def test_rate_from_the_request_and_between_first_and_last_pod() -> None:
 
 
 def test_summary_takes_each_variants_median_and_counts_misplaced_pods() -> None:
-    ok = {"counts": {"s0": 3}, "maxima": [3], "unplaced": 0, "over_filled": {}}
+    ok = {"counts": {"s0": 3}, "maxima": [3], "unplaced": 0, "over_filled": {}, "wrong_zone": 0}
     runs = [
         {"variant": "floor", "pods_per_second": 40.0, "placed": 0},
         {"variant": "floor", "pods_per_second": 50.0, "placed": 0},
@@ -27,13 +27,13 @@ def test_summary_takes_each_variants_median_and_counts_misplaced_pods() -> None:
         {"variant": "untargeted", "pods_per_second": 40.0, "placed": 1},
         {"variant": "targeted", "pods_per_second": 20.0, "placement": ok},
         {"variant": "targeted", "pods_per_second": 25.0,
-         "placement": {**ok, "unplaced": 2, "over_filled": {"s0": 4}}},
+         "placement": {**ok, "unplaced": 2, "over_filled": {"s0": 4}, "wrong_zone": 3}},
     ]  # fmt: skip
     out = summarise(runs)
     assert out["floor_pods_per_second"] == 50.0
     assert out["targeted_pods_per_second"] == 25.0  # the upper median of two
     assert (out["untargeted_ratio"], out["targeted_ratio"]) == (0.8, 0.5)
-    assert (out["over_filled"], out["unplaced"], out["untargeted_placed"]) == (1, 2, 1)
+    assert (out["over_filled"], out["unplaced"], out["wrong_zone"], out["untargeted_placed"]) == (1, 2, 3, 1)
 
 
 def test_the_second_controller_manager_runs_only_the_workload_controllers_at_the_given_rate() -> None:
