@@ -24,8 +24,27 @@ from bench.scenarios import Context, log, run_all
 from united.kube.client import KubeClient
 from united.log import configure_logging
 
-SCENARIOS = ("cold", "scale", "resync", "growth", "memory", "allocation")
+SCENARIOS = ("scaleout", "admission", "cold", "scale", "resync", "growth", "memory", "allocation")
 HERE = Path(__file__).resolve().parent
+
+
+def positive(text: str) -> int:
+    """An argument that must be a whole number above 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
+def positives(text: str) -> list[int]:
+    """A comma-separated list of :func:`positive` numbers, at least one."""
+    values = [positive(part.strip()) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"{text!r}: must list at least one number")
+    return values
 
 
 def parser() -> argparse.ArgumentParser:
@@ -55,6 +74,22 @@ def parser() -> argparse.ArgumentParser:
         help="UnitedDeployments in each cold start of the growth scenario (default 500,2000,5000)",
     )
     p.add_argument("--pods", type=int, default=10_000, help="cached pods in the memory scenario")
+    p.add_argument(
+        "--admission-pods", type=positive, default=300, help="pods of each admission case one at a time (default 300)"
+    )
+    p.add_argument("--admission-burst", type=positive, default=10, help="pods per admission burst (default 10)")
+    p.add_argument(
+        "--scaleout-replicas", type=positive, default=200, help="replicas of the scale-out from 0 (default 200)"
+    )
+    p.add_argument(
+        "--scaleout-qps",
+        type=positives,
+        default=[20, 1000],
+        help="client QPS limits of the scale-out's kube-controller-manager, one set of runs each (default 20,1000)",
+    )
+    p.add_argument(
+        "--scaleout-repeats", type=positive, default=1, help="scale-outs of each variant per QPS (default 1)"
+    )
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
     p.add_argument("--out", type=Path, default=HERE / "results", help="directory for results (default bench/results)")
     p.add_argument("--name", default="latest", help="results file stem (default latest)")
@@ -80,6 +115,11 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "children": args.children,
         "pods": args.pods,
         "growth": [int(n) for n in args.growth.split(",") if n],
+        "admission_pods": args.admission_pods,
+        "admission_burst": args.admission_burst,
+        "scaleout_replicas": args.scaleout_replicas,
+        "scaleout_qps": args.scaleout_qps,
+        "scaleout_repeats": args.scaleout_repeats,
         "profile": args.profile,
         "source": str(args.source) if args.source else None,
     }

@@ -1,7 +1,7 @@
-"""The five scenarios of issue #7. Each returns plain JSON-able data; ``bench.report`` turns
-it into the table. Every controller-versus-floor pair is measured in the same run, side by
-side (interleaved where it can be), so the ratios hold on a busy machine even when the
-absolute numbers do not.
+"""The scenarios of issue #7 (the WorkloadSpread ones of issue #14 are ``bench.admission`` and
+``bench.scaleout``). Each returns plain JSON-able data; ``bench.report`` turns it into the table.
+Every controller-versus-floor pair is measured in the same run, side by side (interleaved where
+it can be), so the ratios hold on a busy machine even when the absolute numbers do not.
 """
 
 from __future__ import annotations
@@ -677,6 +677,21 @@ def allocation_bench(sizes: Sequence[int] = (10, 100, 1000), *, budget: float = 
 async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[str]) -> JSON:
     """Run the chosen scenarios in order (cold start feeds scale and resync)."""
     results: JSON = {}
+    if "scaleout" in scenarios:  # first: its kube-controller-manager acts on every Deployment there is
+        from bench.scaleout import scaleout
+
+        results["scaleout"] = await scaleout(
+            ctx,
+            replicas=int(config["scaleout_replicas"]),
+            qps_levels=config["scaleout_qps"],
+            repeats=int(config["scaleout_repeats"]),
+        )
+    if "admission" in scenarios:
+        from bench.admission import admission
+
+        results["admission"] = await admission(
+            ctx, pods=int(config["admission_pods"]), burst=int(config["admission_burst"])
+        )
     uds, subsets = int(config["uds"]), int(config["subsets"])
     need_cold = any(s in scenarios for s in ("cold", "scale", "resync"))
     need_floor = need_cold or "growth" in scenarios

@@ -1,8 +1,9 @@
 """The benchmark at tiny sizes, so it never rots: ``python -m bench`` end to end on its own
 local control plane (5 UnitedDeployments, 200 cached children), asserting that every
 scenario produces its figures and the goals that do not depend on size — a no-op resync
-writes nothing, a scale event writes its changed children and one status. Timing goals
-(ratios, KB per child) are for the full manual run (README "Performance")."""
+writes nothing, a scale event writes its changed children and one status, the pod webhook
+places every pod of a spread within its maxima. Timing goals (ratios, KB per child) are for
+the full manual run (README "Performance")."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ TINY = [
     "--uds", "5", "--subsets", "3", "--floor-sweep", "1,4", "--sweep-uds", "5", "--repeats", "1",
     "--scale-singles", "3", "--scale-bursts", "1", "--burst-size", "3", "--children", "200", "--pods", "200",
     "--growth", "5,10",
+    "--admission-pods", "4", "--admission-burst", "2", "--scaleout-replicas", "6", "--scaleout-qps", "1000",
 ]  # fmt: skip
 
 
@@ -60,6 +62,22 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     memory = results["memory"]
     assert memory["children"] == 200
     assert memory["rss_full_kb"] > memory["rss_empty_kb"] > 0
+
+    admission = results["admission"]  # every case measured; the webhook's bookings never over-fill
+    for mode, pods in (("one_at_a_time", 4), ("bursts", 4)):
+        cases = admission[mode]
+        assert set(cases) == {"floor", "unconfigured", "untargeted", "targeted"}
+        assert all(c["pods"] == pods and c["p50_ms"] > 0 and math.isfinite(c["ratio_p99"]) for c in cases.values())
+    placed = admission["placement"]
+    assert placed["pods"] == 5 + 8 and sum(placed["counts"].values()) == 13, placed  # warm-up + one at a time + bursts
+    assert (placed["unplaced"], placed["over_filled"], placed["wrong_zone"]) == (0, {}, 0), placed
+    assert admission["untargeted_placed"] == 0
+    assert admission["controller_writes"].get("PATCH workloadspreads/status", 0) >= 13  # one booking per pod
+
+    level = results["scaleout"]["levels"][0]  # pods made by the ReplicaSet controller, through the webhook
+    assert level["qps"] == 1000 and {r["variant"] for r in level["runs"]} == {"floor", "untargeted", "targeted"}
+    assert all(r["pods"] == 6 and r["pods_per_second"] > 0 for r in level["runs"])
+    assert (level["over_filled"], level["unplaced"], level["wrong_zone"], level["untargeted_placed"]) == (0, 0, 0, 0)
 
     allocation = results["allocation"]
     assert {v["allocator"] for v in allocation.values()} == {"specified", "elastic"}

@@ -162,3 +162,13 @@ def test_annotation_round_trips() -> None:
     for m in (Matched("ws", "a"), Matched("ws", "b", "u-2")):
         assert matched({"metadata": {"annotations": {MATCHED_ANNOTATION: annotation(m)}}}) == m
     assert matched({"metadata": {}}) is None
+
+
+def test_an_annotation_is_decoded_once_however_many_passes_read_it() -> None:
+    text = annotation(Matched("ws", "s1", "u-1"))
+    first = matched({"metadata": {"annotations": {MATCHED_ANNOTATION: text}}})
+    again = matched({"metadata": {"annotations": {MATCHED_ANNOTATION: "".join(list(text))}}})  # an equal new string
+    assert first == Matched("ws", "s1", "u-1") and again is first
+    assert matched({"metadata": {"annotations": {MATCHED_ANNOTATION: b'{"name":"ws","subset":"s2"}'}}}) == Matched(
+        "ws", "s2"
+    )  # not a str (never from the API server): still read, not memoised

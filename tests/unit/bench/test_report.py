@@ -1,0 +1,46 @@
+"""The report's rows for the WorkloadSpread scenarios."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report import render
+
+
+def case(p50: float, p99: float, floor: tuple[float, float] = (4.0, 10.0)) -> dict[str, Any]:
+    return {"pods": 300, "p50_ms": p50, "p99_ms": p99, "ratio_p50": p50 / floor[0], "ratio_p99": p99 / floor[1],
+            "added_p50_ms": p50 - floor[0]}  # fmt: skip
+
+
+def results(*, over: dict[str, int], unplaced: int = 0, wrong: int = 0) -> dict[str, Any]:
+    mode = {"floor": case(4.0, 10.0), "unconfigured": case(4.2, 11.0), "untargeted": case(6.0, 15.0),
+            "targeted": case(12.0, 40.0)}  # fmt: skip
+    level = {"qps": 20, "floor_pods_per_second": 19.5, "untargeted_pods_per_second": 19.0,
+             "targeted_pods_per_second": 18.0, "untargeted_ratio": 19.0 / 19.5, "targeted_ratio": 18.0 / 19.5,
+             "over_filled": len(over), "unplaced": unplaced, "wrong_zone": wrong, "untargeted_placed": 0}  # fmt: skip
+    return {
+        "admission": {"pods": 300, "burst": 10, "one_at_a_time": mode, "bursts": mode, "untargeted_placed": 0,
+                      "placement": {"counts": {"s0": 207, "s1": 207, "s2": 191}, "maxima": [207, 207, 207],
+                                    "unplaced": unplaced, "over_filled": over, "wrong_zone": wrong}},
+        "scaleout": {"replicas": 200, "levels": [level]},
+        "machine": {"cpus": 2},
+    }  # fmt: skip
+
+
+def test_admission_and_scaleout_rows_show_figures_floors_ratios_and_the_placement_check() -> None:
+    table = render(results(over={}))
+    assert "| Pod admission, one at a time (300 pods a case) |" in table
+    assert "| Pod admission, bursts of 10 (300 pods a case) |" in table
+    assert "| 4.2 / 11.0 ms |" in table  # no configuration at all, in the floor column
+    assert "| 12.0 / 40.0 ms | 4.0 / 10.0 ms | 3.00x / 4.00x (+8.0 ms p50) |" in table
+    assert "| 6.0 / 15.0 ms | 4.0 / 10.0 ms | 1.50x / 1.50x (+2.0 ms p50) |" in table
+    assert "{'s0': 207, 's1': 207, 's2': 191} ([207, 207, 207]); 0; 0; 0 |  |  | none over, 0, 0, 0 | yes |" in table
+    assert "| Scale-out 0 → 200, kube-controller-manager at 20 QPS |" in table
+    assert "| 19.0; 18.0 | 19.5 | 0.97x; 0.92x |" in table
+    assert "| 0; 0; 0; 0 |  |  | 0; 0; 0; 0 | yes |" in table
+
+
+def test_an_over_filled_subset_an_unplaced_pod_or_one_in_another_zone_fails_the_check() -> None:
+    assert "| none over, 0, 0, 0 | **no** |" in render(results(over={"s0": 208}))
+    assert "| 1; 1; 0; 0 |  |  | 0; 0; 0; 0 | **no** |" in render(results(over={"s0": 208}, unplaced=1))
+    assert "| 0; 0; 2; 0 |  |  | 0; 0; 0; 0 | **no** |" in render(results(over={}, wrong=2))
