@@ -85,7 +85,9 @@ class Context:
     """UDs the floor script writes at once (set from the sweep unless given)."""
     controllers: list[ControllerProcess] = field(default_factory=list)
 
-    def controller(self, namespaces: Sequence[str], *, name: str, profile: Path | None = None) -> ControllerProcess:
+    def controller(
+        self, namespaces: Sequence[str], *, name: str, profile: Path | None = None, extra: Sequence[str] = ()
+    ) -> ControllerProcess:
         ctl = ControllerProcess(
             self.bench.controller_kubeconfig,
             namespaces=namespaces,
@@ -93,6 +95,7 @@ class Context:
             log_dir=self.log_dir,
             name=name,
             source=self.source,
+            extra=extra,
             profile=profile,
         )
         self.controllers.append(ctl)

@@ -89,17 +89,7 @@ async def serving(ctx: Context, *, namespaces: Sequence[str], name: str) -> Cont
     port = free_port()
     flags = ("--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--webhook-url", f"https://127.0.0.1:{port}")
     profile = ctx.profile_dir / f"{name}.raw" if ctx.profile_dir else None
-    ctl = ControllerProcess(
-        ctx.bench.controller_kubeconfig,
-        namespaces=namespaces,
-        workers=ctx.workers,
-        log_dir=ctx.log_dir,
-        name=name,
-        source=ctx.source,
-        extra=flags,
-        profile=profile,
-    )
-    ctx.controllers.append(ctl)
+    ctl = ctx.controller(namespaces, name=name, profile=profile, extra=flags)
     ctl.start()
     await ctl.wait_ready()
     await until(lambda: trusted(ctx.client), within=60, what="the webhook configurations with our CA")
