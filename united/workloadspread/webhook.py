@@ -3,9 +3,9 @@
 ``/mutate-pods`` (pod CREATE): the pod's spread is found from the informer caches
 (:func:`~united.workloadspread.matching.spread_for`); a pod in a namespace without spreads,
 or whose workload no spread targets, is allowed unchanged without an API call. A targeted
-pod books a slot (:func:`~united.workloadspread.booking.book_create`) and the booking is
-written to the spread's status with its resourceVersion; on 409 the spread is read afresh
-from the API server and booked again (up to :data:`ATTEMPTS` times), so concurrent
+pod books a slot (:func:`~united.workloadspread.booking.book_create`) through the
+:class:`~united.workloadspread.ledger.Ledger`, which writes the bookings queued for a spread
+in one status write with its resourceVersion and books again on 409, so concurrent
 admissions — in one process or in several replicas — never both take the last slot. The
 answer injects the subset (:func:`~united.workloadspread.injection.inject`) as a JSON patch.
 When no booking can be written the pod is allowed unplaced (the controller reports it, and
@@ -24,7 +24,6 @@ write nothing.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import uuid
 from collections.abc import Callable
@@ -33,23 +32,20 @@ from typing import Any
 import structlog
 
 from united.api.field import ManifestError
-from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
+from united.kube import ApiError, KubeClient
 from united.placement.patch import PatchError
 from united.runtime.webserver import Handler, allow, patched
 from united.workloadspread import conversion, matching
 from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
+from united.workloadspread.ledger import Ledger
 from united.workloadspread.model import WorkloadSpread, group_of
 from united.workloadspread.pods import replicas_of
-from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler, rv_of, status_patch
+from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler
 from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
 
 log = structlog.get_logger(__name__)
 Json = dict[str, Any]
-ATTEMPTS = 5
-"""Status writes per admission before the pod is let in unplaced."""
-BACKOFF = 0.02
-"""Seconds before the second attempt, doubled each time (about 0.3 s in all)."""
 
 
 class PodWebhook:
@@ -69,12 +65,7 @@ class PodWebhook:
         self.client = client
         self.controller = controller
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
-        self._locks: dict[str, asyncio.Lock] = {}
-        """One booking at a time per spread in this process: concurrent admissions of a burst
-        would otherwise race each other's status writes, and all but one 409 every round."""
-        self._written: dict[str, Json] = {}
-        """The spread as our last status write returned it, by key: newer than a cache that
-        has not shown it yet, so a burst of admissions does not 409 on every pod."""
+        self._ledger = Ledger(client, self._caches_admit)
 
     def routes(self) -> dict[str, Handler]:
         return {MUTATE_PATH: self.mutate, VALIDATE_PATH: self.validate, CONVERT_PATH: self.convert}
@@ -196,78 +187,8 @@ class PodWebhook:
         *,
         dry_run: bool,
     ) -> Booking | None:
-        """Book against the freshest spread we know, write the status if the booking needs
-        it; on a conflict read the spread from the API server and book again. None: no
-        booking could be written."""
-        key = f"{ws.namespace}/{ws.name}"
-        async with self._locks.setdefault(key, asyncio.Lock()):
-            return await self._book_locked(key, caches, reconciler.resource, ws, book, dry_run=dry_run)
-
-    async def _book_locked(
-        self,
-        key: str,
-        caches: Caches,
-        resource: Resource,
-        ws: WorkloadSpread,
-        book: Callable[[WorkloadSpread], Booking],
-        *,
-        dry_run: bool,
-    ) -> Booking | None:
-        ws = self._freshest(key, ws)
-        delay = BACKOFF
-        for attempt in range(ATTEMPTS):
-            booking = book(ws)
-            if booking.status is None or dry_run:
-                return booking
-            try:
-                answer = await self.client.patch(
-                    resource,
-                    ws.name,
-                    status_patch(ws, booking.status),
-                    patch_type=PatchType.MERGE,
-                    namespace=ws.namespace,
-                    subresource="status",
-                )
-                self._remember(key, answer)
-                return booking
-            except Conflict:
-                pass
-            except NotFound:
-                return None
-            except ApiError as e:
-                log.warning("booking not written; pod admitted unplaced", workloadspread=key, error=str(e))
-                return None
-            if attempt + 1 == ATTEMPTS:
-                break
-            await asyncio.sleep(delay)
-            delay *= 2
-            try:
-                live = await self.client.get(resource, ws.name, namespace=ws.namespace)
-            except ApiError as e:
-                log.warning("spread unreadable; pod admitted unplaced", workloadspread=key, error=str(e))
-                return None
-            fresh = caches.admitted(live)
-            if not isinstance(fresh, WorkloadSpread):
-                return None
-            self._remember(key, live)
-            ws = fresh
-        log.warning("booking kept conflicting; pod admitted unplaced", workloadspread=key, attempts=ATTEMPTS)
-        return None
-
-    def _remember(self, key: str, obj: Json) -> None:
-        self._written[key] = obj
-
-    def _freshest(self, key: str, ws: WorkloadSpread) -> WorkloadSpread:
-        """``ws`` from the cache, or the one our last write returned if the cache is behind it."""
-        written = self._written.get(key)
-        if written is None:
-            return ws
-        cached_rv = rv_of({"metadata": {"resourceVersion": ws.resource_version}})
-        if rv_of(written) <= cached_rv or (written.get("metadata") or {}).get("uid") != ws.uid:
-            self._written.pop(key, None)
-            return ws
-        fresh = self._caches_admit(written)
-        return fresh if fresh is not None else ws
+        """``book`` written through the ledger (None: no booking could be written)."""
+        return await self._ledger.book(reconciler.resource, ws, book, dry_run=dry_run)
 
     def _caches_admit(self, obj: Json) -> WorkloadSpread | None:
         found = self.controller()
@@ -277,4 +198,4 @@ class PodWebhook:
         return outcome if isinstance(outcome, WorkloadSpread) else None
 
 
-__all__ = ["ATTEMPTS", "PodWebhook"]
+__all__ = ["PodWebhook"]

@@ -1,0 +1,186 @@
+"""The ledger's group commit against an API that answers like the API server on a status
+PATCH: resourceVersion preconditions (409), a write that takes time, 404. The webhook's
+bookings against the control plane are in tests/e2e/workloadspread."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+from typing import Any, cast
+
+from tests.unit.workloadspread.test_reconciler import controller, ws
+from united.kube import Conflict, KubeClient, NotFound, Resource
+from united.workloadspread.booking import Booking, book_create
+from united.workloadspread.ledger import Ledger
+from united.workloadspread.model import VERSION_IGNORED, WorkloadSpread
+
+Json = dict[str, Any]
+NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+RESOURCE = cast(Resource, object())
+
+
+def merged(base: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict) or not isinstance(base, dict):
+        return copy.deepcopy(patch)
+    out = dict(base)
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merged(out.get(k), v)
+    return out
+
+
+class Api:
+    """One spread behind status PATCH and GET."""
+
+    def __init__(self, obj: Json, *, latency: float = 0.01) -> None:
+        self.obj = copy.deepcopy(obj)
+        self.latency = latency
+        self.patches: list[Json] = []
+        self.gets = 0
+        self.gone = False
+
+    def bump(self, status: Json | None = None) -> None:
+        """Another writer's change."""
+        meta = self.obj["metadata"]
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        if status is not None:
+            self.obj["status"] = status
+
+    async def patch(self, resource: Resource, name: str, body: Json, **kw: Any) -> Json:
+        assert kw["subresource"] == "status"
+        await asyncio.sleep(self.latency)
+        if self.gone:
+            raise NotFound("gone", status=404)
+        if body["metadata"]["resourceVersion"] != self.obj["metadata"]["resourceVersion"]:
+            raise Conflict("stale", status=409)
+        self.patches.append(body)
+        self.obj["status"] = merged(self.obj.get("status") or {}, body["status"])
+        self.bump()
+        return copy.deepcopy(self.obj)
+
+    async def get(self, resource: Resource, name: str, **kw: Any) -> Json:
+        self.gets += 1
+        await asyncio.sleep(self.latency)
+        return copy.deepcopy(self.obj)
+
+
+def spread(max_a: int = 30) -> Json:
+    obj = ws("spread", "Deployment", "web")
+    obj["metadata"]["uid"] = "uid-spread"
+    obj["spec"]["subsets"] = [{"name": "a", "maxReplicas": max_a}, {"name": "b"}]
+    return obj
+
+
+def setup(obj: Json, **kw: Any) -> tuple[Api, Ledger, WorkloadSpread]:
+    c = controller()
+
+    def admitted(raw: Json) -> WorkloadSpread | None:
+        out = c.caches.admitted(raw)
+        return out if isinstance(out, WorkloadSpread) else None
+
+    api = Api(obj)
+    model = admitted(obj)
+    assert model is not None
+    return api, Ledger(cast(KubeClient, api), admitted, **kw), model
+
+
+def create(name: str) -> Any:
+    pod = {"metadata": {"name": name, "namespace": "shop"}}
+    return lambda w: book_create(w, pod, replicas=40, now=NOW, new_uid=lambda: "x")
+
+
+def booked(api: Api, subset: str = "a") -> set[str]:
+    statuses = (api.obj.get("status") or {}).get("versionedSubsetStatuses") or {}
+    return {
+        pod
+        for items in statuses.values()
+        for s in items
+        if s["name"] == subset
+        for pod in (s.get("creatingPods") or {})
+    }
+
+
+async def test_a_burst_is_written_in_a_few_status_writes_and_never_overfills() -> None:
+    api, ledger, model = setup(spread(30))
+    answers = await asyncio.gather(*(ledger.book(RESOURCE, model, create(f"p-{i}"), dry_run=False) for i in range(40)))
+    subsets = [cast(Booking, a).subset for a in answers]
+    assert subsets.count("a") == 30 and subsets.count("b") == 10
+    assert booked(api) == {f"p-{i}" for i in range(40) if subsets[i] == "a"}
+    assert len(api.patches) == 1, "all forty queued before the writer ran"
+
+
+async def test_a_conflict_rereads_the_spread_and_books_the_whole_batch_again() -> None:
+    api, ledger, model = setup(spread(5))
+    rival = {
+        "versionedSubsetStatuses": {
+            VERSION_IGNORED: [
+                {
+                    "name": "a",
+                    "missingReplicas": 2,
+                    "creatingPods": {
+                        "r-1": "2026-01-01T00:00:00Z",
+                        "r-2": "2026-01-01T00:00:00Z",
+                        "r-3": "2026-01-01T00:00:00Z",
+                    },
+                }
+            ]
+        }
+    }
+    api.bump(rival)
+    answers = await asyncio.gather(*(ledger.book(RESOURCE, model, create(f"p-{i}"), dry_run=False) for i in range(4)))
+    subsets = [cast(Booking, a).subset for a in answers]
+    assert subsets == ["a", "a", "b", "b"]
+    assert booked(api) == {"r-1", "r-2", "r-3", "p-0", "p-1"}
+    assert api.gets == 1
+
+
+async def test_requests_that_waited_past_patience_are_answered_unplaced_and_never_written() -> None:
+    now = [0.0]
+    api, ledger, model = setup(spread(30), clock=lambda: now[0], patience=2.0)
+    first = asyncio.ensure_future(ledger.book(RESOURCE, model, create("p-0"), dry_run=False))
+    await asyncio.sleep(0)
+    queued = [asyncio.ensure_future(ledger.book(RESOURCE, model, create(f"q-{i}"), dry_run=False)) for i in range(3)]
+    await asyncio.sleep(0)
+    now[0] = 2.5
+    assert (await first) is not None
+    assert await asyncio.gather(*queued) == [None] * 3
+    assert booked(api) == {"p-0"} and len(api.patches) == 1
+
+
+async def test_a_dry_run_books_without_a_write_and_takes_no_slot() -> None:
+    api, ledger, model = setup(spread(1))
+    dry = await ledger.book(RESOURCE, model, create("dry"), dry_run=True)
+    assert dry is not None and dry.subset == "a" and not api.patches
+    real = await ledger.book(RESOURCE, model, create("real"), dry_run=False)
+    assert real is not None and real.subset == "a" and booked(api) == {"real"}
+
+
+async def test_a_spread_deleted_meanwhile_lets_the_pods_in_unplaced() -> None:
+    api, ledger, model = setup(spread(30))
+    api.gone = True
+    assert (
+        await asyncio.gather(*(ledger.book(RESOURCE, model, create(f"p-{i}"), dry_run=False) for i in range(3)))
+        == [None] * 3
+    )
+
+
+async def test_a_failing_booking_costs_its_batch_only() -> None:
+    api, ledger, model = setup(spread(30))
+
+    def broken(w: WorkloadSpread) -> Booking:
+        raise ValueError("bug")
+
+    assert await ledger.book(RESOURCE, model, broken, dry_run=False) is None
+    after = await ledger.book(RESOURCE, model, create("p-1"), dry_run=False)
+    assert after is not None and after.subset == "a" and booked(api) == {"p-1"}
+
+
+async def test_the_next_batch_books_against_the_last_write_even_if_the_cache_is_behind() -> None:
+    api, ledger, stale = setup(spread(2))
+    for name in ("p-0", "p-1", "p-2"):
+        answer = await ledger.book(RESOURCE, stale, create(name), dry_run=False)
+        assert answer is not None
+    assert booked(api) == {"p-0", "p-1"} and api.gets == 0
