@@ -9,6 +9,7 @@ import copy
 import datetime
 from typing import Any, cast
 
+from tests.unit.uniteddeployment.test_diff import apply_merge_patch
 from tests.unit.workloadspread.test_reconciler import controller, ws
 from united.kube import Conflict, KubeClient, NotFound, Resource
 from united.workloadspread.booking import Booking, book_create
@@ -18,18 +19,6 @@ from united.workloadspread.model import VERSION_IGNORED, WorkloadSpread
 Json = dict[str, Any]
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 RESOURCE = cast(Resource, object())
-
-
-def merged(base: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict) or not isinstance(base, dict):
-        return copy.deepcopy(patch)
-    out = dict(base)
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merged(out.get(k), v)
-    return out
 
 
 class Api:
@@ -57,7 +46,7 @@ class Api:
         if body["metadata"]["resourceVersion"] != self.obj["metadata"]["resourceVersion"]:
             raise Conflict("stale", status=409)
         self.patches.append(body)
-        self.obj["status"] = merged(self.obj.get("status") or {}, body["status"])
+        self.obj["status"] = copy.deepcopy(apply_merge_patch(self.obj.get("status") or {}, body["status"]))
         self.bump()
         return copy.deepcopy(self.obj)
 
