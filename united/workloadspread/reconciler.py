@@ -72,6 +72,12 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
+POD_EVENT_DELAY = 0.2
+"""Seconds a pod event waits before its spread's pass: a pass reads every pod of the
+namespace, and a scale-out brings several events per pod, so one pass per event is
+quadratic in the burst; the events of this window share one pass."""
+
+
 def status_patch(ws: WorkloadSpread, status: Status) -> Json:
     """The merge patch writing ``status`` over the spread's, conditional on its resourceVersion."""
     body: Json = {"status": merge_patch(ws.status.to_dict(), status.to_dict())}
@@ -210,7 +216,7 @@ class WorkloadSpreadController(Controller):
 
     def _on_pod(self, kind: str, obj: Json, old: Json | None) -> None:
         for key in self._spreads_of_pod(obj):
-            self.queue.add(key)
+            self.queue.add_after(key, POD_EVENT_DELAY)
 
     def _spreads_of_pod(self, pod: Json) -> set[str]:
         meta = pod.get("metadata") or {}

@@ -4,12 +4,18 @@ tests/e2e/workloadspread."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 from united.controller.manager import Manager, Settings
 from united.kube import KubeClient
 from united.runtime.metrics import Metrics
-from united.workloadspread.reconciler import WorkloadSpreadController, merge_patch_union, status_patch
+from united.workloadspread.reconciler import (
+    POD_EVENT_DELAY,
+    WorkloadSpreadController,
+    merge_patch_union,
+    status_patch,
+)
 
 Json = dict[str, Any]
 NS = "shop"
@@ -141,3 +147,15 @@ def test_cost_and_adoption_patches_of_one_pod_merge() -> None:
     cost = {"metadata": {"annotations": {"cost": "100"}}}
     adoption = {"metadata": {"annotations": {"matched": "x"}}}
     assert merge_patch_union(cost, adoption) == {"metadata": {"annotations": {"cost": "100", "matched": "x"}}}
+
+
+async def test_the_pod_events_of_a_burst_share_one_pass_after_a_short_delay() -> None:
+    c = controller()
+    deploy = obj("apps/v1", "Deployment", "web")
+    rs = obj("apps/v1", "ReplicaSet", "web-1", owner=deploy)
+    put(c, ws("spread", "Deployment", "web"), deploy, rs)
+    for i in range(20):
+        c._on_pod("ADDED", obj("v1", "Pod", f"web-1-{i}", owner=rs), None)
+    assert len(c.queue) == 0 and c.queue.waiting == 1
+    await asyncio.sleep(POD_EVENT_DELAY * 1.5)
+    assert len(c.queue) == 1 and c.queue.waiting == 0
