@@ -50,10 +50,10 @@ class ClusterController(Controller):
         self.reconciler = self
         self.writes = 0
 
-    async def _on_cluster(self, kind: str, obj: Json, old: Json | None) -> None:
+    def _on_cluster(self, kind: str, obj: Json, old: Json | None) -> None:
         name = str((obj.get("metadata") or {}).get("name") or "")
         if kind == DELETED:
-            await self.members.remove(name)
+            self.members.remove(name)
             if self.collector is not None:
                 self.collector.forget(set(self.members.names()))
             return
@@ -61,7 +61,7 @@ class ClusterController(Controller):
             spec = ClusterSpec.parse(obj)
         except ManifestError as exc:
             log.warning("invalid Cluster ignored", cluster=name, error=str(exc))
-            await self.members.remove(name)
+            self.members.remove(name)
             return
         self.members.apply(spec, status=obj.get("status"))
         self.queue.add(name)

@@ -44,6 +44,8 @@ SUSPECT_EVERY = 2.0
 """Seconds between two probes that :meth:`Member.suspect` asks for, at least."""
 CLOSE_GRACE = 1.0
 """Seconds an old client lives on after a credential swap, for requests in flight."""
+TEARDOWN_TIMEOUT = 10.0
+"""Seconds a removed member's tasks get to stop before it is given up."""
 Observer = Callable[[str, str, int, float], None]
 INFORMER_BACKOFF_MAX = 30.0
 """Seconds between a member informer's attempts at most, while the member is down."""
@@ -200,7 +202,8 @@ class Member:
             self._probed = loop.time()
             await self.probe()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.spec.probe.period_seconds)
+                async with asyncio.timeout(self.spec.probe.period_seconds):
+                    await self._wake.wait()
             await asyncio.sleep(max(0.0, self._probed + SUSPECT_EVERY - loop.time()))
 
     async def probe(self) -> None:
@@ -305,6 +308,17 @@ class Member:
         await self._drop_client()
 
 
+async def _teardown(member: Member, task: asyncio.Task[Any]) -> None:
+    """Wait (bounded) for a removed member's probe loop and informers to end, then close its
+    client; a task that ignores its cancellation is logged and left behind."""
+    try:
+        async with asyncio.timeout(TEARDOWN_TIMEOUT):
+            await asyncio.gather(task, return_exceptions=True)
+            await member.close()
+    except TimeoutError:
+        log.warning("removed member did not stop in time", cluster=member.name, seconds=TEARDOWN_TIMEOUT)
+
+
 async def _close_later(client: KubeClient) -> None:
     await asyncio.sleep(CLOSE_GRACE)
     await client.close()
@@ -330,6 +344,7 @@ class Members:
         self._members: dict[str, tuple[Member, asyncio.Task[Any]]] = {}
         self._subscribers: list[Callable[[str], None]] = []
         self._watching: Watching | None = None
+        self._closing: set[asyncio.Task[Any]] = set()
         self.on_probe: Callable[[str], None] = lambda name: None
         secrets.on_change(self._secret_changed)
 
@@ -384,22 +399,28 @@ class Members:
         self._members[spec.name] = (member, self._spawn(member.run()))
         return member
 
-    async def remove(self, name: str) -> None:
-        """The ``Cluster`` is gone: stop probing, close its client."""
+    def remove(self, name: str) -> None:
+        """The ``Cluster`` is gone: stop probing and watching now, close its client in the
+        background. Called from the ``Cluster`` informer's handler, it must not wait for the
+        teardown: a member stuck in a request would hold up every later ``Cluster`` event,
+        including the re-creation of this one."""
         entry = self._members.pop(name, None)
         if entry is None:
             return
         member, task = entry
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await member.close()
+        teardown = self._spawn(_teardown(member, task))
+        self._closing.add(teardown)
+        teardown.add_done_callback(self._closing.discard)
         self._forget_secrets()
         for callback in self._subscribers:
             callback(name)
 
     async def close(self) -> None:
         for name in list(self._members):
-            await self.remove(name)
+            self.remove(name)
+        if self._closing:
+            await asyncio.wait(self._closing, timeout=TEARDOWN_TIMEOUT * 2)
         self.secrets.stop()
 
     def _forget_secrets(self) -> None:

@@ -11,9 +11,10 @@ import yaml
 
 from united.kube import KubeClient
 from united.kube.errors import Fenced
+from united.multicluster import member as member_module
 from united.multicluster.credentials import SecretWatch
 from united.multicluster.health import CREDENTIALS_UNAVAILABLE, PROBING, Failure
-from united.multicluster.member import Member
+from united.multicluster.member import Member, Members
 from united.multicluster.model import ClusterSpec, SecretRef
 
 SPEC = ClusterSpec(name="member-1", secret_ref=SecretRef(namespace="united-clusters", name="member-1"))
@@ -153,3 +154,45 @@ async def test_a_refused_member_informer_outweighs_an_answered_probe(
     await m.probe()
     assert m.health.reason == "Reachable"
     await m.close()
+
+
+class Registry(Secrets):
+    """What Members asks of the SecretWatch besides a member's kubeconfig."""
+
+    def on_change(self, callback: Any) -> None:
+        pass
+
+    def watch(self, ref: SecretRef) -> None:
+        pass
+
+    def forget(self, keep: Any) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+async def test_removing_a_member_does_not_wait_for_its_teardown_and_a_stuck_one_is_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Cluster informer's handler calls remove(): a member stuck closing must not hold up
+    the next Cluster event (here: the same Cluster created again)."""
+    monkeypatch.setattr(member_module, "TEARDOWN_TIMEOUT", 0.2)
+    released = asyncio.Event()
+
+    async def stuck() -> None:
+        await released.wait()
+
+    members = Members(cast(KubeClient, Host()), secrets=cast(SecretWatch, Registry(None)), spawn=asyncio.ensure_future)
+    gone: list[str] = []
+    members.subscribe(gone.append)
+    old = members.apply(SPEC, status=None)
+    monkeypatch.setattr(old, "close", stuck)
+    members.remove(SPEC.name)
+    assert gone == [SPEC.name] and members.get(SPEC.name) is None
+    again = members.apply(SPEC, status=None)
+    assert again is not old and members.get(SPEC.name) is again
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await members.close()
+    assert loop.time() - started < 1.0 and not released.is_set()
