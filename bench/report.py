@@ -181,8 +181,9 @@ def render(results: JSON) -> str:
         rows.append(
             (
                 "",
-                "Event writes; duplicate children created",
-                f"{cold['controller_event_writes']}; {cold['duplicate_children_created']}",
+                "Event writes; duplicate children created; reconcile passes per UD",
+                f"{cold['controller_event_writes']}; {cold['duplicate_children_created']}; "
+                f"{cold.get('controller_passes_per_ud', 0.0):.2f}",
                 "0; 0",
                 "",
                 "0 duplicates",

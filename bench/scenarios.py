@@ -136,6 +136,8 @@ class ColdRun:
     own_seconds: float | None = None
     server_cpu_seconds: float | None = None
     """kube-apiserver + etcd CPU during the run."""
+    passes: int | None = None
+    """Reconcile passes of the controller (every controller of the process)."""
 
     def as_json(self) -> JSON:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -187,6 +189,7 @@ async def cold_start_run(
             converged = await view.wait_quiet(lambda: view.converged, quiet=1.0, within=within, what="controller")
         run = ColdRun(who, namespace, converged - ctl.spawned_at, ready_seconds=ready)
         run.writes = await ctl.writes()
+        run.passes = await ctl.reconciles()
         gross = ctl.cpu_seconds()
         run.server_cpu_seconds = ctx.bench.server_cpu_seconds() - server_cpu
         run.cpu = await ctl.net_cpu(gross, ctl.scrapes)
@@ -254,6 +257,7 @@ async def cold_start(
         "expected_writes": uds * (subsets + 2),
         "controller_reconcile_writes": reconcile_writes(writes),
         "controller_event_writes": event_writes(writes),
+        "controller_passes_per_ud": statistics.median((r.passes or 0) / uds for r in ctl_runs),
         "duplicate_children_created": writes.get("POST deployments", 0) - expected_children,
         "runs": [r.as_json() for r in runs],
     }

@@ -118,9 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, meaning in _LEASE_TIMINGS:
         default = getattr(_DEFAULTS, f"leader_election_{name}")
         r.add_argument(_lease_flag(name), type=float, default=default, metavar="SECONDS", help=meaning)
-    r.add_argument(
-        "--http-port", type=int, default=_DEFAULTS.http_port, help="port for /healthz, /readyz and /metrics"
-    )
+    r.add_argument("--http-port", type=int, default=_DEFAULTS.http_port, help="port for /healthz, /readyz and /metrics")
     r.add_argument(
         "--controller-namespace",
         default=_DEFAULTS.controller_namespace,

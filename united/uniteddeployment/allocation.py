@@ -419,8 +419,7 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
                 (
                     n,
                     CLUSTER_FAILOVER,
-                    f"cluster {s.cluster} unreachable: capped at {n} (minReplicas); "
-                    "the rest moves to later subsets",
+                    f"cluster {s.cluster} unreachable: capped at {n} (minReplicas); the rest moves to later subsets",
                 )
             )
         elif s.name in capped:
