@@ -166,6 +166,20 @@ def render(results: JSON) -> str:
                 "",
             )
         )
+        if "floor_watch_seconds" in cold:
+            rows.append(
+                (
+                    "",
+                    "floor with a controller's watches (UDs, Deployments, revisions): time; CPU own; "
+                    "kube-apiserver + etcd",
+                    f"{cold['controller_seconds']:.2f} s",
+                    f"{cold['floor_watch_seconds']:.2f} s; {cold['floor_watch_cpu_seconds']:.1f} s; "
+                    f"{cold['floor_watch_server_cpu_seconds']:.1f} s",
+                    f"{cold['ratio_to_floor_watch']:.2f}x",
+                    "",
+                    "",
+                )
+            )
         if "cpu_per_write_ratio" in cold:
             rows.append(
                 (

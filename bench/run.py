@@ -62,6 +62,11 @@ def parser() -> argparse.ArgumentParser:
         default="2,4,8,16,32,64,128",
         help="concurrencies the sweep tries, each a cold start of --sweep-uds UDs (default 2,4,8,16,32,64,128)",
     )
+    p.add_argument(
+        "--floor-watch",
+        action="store_true",
+        help="cold starts also run the floor with the watches a controller needs (bench/floor.py --watch)",
+    )
     p.add_argument("--sweep-uds", type=int, default=200, help="UDs in each sweep run (default 200)")
     p.add_argument("--repeats", type=int, default=1, help="cold starts of each (interleaved; medians reported)")
     p.add_argument("--scale-singles", type=int, default=40, help="scale events one at a time (default 40)")
@@ -108,6 +113,7 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "floor_concurrency": args.floor_concurrency,
         "floor_sweep": [int(x) for x in str(args.floor_sweep).split(",") if x.strip()],
         "sweep_uds": args.sweep_uds,
+        "floor_watch": args.floor_watch,
         "repeats": args.repeats,
         "scale_singles": args.scale_singles,
         "scale_bursts": args.scale_bursts,

@@ -83,6 +83,8 @@ class Context:
     profile_dir: Path | None = None
     floor_concurrency: int = 3
     """UDs the floor script writes at once (set from the sweep unless given)."""
+    floor_watch: bool = False
+    """Cold starts also run ``floor-watch``: the floor with a controller's watches."""
     controllers: list[ControllerProcess] = field(default_factory=list)
 
     def controller(
@@ -154,11 +156,13 @@ async def cold_start_run(
     within = 120 + uds * subsets * 0.5
     server_cpu = ctx.bench.server_cpu_seconds()
     try:
-        if who == "floor":
+        if who in ("floor", "floor-watch"):
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=ctx.log_dir) as f:
                 json.dump({name: floor_plan(doc) for name, doc in docs.items()}, f)
             argv = [sys.executable, "-m", "bench.floor", "--kubeconfig", str(ctx.bench.controller_kubeconfig)]
             argv += ["--namespace", namespace, "--workers", str(ctx.floor_concurrency), "--plan", f.name]
+            if who == "floor-watch":
+                argv.append("--watch")
             # The floor uses the controller's client: from --source too when there is one.
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (ctx.source, ROOT) if p)}
             spawned = time.monotonic()
@@ -207,7 +211,9 @@ async def cold_start(
     runs: list[ColdRun] = []
     last: tuple[str, ControllerProcess] | None = None
     for r in range(repeats):
-        order = ("floor", "controller") if r % 2 == 0 else ("controller", "floor")
+        order: tuple[str, ...] = ("floor", "controller") if r % 2 == 0 else ("controller", "floor")
+        if ctx.floor_watch:
+            order = (*order, "floor-watch")
         for who in order:
             ns = f"{prefix}-{who}-{r}"
             spy = ctx.profile_dir / "cold-start.raw" if profile and ctx.profile_dir and who == "controller" else None
@@ -261,6 +267,16 @@ async def cold_start(
         "duplicate_children_created": writes.get("POST deployments", 0) - expected_children,
         "runs": [r.as_json() for r in runs],
     }
+    watched = [r for r in runs if r.who == "floor-watch"]
+    if watched:
+        watch_cpu = statistics.median(r.cpu_seconds or 0.0 for r in watched)
+        result |= {
+            "floor_watch_seconds": statistics.median(r.seconds for r in watched),
+            "floor_watch_cpu_seconds": watch_cpu,
+            "floor_watch_server_cpu_seconds": statistics.median(r.server_cpu_seconds or 0.0 for r in watched),
+            "floor_watch_cpu_ms_per_write": 1000 * watch_cpu / per_write,
+            "ratio_to_floor_watch": ctl_s / statistics.median(r.seconds for r in watched),
+        }
     return result, last[0], last[1]
 
 
@@ -702,6 +718,7 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
     uds, subsets = int(config["uds"]), int(config["subsets"])
     need_cold = any(s in scenarios for s in ("cold", "scale", "resync"))
     need_floor = need_cold or "growth" in scenarios
+    ctx.floor_watch = bool(config.get("floor_watch"))
     if config.get("floor_concurrency"):
         ctx.floor_concurrency = int(config["floor_concurrency"])
     elif need_floor:

@@ -1,4 +1,4 @@
-"""The report's rows for the WorkloadSpread scenarios."""
+"""The report's rows for the WorkloadSpread scenarios and the cold start."""
 
 from __future__ import annotations
 
@@ -44,3 +44,21 @@ def test_an_over_filled_subset_an_unplaced_pod_or_one_in_another_zone_fails_the_
     assert "| none over, 0, 0, 0 | **no** |" in render(results(over={"s0": 208}))
     assert "| 1; 1; 0; 0 |  |  | 0; 0; 0; 0 | **no** |" in render(results(over={"s0": 208}, unplaced=1))
     assert "| 0; 0; 2; 0 |  |  | 0; 0; 0; 0 | **no** |" in render(results(over={}, wrong=2))
+
+
+def cold(**extra: Any) -> dict[str, Any]:
+    return {"cold_start": {
+        "uds": 500, "subsets": 3, "workers": 3, "workers_default": True, "floor_concurrency": 64,
+        "controller_seconds": 9.0, "floor_seconds": 5.0, "ratio": 1.8, "pair_ratios": [1.8, 1.8],
+        "controller_reconcile_writes": 2500, "expected_writes": 2500, "controller_cpu_seconds": 4.0,
+        "controller_server_cpu_seconds": 10.0, "floor_cpu_seconds": 1.6, "floor_server_cpu_seconds": 7.0,
+        "controller_event_writes": 500, "duplicate_children_created": 0, "controller_passes_per_ud": 1.25,
+        **extra}, "machine": {"cpus": 2}}  # fmt: skip
+
+
+def test_cold_start_rows_give_the_passes_per_ud_and_the_floor_with_watches_when_it_ran() -> None:
+    assert "| 500; 0; 1.25 |" in render(cold())
+    assert "floor with a controller's watches" not in render(cold())
+    watched = render(cold(floor_watch_seconds=6.0, floor_watch_cpu_seconds=2.5, floor_watch_server_cpu_seconds=9.0,
+                          ratio_to_floor_watch=1.5))  # fmt: skip
+    assert "| 9.00 s | 6.00 s; 2.5 s; 9.0 s | 1.50x |" in watched
