@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,8 @@ ATTEMPTS = 5
 """Status writes per batch before its pods are let in unplaced."""
 BACKOFF = 0.02
 """Seconds before the second attempt, doubled each time (about 0.3 s in all)."""
+REMEMBERED = 1024
+"""Spreads whose last written version the ledger keeps."""
 PATIENCE = TIMEOUT_SECONDS - 1.0
 """Seconds a request may wait for its write to start: a second under the webhook's timeout,
 so the answer still reaches the API server."""
@@ -79,9 +82,10 @@ class Ledger:
         self.clock = clock or (lambda: asyncio.get_running_loop().time())
         self.patience = patience
         self._queues: dict[str, _Queue] = {}
-        self._written: dict[str, Json] = {}
+        self._written: OrderedDict[str, Json] = OrderedDict()
         """The spread as our last write returned it: newer than a cache that has not shown
-        it yet, so the next batch does not 409."""
+        it yet, so the next batch does not 409. The :data:`REMEMBERED` most recent only (a
+        spread deleted meanwhile is never looked up again; one forgotten costs one 409)."""
 
     async def book(
         self, resource: Resource, ws: WorkloadSpread, book: Callable[[WorkloadSpread], Booking], *, dry_run: bool
@@ -136,7 +140,7 @@ class Ledger:
                     namespace=ws.namespace,
                     subresource="status",
                 )
-                self._written[key] = answer
+                self._remember(key, answer)
                 _answer(batch, bookings)
                 return
             except Conflict:
@@ -158,9 +162,15 @@ class Ledger:
             fresh = self.admitted(live)
             if fresh is None:
                 return
-            self._written[key] = live
+            self._remember(key, live)
             ws = fresh
         log.warning("booking kept conflicting; pods admitted unplaced", workloadspread=key, attempts=ATTEMPTS)
+
+    def _remember(self, key: str, obj: Json) -> None:
+        self._written[key] = obj
+        self._written.move_to_end(key)
+        while len(self._written) > REMEMBERED:
+            self._written.popitem(last=False)
 
     def _in_time(self, batch: list[_Request]) -> list[_Request]:
         """The requests still worth writing; the others are answered "no booking"."""

@@ -13,6 +13,7 @@ import statistics
 import time
 import urllib.request
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -225,3 +226,37 @@ async def test_two_replicas_serving_one_burst_never_over_fill_a_subset(
     booked = Counter(placed)
     print(f"\ntwo replicas: booked {dict(booked)}, booking conflicts (409) per replica: {conflicts}")
     assert booked == {"zone-a": 25, "zone-b": 25, None: len(placed) - 50}, booked
+
+
+async def test_a_fast_burst_of_admissions_is_all_placed_in_a_few_status_writes(
+    kube: KubeClient, namespace: str, spreading: Spreading
+) -> None:
+    """120 admissions of one spread's pods, 60 in flight at once (a creator far faster than the
+    ReplicaSet controller's default rate): the webhook group-commits the bookings that queue
+    behind a status write, so every pod is placed within its subset's maximum in a handful of
+    status writes; one write per pod was ~15-20 pods a second and let pods in unplaced."""
+    await webhook_ready(kube, spreading)
+    await kube.create(WS, spread("fast", "fast", [40, 40, 40]), namespace=namespace)
+    await observed(kube, namespace, "fast")
+    await kube.create(DEPLOYMENTS, deployment("fast", 0), namespace=namespace)
+
+    async def replicaset() -> JSON:
+        items = (await kube.list(REPLICA_SETS, namespace=namespace, label_selector="app=fast")).items
+        assert len(items) == 1, items
+        return items[0]
+
+    owner = await eventually(replicaset, within=60, what="the ReplicaSet")
+    await asyncio.sleep(1)  # the webhook's caches hold the ReplicaSet
+    writes = spreading.counter("rest_client_requests_total", resource="workloadspreads/status", verb="PATCH")
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(max_workers=60) as pool:
+        answers = await asyncio.gather(
+            *(loop.run_in_executor(pool, answer, spreading.webhook_port, admission(namespace, f"fast-{n}", owner))
+              for n in range(120))
+        )  # fmt: skip
+    writes = spreading.counter("rest_client_requests_total", resource="workloadspreads/status", verb="PATCH") - writes
+    await kube.delete(WS, "fast", namespace=namespace)  # its bookings never materialize: no expiry writes later
+    placed = Counter(placed_in(a) for a in answers)
+    print(f"\nfast burst: placed {dict(placed)} in {writes:.0f} status writes")
+    assert placed == {"zone-a": 40, "zone-b": 40, "zone-c": 40}, placed
+    assert writes <= 40, f"{writes:.0f} status writes for 120 bookings"

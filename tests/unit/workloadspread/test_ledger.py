@@ -9,9 +9,12 @@ import copy
 import datetime
 from typing import Any, cast
 
+import pytest
+
 from tests.unit.uniteddeployment.test_diff import apply_merge_patch
 from tests.unit.workloadspread.test_reconciler import controller, ws
 from united.kube import Conflict, KubeClient, NotFound, Resource
+from united.workloadspread import ledger as ledger_module
 from united.workloadspread.booking import Booking, book_create
 from united.workloadspread.ledger import Ledger
 from united.workloadspread.model import VERSION_IGNORED, WorkloadSpread
@@ -173,3 +176,11 @@ async def test_the_next_batch_books_against_the_last_write_even_if_the_cache_is_
         answer = await ledger.book(RESOURCE, stale, create(name), dry_run=False)
         assert answer is not None
     assert booked(api) == {"p-0", "p-1"} and api.gets == 0
+
+
+async def test_only_the_most_recent_spreads_written_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ledger_module, "REMEMBERED", 2)
+    _api, ledger, _model = setup(spread(2))
+    for name in ("a", "b", "c", "b"):
+        ledger._remember(f"shop/{name}", {"metadata": {"name": name}})
+    assert list(ledger._written) == ["shop/c", "shop/b"]
