@@ -130,6 +130,17 @@ def placed_in(response: JSON) -> str | None:
     return None
 
 
+async def replicaset_of(kube: KubeClient, namespace: str, app: str) -> JSON:
+    """The one ReplicaSet of Deployment ``app``, once it exists."""
+
+    async def one() -> JSON:
+        items = (await kube.list(REPLICA_SETS, namespace=namespace, label_selector=f"app={app}")).items
+        assert len(items) == 1, items
+        return items[0]
+
+    return await eventually(one, within=60, what="the ReplicaSet")
+
+
 def admission(namespace: str, name: str, owner: JSON) -> JSON:
     meta = owner["metadata"]
     ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": meta["name"], "uid": meta["uid"], "controller": True}
@@ -195,12 +206,7 @@ async def test_two_replicas_serving_one_burst_never_over_fill_a_subset(
     await observed(kube, namespace, "two")
     await kube.create(DEPLOYMENTS, deployment("two", 0), namespace=namespace)
 
-    async def replicaset() -> JSON:
-        items = (await kube.list(REPLICA_SETS, namespace=namespace, label_selector="app=two")).items
-        assert len(items) == 1, items
-        return items[0]
-
-    owner = await eventually(replicaset, within=60, what="the ReplicaSet")
+    owner = await replicaset_of(kube, namespace, "two")
     port = free_port()
     second = Controller(cluster.admin_kubeconfig, name="second-replica", leader_elect=False,
                         extra=("--webhook-port", str(port), "--webhook-host", "127.0.0.1"))  # fmt: skip
@@ -240,12 +246,7 @@ async def test_a_fast_burst_of_admissions_is_all_placed_in_a_few_status_writes(
     await observed(kube, namespace, "fast")
     await kube.create(DEPLOYMENTS, deployment("fast", 0), namespace=namespace)
 
-    async def replicaset() -> JSON:
-        items = (await kube.list(REPLICA_SETS, namespace=namespace, label_selector="app=fast")).items
-        assert len(items) == 1, items
-        return items[0]
-
-    owner = await eventually(replicaset, within=60, what="the ReplicaSet")
+    owner = await replicaset_of(kube, namespace, "fast")
     await asyncio.sleep(1)  # the webhook's caches hold the ReplicaSet
     writes = spreading.counter("rest_client_requests_total", resource="workloadspreads/status", verb="PATCH")
     loop = asyncio.get_running_loop()
