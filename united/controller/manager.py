@@ -187,9 +187,13 @@ class Manager:
     def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
         """The WorkloadSpread caches once served and synced (the controller is added only then:
         its informers are kept out of ``self.informers`` while they sync); before that pods go
-        unplaced."""
+        unplaced. Informers started later — any other kind's, or CloneSets' once their CRD is
+        served — do not gate admission: while the CloneSet cache syncs, a pod's owner missing
+        from it is read from the API server. (Gating on every informer admitted every pod
+        unplaced for as long as any one had not synced: for a moment at each discovery that
+        found a kind, forever for a kind that cannot be listed.)"""
         spreads = self.spreads
-        if spreads not in self.controllers or not all(i.has_synced.is_set() for i in self.informers):
+        if spreads not in self.controllers:
             return None
         return spreads.caches, spreads.spreads
 

@@ -124,7 +124,7 @@ class Ledger:
         ws = self._freshest(key, queue.spread)
         delay = BACKOFF
         for attempt in range(ATTEMPTS):
-            batch = self._in_time(batch)
+            batch = self._in_time(key, batch)
             if not batch:
                 return
             end, bookings = _book_all(ws, batch)
@@ -172,12 +172,14 @@ class Ledger:
         while len(self._written) > REMEMBERED:
             self._written.popitem(last=False)
 
-    def _in_time(self, batch: list[_Request]) -> list[_Request]:
+    def _in_time(self, key: str, batch: list[_Request]) -> list[_Request]:
         """The requests still worth writing; the others are answered "no booking"."""
         late = self.clock() - self.patience
-        for r in batch:
-            if r.since < late and not r.answer.done():
-                r.answer.set_result(None)
+        expired = [r for r in batch if r.since < late and not r.answer.done()]
+        for r in expired:
+            r.answer.set_result(None)
+        if expired:
+            log.warning("bookings waited too long; pods admitted unplaced", workloadspread=key, pods=len(expired))
         return [r for r in batch if not r.answer.done()]
 
     def _freshest(self, key: str, ws: WorkloadSpread) -> WorkloadSpread:

@@ -72,10 +72,21 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
+_SPREAD_INPUTS = (
+    ("spec",),
+    ("metadata", "generation"),
+    ("metadata", "deletionTimestamp"),
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("metadata", "uid"),
+)
+"""What a spread's pass reads besides its status."""
+
 POD_EVENT_DELAY = 0.2
-"""Seconds a pod event waits before its spread's pass: a pass reads every pod of the
-namespace, and a scale-out brings several events per pod, so one pass per event is
-quadratic in the burst; the events of this window share one pass."""
+"""Seconds a pod event, or a change of a spread's status only, waits before the spread's
+pass: a pass reads every pod of the namespace, and a scale-out brings several events per pod
+(and a booking per pod), so one pass per event is quadratic in the burst and its status
+writes race the webhook's bookings; the events of this window share one pass."""
 
 
 def status_patch(ws: WorkloadSpread, status: Status) -> Json:
@@ -212,6 +223,11 @@ class WorkloadSpreadController(Controller):
     # -- event mapping ---------------------------------------------------------------------
 
     def _on_spread(self, kind: str, obj: Json, old: Json | None) -> None:
+        if kind == MODIFIED and not _changed(old, obj, *_SPREAD_INPUTS):
+            # A status-only change: a webhook booking, or our own write. A burst of bookings
+            # shares one recount instead of racing the webhook's writes one for one.
+            self.queue.add_after(key_of(obj), POD_EVENT_DELAY)
+            return
         self.enqueue(obj)
 
     def _on_pod(self, kind: str, obj: Json, old: Json | None) -> None:

@@ -10,7 +10,7 @@ import pytest
 from tests.unit.runtime.test_leader import FakeLeases
 from united.controller.manager import Manager, Settings
 from united.kube import JSON, Fenced, KubeClient, Resource
-from united.kube.client import CONFIG_MAPS, DEPLOYMENTS
+from united.kube.client import CLONE_SETS, CONFIG_MAPS, DEPLOYMENTS
 from united.kube.errors import TransientError
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
@@ -133,6 +133,9 @@ async def test_a_kind_served_late_counts_in_readiness_and_gets_workers_only_once
     await asyncio.wait_for(activation, 1)
     assert made in m.controllers and set(informers) <= set(m.informers)
     assert m._spread_caches() is not None and m._not_serving()
+    late = m.watch(CLONE_SETS, None, lambda kind, obj, old: None)
+    assert not all(i.has_synced.is_set() for i in late)
+    assert m._spread_caches() is not None, "an informer started later (CloneSets served) must not stop admission"
     assert len(made._workers) == m.settings.workers
     made.abandon()
     await asyncio.gather(*made._workers, return_exceptions=True)

@@ -159,3 +159,14 @@ async def test_the_pod_events_of_a_burst_share_one_pass_after_a_short_delay() ->
     assert len(c.queue) == 0 and c.queue.waiting == 1
     await asyncio.sleep(POD_EVENT_DELAY * 1.5)
     assert len(c.queue) == 1 and c.queue.waiting == 0
+
+
+async def test_a_status_only_change_of_a_spread_waits_like_a_pod_event_and_a_spec_change_does_not() -> None:
+    c = controller()
+    old = ws("spread", "Deployment", "web")
+    booked = {**old, "metadata": {**old["metadata"], "resourceVersion": "2"}, "status": {"observedGeneration": 1}}
+    c._on_spread("MODIFIED", booked, old)
+    assert len(c.queue) == 0 and c.queue.waiting == 1
+    respec = {**booked, "spec": {**booked["spec"], "subsets": [{"name": "a"}]}}
+    c._on_spread("MODIFIED", respec, booked)
+    assert len(c.queue) == 1
