@@ -379,20 +379,6 @@ class Reconciler:
         entry = (cluster, resource.group, resource.plural, name)
         self._children.setdefault(key, {})[entry] = (rv, obj, time.monotonic(), uid)
 
-    def echo(self, key: str, resource: Resource, obj: Mapping[str, Any], *, cluster: str = "") -> bool:
-        """``obj``, just cached, is exactly what our last write of it returned (same
-        resourceVersion): the write is forgotten, as the cache now holds it (the next pass
-        would drop it the same way)."""
-        mine = self._children.get(key)
-        entry = (cluster, resource.group, resource.plural, name_of(obj))
-        written = mine.get(entry) if mine else None
-        if mine is None or written is None or written[1] is None or not written[0] == _rv(obj) > 0:
-            return False
-        del mine[entry]
-        if not mine:
-            del self._children[key]
-        return True
-
     def fresh(self, key: str, resource: Resource, cached: list[Json], *, cluster: str = "") -> list[Json]:
         """The cached children of UD ``key`` (in ``cluster``, ``""`` the host), with our own
         recent writes in place of what the cache lacks."""
