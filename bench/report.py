@@ -234,6 +234,19 @@ def render(results: JSON) -> str:
                         "",
                     )
                 )
+            if "bare_ud_p50_ms" in s:
+                rows.append(
+                    (
+                        "",
+                        "the same UD /scale where no controller runs → UD via watch, p50 / p99 (the custom "
+                        "resource's own cost)",
+                        f"{s['bare_ud_p50_ms']:.0f} / {s['bare_ud_p99_ms']:.0f} ms",
+                        f"{s['floor_p50_ms']:.0f} / {s['floor_p99_ms']:.0f} ms",
+                        f"{s['bare_ud_ratio_p50']:.2f}x",
+                        "",
+                        "",
+                    )
+                )
             rows.append(
                 (
                     "",

@@ -391,6 +391,13 @@ async def scale_events(
     await view.start()
     floors = await _floor_deployments(ctx, namespace, max(1, burst))
     floor_replicas = dict.fromkeys(floors, 1)
+    # The same UnitedDeployment /scale in a namespace no controller serves: what the custom
+    # resource's own write and watch cost, with nothing reacting to it.
+    bare_namespace = f"{namespace}-bare"
+    bare_docs = await create_uds(ctx.client, bare_namespace, uds=max(1, burst), subsets=subsets)
+    bare_replicas = dict.fromkeys(bare_docs, 2 * subsets)
+    bare_view = NamespaceView(ctx.client, bare_namespace)
+    await bare_view.start()
     await view.wait(lambda: all(view.replicas(n) == 1 for n in floors), within=60, what="floor deployments")
     view.expect({name: allocation(doc) for name, doc in docs.items()})
     await view.wait(lambda: view.converged, within=60, what="converged before scaling")
@@ -454,23 +461,45 @@ async def scale_events(
         )
         return [(view.first_seen(n, floor_replicas[n], after=sent[n]) or 0.0) - sent[n] for n in batch]
 
+    async def bare_batch(batch: list[str]) -> list[float]:
+        sent: dict[str, float] = {}
+
+        async def send(name: str) -> None:
+            bare_replicas[name] += 1
+            sent[name] = loop.time()
+            await _scale(ctx.client, UD, bare_namespace, name, bare_replicas[name])
+
+        await asyncio.gather(*(send(n) for n in batch))
+
+        def seen(n: str) -> float | None:
+            return bare_view.first_seen(n, bare_replicas[n], after=sent[n], ud=True)
+
+        await bare_view.wait(lambda: all(seen(n) is not None for n in batch), within=60, what="bare UD scale delivered")
+        return [(seen(n) or 0.0) - sent[n] for n in batch]
+
+    bare_names = list(bare_docs)
     try:
         log(f"scale events: {singles} one at a time, interleaved with as many raw writes")
         one_ctl: list[ScaleSample] = []
         one_floor: list[float] = []
+        one_bare: list[float] = []
         for k in range(singles):
             one_ctl += await controller_batch(next_uds(1))
             one_floor += await floor_batch([floors[k % len(floors)]])
+            one_bare += await bare_batch([bare_names[k % len(bare_names)]])
         log(f"scale events: {bursts} bursts of {burst}")
         burst_ctl: list[ScaleSample] = []
         burst_floor: list[float] = []
+        burst_bare: list[float] = []
         for _ in range(bursts):
             burst_ctl += await controller_batch(next_uds(burst))
             burst_floor += await floor_batch(floors[:burst])
+            burst_bare += await bare_batch(bare_names[:burst])
     finally:
         await view.stop()
+        await bare_view.stop()
 
-    def summary(samples: list[ScaleSample], floor: list[float]) -> JSON:
+    def summary(samples: list[ScaleSample], floor: list[float], bare: list[float]) -> JSON:
         lat = [s.latency for s in samples]
         writes: dict[str, float] = {}
         for s in samples:
@@ -488,6 +517,9 @@ async def scale_events(
             "controller_leg_p50_ms": 1000 * percentile(controller_leg, 50),
             "floor_p50_ms": 1000 * percentile(floor, 50),
             "floor_p99_ms": 1000 * percentile(floor, 99),
+            "bare_ud_p50_ms": 1000 * percentile(bare, 50),
+            "bare_ud_p99_ms": 1000 * percentile(bare, 99),
+            "bare_ud_ratio_p50": percentile(bare, 50) / percentile(floor, 50),
             "ratio_p50": percentile(lat, 50) / percentile(floor, 50),
             "ratio_p99": percentile(lat, 99) / percentile(floor, 99),
             "changed_children_per_event": changed,
@@ -499,7 +531,10 @@ async def scale_events(
             "floor_latencies_ms": [round(1000 * x, 2) for x in floor],
         }
 
-    return {"one_at_a_time": summary(one_ctl, one_floor), "bursts": {"size": burst, **summary(burst_ctl, burst_floor)}}
+    return {
+        "one_at_a_time": summary(one_ctl, one_floor, one_bare),
+        "bursts": {"size": burst, **summary(burst_ctl, burst_floor, burst_bare)},
+    }
 
 
 # -- 3. no-op resync --------------------------------------------------------------------------------

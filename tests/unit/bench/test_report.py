@@ -62,3 +62,13 @@ def test_cold_start_rows_give_the_passes_per_ud_and_the_floor_with_watches_when_
     watched = render(cold(floor_watch_seconds=6.0, floor_watch_cpu_seconds=2.5, floor_watch_server_cpu_seconds=9.0,
                           ratio_to_floor_watch=1.5))  # fmt: skip
     assert "| 9.00 s | 6.00 s; 2.5 s; 9.0 s | 1.50x |" in watched
+
+
+def test_the_scale_rows_give_the_bare_custom_resource_leg_beside_the_floor() -> None:
+    one = {"events": 40, "p50_ms": 10.0, "p99_ms": 16.0, "floor_p50_ms": 3.0, "floor_p99_ms": 4.0, "ratio_p50": 3.3,
+           "ratio_p99": 4.0, "ud_write_p50_ms": 5.0, "controller_leg_p50_ms": 5.0, "bare_ud_p50_ms": 39.0,
+           "bare_ud_p99_ms": 86.0, "bare_ud_ratio_p50": 13.0, "writes_per_event": 2.0, "goal_writes_per_event": 2.0,
+           "event_writes_per_event": 1.0}  # fmt: skip
+    table = render({"scale": {"one_at_a_time": one, "bursts": {"size": 25, **one}}, "machine": {"cpus": 2}})
+    bare = "where no controller runs → UD via watch, p50 / p99 (the custom resource's own cost)"
+    assert f"{bare} | 39 / 86 ms | 3 / 4 ms | 13.00x |" in table
