@@ -90,7 +90,6 @@ class PodWebhook:
         if ws is None:
             return allow(uid)
         booking = await self._book(
-            caches,
             reconciler,
             ws,
             lambda w: book_create(
@@ -131,7 +130,7 @@ class PodWebhook:
             return allow(uid)
         ws = await self._spread_for(caches, pod, spreads)
         if ws is not None:
-            await self._book(caches, reconciler, ws, lambda w: book_delete(w, pod, now=self.clock()), dry_run=False)
+            await self._book(reconciler, ws, lambda w: book_delete(w, pod, now=self.clock()), dry_run=False)
         return allow(uid)
 
     async def _spread_for(self, caches: Caches, pod: Json, spreads: list[WorkloadSpread]) -> WorkloadSpread | None:
@@ -180,7 +179,6 @@ class PodWebhook:
 
     async def _book(
         self,
-        caches: Caches,
         reconciler: Reconciler,
         ws: WorkloadSpread,
         book: Callable[[WorkloadSpread], Booking],
