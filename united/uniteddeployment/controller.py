@@ -8,6 +8,7 @@ starts and every UnitedDeployment is re-queued.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections import ChainMap
 from collections.abc import Iterable, Mapping
@@ -71,7 +72,7 @@ class UnitedDeploymentController(Controller):
         self.child_sync_timeout = child_sync_timeout
         self.child_informers: dict[str, list[Informer]] = {}
         self.uds = host.watch(ud_resource, selector, self._on_ud)
-        self.revisions = host.watch(CONTROLLER_REVISIONS, None, self._on_owned)
+        self.revisions = host.watch(CONTROLLER_REVISIONS, None, functools.partial(self._on_owned, CONTROLLER_REVISIONS))
         self.pods = host.watch(PODS, self.keys.subset_name, self._on_pod, index_label=self.keys.subset_name)
         self.caches = Caches(
             uniteddeployments=Stores(self.uds),
@@ -79,7 +80,7 @@ class UnitedDeploymentController(Controller):
             pods=Stores(self.pods),
             undecodable=ChainMap(*(i.undecodable for i in self.uds)),
         )
-        self.reconciler = Reconciler(
+        self.reconciler: Reconciler = Reconciler(
             client=host.client,
             caches=self.caches,
             recorder=host.recorder,
@@ -141,16 +142,15 @@ class UnitedDeploymentController(Controller):
             if member is not None:
                 member.ensure(variant)
 
-    def _on_owned(self, kind: str, obj: Json, old: Json | None) -> None:
-        for key in {*owners_of(obj), *(owners_of(old) if old else ())}:
-            self.queue.add(key)
-
-    def _on_child(self, kind: str, obj: Json, old: Json | None) -> None:
+    def _on_owned(self, resource: Resource, kind: str, obj: Json, old: Json | None) -> None:
+        """Queue the owners of a changed child or revision (a child of none: the UDs whose
+        selector matches it, which may adopt it). The echo of our own write goes in the low
+        lane: its pass only writes the status, and real changes go first."""
         owners = {*owners_of(obj), *(owners_of(old) if old else ())}
-        if not owners and kind != DELETED:
+        if not owners and kind != DELETED and resource is not CONTROLLER_REVISIONS:
             owners = set(self._matching_uds(obj))
         for key in owners:
-            self.queue.add(key)
+            self.queue.add(key, low=kind != DELETED and self.reconciler.echo(key, resource, obj))
 
     def undecodable(self, problem: Undecodable) -> None:
         """A UnitedDeployment is queued, so the reconciler reports it on the object."""
@@ -192,7 +192,9 @@ class UnitedDeploymentController(Controller):
             resource = resource_of(variant)
             if resource.group not in ("apps",) and not await served(self.host.client, resource):
                 continue
-            informers = self.host.watch(resource, self.keys.subset_name, self._on_child, started=False)
+            informers = self.host.watch(
+                resource, self.keys.subset_name, functools.partial(self._on_owned, resource), started=False
+            )
             self.child_informers[variant] = informers
             synced = self.host.spawn(self._when_synced(variant, informers), name=f"sync-{resource.plural}")
             done, _ = await asyncio.wait({synced}, timeout=self.child_sync_timeout)
