@@ -47,6 +47,7 @@ from united.multicluster.controller import ClusterController
 from united.multicluster.credentials import SecretWatch
 from united.multicluster.member import Members
 from united.multicluster.resource import CLUSTERS
+from united.runtime import heap
 from united.runtime.controller import Controller, Factory, Host
 from united.runtime.events import EventRecorder
 from united.runtime.failures import FailureLog
@@ -391,6 +392,7 @@ class Manager:
         await kinds
         await self._discover()
         self._discovered = True
+        heap.trim()  # the first LISTs' freed pages, kept by the C heap, leave RSS
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))
         if self.settings.webhook_port is not None:
             self.health.watch_task("webhooks", self.spawn(self._serve_webhooks(), name="webhooks"))
