@@ -24,14 +24,6 @@ All time comes from the running loop (``loop.time()``, ``loop.call_at``), never
 from ``time.monotonic()``, so tests can run the queue on a virtual clock. The
 queue is single-loop and not thread-safe, like everything else in asyncio.
 
-**Two lanes.** A key added with ``low=True`` waits behind every key added without it, for at
-most :data:`LOW_PRIORITY_PATIENCE` seconds (controller-runtime's priority queue, for the same
-reason): a controller queues the echo of its own write — the watch event of the child it just
-patched, whose pass only brings the status up to date — low, so a burst of real changes (an
-HPA scaling many objects at once) reaches its children before the status passes it caused.
-A low key that is added again normally moves to the normal lane; nothing waits longer than
-the patience, so a steady stream of normal keys cannot starve the low lane.
-
 Metrics are a hook, not a dependency: pass an object implementing
 :class:`QueueMetrics` to feed prometheus ``workqueue_*`` series from another module.
 """
@@ -41,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
@@ -49,7 +41,6 @@ K = TypeVar("K", bound=Hashable)
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 
 __all__ = [
-    "LOW_PRIORITY_PATIENCE",
     "BucketRateLimiter",
     "ExponentialFailureRateLimiter",
     "MaxOfRateLimiter",
@@ -60,10 +51,6 @@ __all__ = [
     "WorkQueue",
     "default_controller_rate_limiter",
 ]
-
-
-LOW_PRIORITY_PATIENCE = 1.0
-"""Seconds a low-priority key waits behind normal ones at most (see the module docstring)."""
 
 
 class ShutDown(Exception):  # noqa: N818 - named like client-go's "shutdown" answer, it is not an error
@@ -255,20 +242,14 @@ class WorkQueue(Generic[K]):
         name: str = "",
         rate_limiter: RateLimiter[K] | None = None,
         metrics: QueueMetrics[K] | None = None,
-        low_patience: float = LOW_PRIORITY_PATIENCE,
     ) -> None:
         self.name = name
-        self.low_patience = low_patience
         self.rate_limiter: RateLimiter[K] = (
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter()
         )
         self.metrics: QueueMetrics[K] = metrics if metrics is not None else NoQueueMetrics()
         self._queue: deque[K] = deque()
-        self._later: OrderedDict[K, float] = OrderedDict()
-        """The low lane: keys ready, with the loop time each was queued."""
         self._dirty: set[K] = set()
-        self._dirty_low: set[K] = set()
-        """Dirty keys every add of which was ``low``: they go to the low lane."""
         self._processing: dict[K, float] = {}  # key -> loop time the worker took it
         self._added_at: dict[K, float] = {}  # key -> loop time it became dirty
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -284,23 +265,13 @@ class WorkQueue(Generic[K]):
 
     # -- adding ---------------------------------------------------------------------
 
-    def add(self, key: K, *, low: bool = False) -> None:
+    def add(self, key: K) -> None:
         """Queue ``key`` unless it is queued already; if it is being processed, queue
-        it again once when it is done. ``low``: behind the normal keys (module docstring);
-        a normal add of a key queued low moves it to the normal lane. Ignored after
-        :meth:`shutdown`."""
-        if self._shutting_down:
-            return
-        if key in self._dirty:
-            if not low and key in self._dirty_low:
-                self._dirty_low.discard(key)
-                if self._later.pop(key, None) is not None:
-                    self._queue.append(key)
+        it again once when it is done. Ignored after :meth:`shutdown`."""
+        if self._shutting_down or key in self._dirty:
             return
         self.metrics.on_add(key)
         self._dirty.add(key)
-        if low:
-            self._dirty_low.add(key)
         self._added_at.setdefault(key, self._now())
         if key in self._processing:
             return
@@ -347,7 +318,7 @@ class WorkQueue(Generic[K]):
         none, raises :class:`ShutDown`.
         """
         loop = asyncio.get_running_loop()
-        while not self._queue and not self._later:
+        while not self._queue:
             if self._shutting_down:
                 raise ShutDown(self.name)
             waiter = loop.create_future()
@@ -358,17 +329,16 @@ class WorkQueue(Generic[K]):
                 # Pass a wake-up we may have consumed on to the next getter.
                 if waiter in self._getters:
                     self._getters.remove(waiter)
-                elif self._queue or self._later:
+                elif self._queue:
                     self._wake_one()
                 raise
-        now = loop.time()
-        key = self._take(now)
+        key = self._queue.popleft()
         self._loop = loop
+        now = loop.time()
         self._dirty.discard(key)
-        self._dirty_low.discard(key)
         self._processing[key] = now
         added = self._added_at.pop(key, now)
-        self.metrics.on_depth(len(self))
+        self.metrics.on_depth(len(self._queue))
         self.metrics.on_get(key, now - added)
         return key
 
@@ -393,9 +363,7 @@ class WorkQueue(Generic[K]):
         self._shutting_down = True
         if drop_queued:
             self._queue.clear()
-            self._later.clear()
             self._dirty.clear()
-            self._dirty_low.clear()
             self._added_at.clear()
             self.metrics.on_depth(0)
         if self._timer is not None:
@@ -409,7 +377,7 @@ class WorkQueue(Generic[K]):
 
     async def drain(self) -> None:
         """Wait until no key is queued or being processed (delayed keys don't count)."""
-        while self._queue or self._later or self._processing:
+        while self._queue or self._processing:
             waiter = asyncio.get_running_loop().create_future()
             self._idle_waiters.append(waiter)
             try:
@@ -432,8 +400,8 @@ class WorkQueue(Generic[K]):
     # -- introspection ----------------------------------------------------------------
 
     def __len__(self) -> int:
-        """The depth: keys ready and waiting for a worker, in either lane (not delayed, not in flight)."""
-        return len(self._queue) + len(self._later)
+        """The depth: keys ready and waiting for a worker (not delayed, not in flight)."""
+        return len(self._queue)
 
     @property
     def waiting(self) -> int:
@@ -468,22 +436,9 @@ class WorkQueue(Generic[K]):
         return asyncio.get_running_loop().time()
 
     def _push(self, key: K) -> None:
-        if key in self._dirty_low:
-            self._later[key] = self._now()
-        else:
-            self._queue.append(key)
-        self.metrics.on_depth(len(self))
+        self._queue.append(key)
+        self.metrics.on_depth(len(self._queue))
         self._wake_one()
-
-    def _take(self, now: float) -> K:
-        """The next key: the normal lane's first, unless the low lane's first has waited
-        :attr:`low_patience` (or the normal lane is empty)."""
-        if self._later:
-            key, since = next(iter(self._later.items()))
-            if not self._queue or now - since >= self.low_patience:
-                del self._later[key]
-                return key
-        return self._queue.popleft()
 
     def _wake_one(self) -> None:
         while self._getters:
@@ -493,7 +448,7 @@ class WorkQueue(Generic[K]):
                 return
 
     def _notify_idle(self) -> None:
-        if self._queue or self._later or self._processing:
+        if self._queue or self._processing:
             return
         for waiter in self._idle_waiters:
             if not waiter.done():

@@ -32,6 +32,9 @@ from united.uniteddeployment.resources import resource_of
 log = structlog.get_logger(__name__)
 Json = dict[str, Any]
 
+ECHO_DELAY = 0.2
+"""Seconds the pass an echo of our own write brings waits (see ``_on_owned``)."""
+
 
 def _meta_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     """A UnitedDeployment change worth a reconcile: anything but a status-only update."""
@@ -144,13 +147,18 @@ class UnitedDeploymentController(Controller):
 
     def _on_owned(self, resource: Resource, kind: str, obj: Json, old: Json | None) -> None:
         """Queue the owners of a changed child or revision (a child of none: the UDs whose
-        selector matches it, which may adopt it). The echo of our own write goes in the low
-        lane: its pass only writes the status, and real changes go first."""
+        selector matches it, which may adopt it). The echo of our own write is queued
+        :data:`ECHO_DELAY` later: its pass only brings the status up to date, the echoes of
+        one pass share it, and a burst of real changes (an HPA scaling many UnitedDeployments
+        at once) reaches its children before the status writes it causes."""
         owners = {*owners_of(obj), *(owners_of(old) if old else ())}
         if not owners and kind != DELETED and resource is not CONTROLLER_REVISIONS:
             owners = set(self._matching_uds(obj))
         for key in owners:
-            self.queue.add(key, low=kind != DELETED and self.reconciler.echo(key, resource, obj))
+            if kind != DELETED and self.reconciler.echo(key, resource, obj):
+                self.queue.add_after(key, ECHO_DELAY)
+            else:
+                self.queue.add(key)
 
     def undecodable(self, problem: Undecodable) -> None:
         """A UnitedDeployment is queued, so the reconciler reports it on the object."""

@@ -385,111 +385,13 @@ def test_metrics_hooks_see_adds_waits_work_retries_and_depth() -> None:
     run_virtual(main)
 
 
-# -- two lanes --------------------------------------------------------------------------
-
-
-def test_low_keys_wait_behind_normal_ones_and_count_in_the_depth() -> None:
-    async def main() -> None:
-        queue: WorkQueue[str] = WorkQueue()
-        queue.add("echo", low=True)
-        queue.add("b")
-        queue.add("c")
-        queue.add("b", low=True)  # queued normally already: stays there
-        assert len(queue) == 3
-        assert [await queue.get() for _ in range(3)] == ["b", "c", "echo"]
-
-    run_virtual(main)
-
-
-def test_a_normal_add_moves_a_low_key_to_the_normal_lane() -> None:
-    async def main() -> None:
-        queue: WorkQueue[str] = WorkQueue()
-        queue.add("a", low=True)
-        queue.add("b")
-        queue.add("a")
-        queue.add("c")
-        assert len(queue) == 3
-        assert [await queue.get() for _ in range(3)] == ["b", "a", "c"]
-
-    run_virtual(main)
-
-
-def test_a_low_key_waits_at_most_the_patience_behind_a_stream_of_normal_ones() -> None:
-    async def main() -> None:
-        queue: WorkQueue[str] = WorkQueue(low_patience=1.0)
-        queue.add("echo", low=True)
-        served: list[tuple[str, float]] = []
-        for i in range(8):
-            queue.add(f"k{i}")
-            key = await queue.get()
-            served.append((key, now()))
-            queue.done(key)
-            await asyncio.sleep(0.3)
-        assert [k for k, _ in served[:4]] == ["k0", "k1", "k2", "k3"]
-        assert served[4] == ("echo", pytest.approx(1.2)), "served once it had waited its patience"
-        assert [k for k, _ in served[5:]] == ["k4", "k5", "k6"]
-
-    run_virtual(main)
-
-
-def test_a_key_added_low_while_processing_goes_back_in_the_low_lane() -> None:
-    async def main() -> None:
-        queue: WorkQueue[str] = WorkQueue()
-        queue.add("a")
-        key = await queue.get()
-        queue.add("a", low=True)
-        queue.done(key)
-        queue.add("b")
-        assert [await queue.get() for _ in range(2)] == ["b", "a"]
-        queue.done("a")
-        queue.done("b")
-        queue.add("a")
-        key = await queue.get()
-        queue.add("a", low=True)
-        queue.add("a")  # a normal add while processing wins
-        queue.done(key)
-        queue.add("b")
-        assert [await queue.get() for _ in range(2)] == ["a", "b"]
-
-    run_virtual(main)
-
-
-def test_a_worker_waiting_on_an_empty_queue_gets_a_low_key() -> None:
-    async def main() -> None:
-        queue: WorkQueue[str] = WorkQueue()
-        waiting = asyncio.create_task(queue.get())
-        await asyncio.sleep(0.1)
-        queue.add("echo", low=True)
-        assert await asyncio.wait_for(waiting, 1) == "echo"
-
-    run_virtual(main)
-
-
-def test_shutdown_and_drain_see_the_low_lane() -> None:
-    async def main() -> None:
-        queue: WorkQueue[str] = WorkQueue()
-        queue.add("echo", low=True)
-        drained = asyncio.create_task(queue.drain())
-        await asyncio.sleep(0.1)
-        assert not drained.done(), "drain returned while a low key was queued"
-        queue.done(await queue.get())
-        await asyncio.wait_for(drained, 1)
-        queue.add("echo", low=True)
-        queue.shutdown(drop_queued=True)
-        assert len(queue) == 0
-        with pytest.raises(ShutDown):
-            await queue.get()
-
-    run_virtual(main)
-
-
 # -- concurrency ------------------------------------------------------------------------
 
 _schedules = st.lists(
     st.tuples(
         st.floats(min_value=0.0, max_value=5.0, allow_nan=False),  # when the key is added
         st.sampled_from(["a", "b", "c", "d", "e"]),
-        st.sampled_from(["add", "add_low", "add_after", "add_rate_limited"]),
+        st.sampled_from(["add", "add_after", "add_rate_limited"]),
         st.floats(min_value=0.0, max_value=2.0, allow_nan=False),  # add_after delay
     ),
     min_size=1,
@@ -540,8 +442,6 @@ def test_random_schedules_never_process_a_key_concurrently_and_lose_no_add(
             adds.setdefault(key, []).append(now())
             if how == "add":
                 queue.add(key)
-            elif how == "add_low":
-                queue.add(key, low=True)
             elif how == "add_after":
                 queue.add_after(key, delay)
             else:

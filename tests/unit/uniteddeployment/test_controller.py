@@ -1,13 +1,17 @@
-"""Which child and revision events queue their UnitedDeployment, and in which lane: every
-change normally, but the echo of our own write (the same resourceVersion our write returned)
-behind them, as its pass only brings the status up to date."""
+"""Which child and revision events queue their UnitedDeployment, and when: every change at
+once, but the echo of our own write (the same resourceVersion our write returned) a moment
+later, as its pass only brings the status up to date."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import pytest
 
 from tests.unit.uniteddeployment.test_controller_members import controller_with, ud
 from united.kube.client import CONTROLLER_REVISIONS, DEPLOYMENTS
+from united.uniteddeployment.controller import ECHO_DELAY
 
 OWNER = {"apiVersion": "apps.united.io/v1alpha1", "kind": "UnitedDeployment", "name": "web", "controller": True}
 
@@ -20,17 +24,20 @@ def child(name: str, rv: str, *, kind: str = "Deployment", owned: bool = True) -
 
 
 def lanes(controller: Any) -> tuple[list[str], list[str]]:
-    """The keys queued (normal, low), emptied."""
+    """The keys queued (at once, after ECHO_DELAY), emptied."""
     queue = controller.queue
-    normal, low = list(queue._queue), list(queue._later)
+    now, delays = list(queue._queue), dict(queue._waiting)
+    loop = asyncio.get_running_loop()
+    later = [k for k, at in delays.items() if at - loop.time() == pytest.approx(ECHO_DELAY, abs=0.05)]
+    assert later == list(delays), delays
     queue._queue.clear()
-    queue._later.clear()
     queue._dirty.clear()
-    queue._dirty_low.clear()
-    return normal, low
+    queue._waiting.clear()
+    queue._heap.clear()
+    return now, later
 
 
-async def test_the_echo_of_our_own_write_is_queued_low_and_any_other_version_normally() -> None:
+async def test_the_echo_of_our_own_write_is_queued_later_and_any_other_version_at_once() -> None:
     controller, _ = controller_with(ud("web", None))
     lanes(controller)
     written = child("web-s0", "5")
