@@ -8,7 +8,6 @@ starts and every UnitedDeployment is re-queued.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections import ChainMap
 from collections.abc import Iterable, Mapping
@@ -31,9 +30,6 @@ from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)
 Json = dict[str, Any]
-
-ECHO_DELAY = 0.2
-"""Seconds the pass an echo of our own write brings waits (see ``_on_owned``)."""
 
 
 def _meta_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
@@ -75,7 +71,7 @@ class UnitedDeploymentController(Controller):
         self.child_sync_timeout = child_sync_timeout
         self.child_informers: dict[str, list[Informer]] = {}
         self.uds = host.watch(ud_resource, selector, self._on_ud)
-        self.revisions = host.watch(CONTROLLER_REVISIONS, None, functools.partial(self._on_owned, CONTROLLER_REVISIONS))
+        self.revisions = host.watch(CONTROLLER_REVISIONS, None, self._on_owned)
         self.pods = host.watch(PODS, self.keys.subset_name, self._on_pod, index_label=self.keys.subset_name)
         self.caches = Caches(
             uniteddeployments=Stores(self.uds),
@@ -83,7 +79,7 @@ class UnitedDeploymentController(Controller):
             pods=Stores(self.pods),
             undecodable=ChainMap(*(i.undecodable for i in self.uds)),
         )
-        self.reconciler: Reconciler = Reconciler(
+        self.reconciler = Reconciler(
             client=host.client,
             caches=self.caches,
             recorder=host.recorder,
@@ -145,20 +141,16 @@ class UnitedDeploymentController(Controller):
             if member is not None:
                 member.ensure(variant)
 
-    def _on_owned(self, resource: Resource, kind: str, obj: Json, old: Json | None) -> None:
-        """Queue the owners of a changed child or revision (a child of none: the UDs whose
-        selector matches it, which may adopt it). The echo of our own write is queued
-        :data:`ECHO_DELAY` later: its pass only brings the status up to date, the echoes of
-        one pass share it, and a burst of real changes (an HPA scaling many UnitedDeployments
-        at once) reaches its children before the status writes it causes."""
+    def _on_owned(self, kind: str, obj: Json, old: Json | None) -> None:
+        for key in {*owners_of(obj), *(owners_of(old) if old else ())}:
+            self.queue.add(key)
+
+    def _on_child(self, kind: str, obj: Json, old: Json | None) -> None:
         owners = {*owners_of(obj), *(owners_of(old) if old else ())}
-        if not owners and kind != DELETED and resource is not CONTROLLER_REVISIONS:
+        if not owners and kind != DELETED:
             owners = set(self._matching_uds(obj))
         for key in owners:
-            if kind != DELETED and self.reconciler.echo(key, resource, obj):
-                self.queue.add_after(key, ECHO_DELAY)
-            else:
-                self.queue.add(key)
+            self.queue.add(key)
 
     def undecodable(self, problem: Undecodable) -> None:
         """A UnitedDeployment is queued, so the reconciler reports it on the object."""
@@ -200,9 +192,7 @@ class UnitedDeploymentController(Controller):
             resource = resource_of(variant)
             if resource.group not in ("apps",) and not await served(self.host.client, resource):
                 continue
-            informers = self.host.watch(
-                resource, self.keys.subset_name, functools.partial(self._on_owned, resource), started=False
-            )
+            informers = self.host.watch(resource, self.keys.subset_name, self._on_child, started=False)
             self.child_informers[variant] = informers
             synced = self.host.spawn(self._when_synced(variant, informers), name=f"sync-{resource.plural}")
             done, _ = await asyncio.wait({synced}, timeout=self.child_sync_timeout)

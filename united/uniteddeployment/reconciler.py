@@ -379,14 +379,6 @@ class Reconciler:
         entry = (cluster, resource.group, resource.plural, name)
         self._children.setdefault(key, {})[entry] = (rv, obj, time.monotonic(), uid)
 
-    def echo(self, key: str, resource: Resource, obj: Mapping[str, Any], *, cluster: str = "") -> bool:
-        """``obj`` is exactly what our last write of it returned (the same resourceVersion): the
-        pass that wrote it knew it already, and the pass its event brings only brings the status
-        up to date."""
-        mine = self._children.get(key)
-        written = mine.get((cluster, resource.group, resource.plural, name_of(obj))) if mine else None
-        return written is not None and written[1] is not None and written[0] == _rv(obj) > 0
-
     def fresh(self, key: str, resource: Resource, cached: list[Json], *, cluster: str = "") -> list[Json]:
         """The cached children of UD ``key`` (in ``cluster``, ``""`` the host), with our own
         recent writes in place of what the cache lacks."""
