@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.workload import deployment_status, floor_plan, plain_deployment, pod, pod_status, united_deployment
 from united.kube.client import DEPLOYMENTS, PODS, Resource
-from united.runtime.informer import Store, keeper
+from united.runtime.informer import Store, forget_shared, keeper
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import GROUP
 
@@ -95,6 +95,7 @@ def bytes_per_object(resource: Resource, make: Callable[[int], JSON], n: int, *,
     """Bytes allocated and kept per object once ``n`` of them are cached in ``stores`` stores."""
     keep = keeper(resource)
     objects = [make(i) for i in range(n)]
+    forget_shared()
     gc.collect()
     tracemalloc.start()
     try:

@@ -112,6 +112,7 @@ __all__ = [
     "UndecodableHandler",
     "compact",
     "controller_uid",
+    "forget_shared",
     "keeper",
     "object_key",
     "strip",
@@ -279,6 +280,13 @@ def compact(obj: JSON) -> JSON:
         _trees.clear()
     out, shared = _compact_dict(strip(obj))
     return dict(out) if shared else out
+
+
+def forget_shared() -> None:
+    """Empty the pools :func:`compact` shares from, as in a new process: what one object costs
+    is then measured the same whatever was compacted before (``python -m bench.cache``)."""
+    _pool.clear()
+    _trees.clear()
 
 
 def keeper(resource: Resource) -> Callable[[JSON], JSON]:
