@@ -23,8 +23,8 @@ class Settings:
     """Label selector on UnitedDeployments, to shard a large cluster over several controllers."""
     workers: int = 16
     """Concurrent reconciles per kind: coroutines, cheap. 16 was best of 3/8/16/32 on the bench's
-    two cores (cold start 1.62-2.00x -> 1.25-1.43x the write floor, CPU per write -15 to -28 %:
-    with more requests in flight each wake-up of the loop and each socket read does more)."""
+    two cores (cold start 1.62-2.00x -> 1.25-1.43x the write floor, CPU per write -15 to -28 %,
+    most likely because with more requests in flight each wake-up of the loop does more)."""
     leader_elect: bool = False
     leader_election_namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE") or "united-system")
     leader_election_id: str = "united-controller"
