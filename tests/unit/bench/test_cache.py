@@ -12,4 +12,3 @@ def test_a_cached_pod_and_child_stay_under_4_kb_and_a_second_store_costs_only_it
     assert figures["bytes_per_child"] < 4096 and figures["bytes_per_child_varied"] < 4096
     for kind in ("pod", "child"):
         assert figures[f"bytes_per_{kind}_two_stores"] - figures[f"bytes_per_{kind}"] < 600, "no second copy"
-
