@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,38 @@ def proc_cpu_seconds(pid: int) -> float:
     """utime + stime of a process, from ``/proc/<pid>/stat``."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+class CpuLedger:
+    """CPU seconds by process, summed over the windows a scenario charges to a case: where a
+    scale event's CPU went (the API server's share against the controller's own), per event.
+
+    ``read`` returns cumulative CPU seconds by process name; :meth:`start` takes a reading,
+    :meth:`charge` adds what each process used since that reading to ``case``."""
+
+    def __init__(self, read: Callable[[], Mapping[str, float]]) -> None:
+        self._read = read
+        self._spent: dict[str, dict[str, float]] = {}
+        self._events: dict[str, int] = {}
+
+    def start(self) -> dict[str, float]:
+        return dict(self._read())
+
+    def charge(self, case: str, since: Mapping[str, float], *, events: int) -> None:
+        into = self._spent.setdefault(case, {})
+        self._events[case] = self._events.get(case, 0) + events
+        for name, seconds in self._read().items():
+            if name in since:
+                into[name] = into.get(name, 0.0) + seconds - since[name]
+
+    def per_event_ms(self, case: str) -> dict[str, float]:
+        """Milliseconds of CPU per event by process, and their ``total``."""
+        events = self._events.get(case, 0)
+        if not events:
+            return {}
+        out = {name: 1000 * seconds / events for name, seconds in sorted(self._spent[case].items())}
+        out["total"] = sum(out.values())
+        return out
 
 
 def proc_rss_kb(pid: int) -> int:

@@ -70,6 +70,13 @@ class BenchCluster:
         pids = self.cluster.pids
         return sum(proc_cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd") if name in pids)
 
+    def cpu_by_process(self) -> dict[str, float]:
+        """CPU seconds used so far by each control-plane process, by name: where a scenario's
+        CPU went (the API server's share of a burst against the controller's own)."""
+        from bench.controller import proc_cpu_seconds
+
+        return {name: proc_cpu_seconds(pid) for name, pid in self.cluster.pids.items()}
+
     @contextlib.asynccontextmanager
     async def admin(self) -> AsyncIterator[KubeClient]:
         async with await KubeClient.from_kubeconfig(self.admin_kubeconfig) as client:

@@ -247,6 +247,21 @@ def render(results: JSON) -> str:
                         "",
                     )
                 )
+            cpu = s.get("cpu_ms_per_event") or {}
+            if all(cpu.get(case) for case in ("controller", "floor", "bare")):
+                c, f, b = cpu["controller"], cpu["floor"], cpu["bare"]
+                rows.append(
+                    (
+                        "",
+                        "CPU per event until seen, all processes (of which kube-apiserver; controller); "
+                        f"the bare UD /scale: {b['total']:.1f} ms ({b.get('kube-apiserver', 0.0):.1f})",
+                        f"{c['total']:.1f} ms ({c.get('kube-apiserver', 0.0):.1f}; {c.get('controller', 0.0):.1f})",
+                        f"{f['total']:.1f} ms ({f.get('kube-apiserver', 0.0):.1f})",
+                        f"{c['total'] / f['total']:.2f}x (bare UD {b['total'] / f['total']:.2f}x)",
+                        "",
+                        "",
+                    )
+                )
             rows.append(
                 (
                     "",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.controller import ControllerProcess, die_with_parent, diff_counts
+from bench.controller import ControllerProcess, CpuLedger, die_with_parent, diff_counts
 from bench.crd import without_workload_spreads
 from bench.env import BenchCluster, bounded, create_namespace
 from bench.observe import UD, NamespaceView
@@ -404,6 +404,7 @@ async def scale_events(
     await ctl.wait_idle(quiet=1.0)
     names = list(docs)
     cursor = 0
+    ledger = CpuLedger(lambda: {**ctx.bench.cpu_by_process(), "controller": ctl.cpu_seconds()})
 
     def next_uds(k: int) -> list[str]:
         nonlocal cursor
@@ -426,6 +427,7 @@ async def scale_events(
             sent[name] = loop.time()
             await _scale(ctx.client, UD, namespace, name, replicas[name])
 
+        since = ledger.start()
         await asyncio.gather(*(send(n) for n in batch))
 
         def delivered(name: str) -> float | None:
@@ -434,6 +436,7 @@ async def scale_events(
             return None if any(t is None for t in times) else max(t for t in times if t is not None)
 
         await view.wait(lambda: all(delivered(n) is not None for n in batch), within=120, what="scaled children")
+        ledger.charge(f"controller {len(batch)}", since, events=len(batch))
         at = {n: delivered(n) for n in batch}
         await view.wait(lambda: view.converged, within=120, what="statuses after scaling")
         await ctl.wait_idle(quiet=0.5)
@@ -453,12 +456,14 @@ async def scale_events(
             sent[name] = loop.time()
             await _scale(ctx.client, DEPLOYMENTS, namespace, name, floor_replicas[name])
 
+        since = ledger.start()
         await asyncio.gather(*(send(n) for n in batch))
         await view.wait(
             lambda: all(view.first_seen(n, floor_replicas[n], after=sent[n]) is not None for n in batch),
             within=60,
             what="floor scale delivered",
         )
+        ledger.charge(f"floor {len(batch)}", since, events=len(batch))
         return [(view.first_seen(n, floor_replicas[n], after=sent[n]) or 0.0) - sent[n] for n in batch]
 
     async def bare_batch(batch: list[str]) -> list[float]:
@@ -469,12 +474,14 @@ async def scale_events(
             sent[name] = loop.time()
             await _scale(ctx.client, UD, bare_namespace, name, bare_replicas[name])
 
+        since = ledger.start()
         await asyncio.gather(*(send(n) for n in batch))
 
         def seen(n: str) -> float | None:
             return bare_view.first_seen(n, bare_replicas[n], after=sent[n], ud=True)
 
         await bare_view.wait(lambda: all(seen(n) is not None for n in batch), within=60, what="bare UD scale delivered")
+        ledger.charge(f"bare {len(batch)}", since, events=len(batch))
         return [(seen(n) or 0.0) - sent[n] for n in batch]
 
     bare_names = list(bare_docs)
@@ -499,7 +506,7 @@ async def scale_events(
         await view.stop()
         await bare_view.stop()
 
-    def summary(samples: list[ScaleSample], floor: list[float], bare: list[float]) -> JSON:
+    def summary(samples: list[ScaleSample], floor: list[float], bare: list[float], size: int) -> JSON:
         lat = [s.latency for s in samples]
         writes: dict[str, float] = {}
         for s in samples:
@@ -529,11 +536,16 @@ async def scale_events(
             "writes_by_resource_per_event": writes,
             "latencies_ms": [round(1000 * x, 2) for x in lat],
             "floor_latencies_ms": [round(1000 * x, 2) for x in floor],
+            # Until the children (floor: the Deployments; bare: the UDs) were seen: what every
+            # process of the machine spent on one event, so a ratio can be read as CPU.
+            "cpu_ms_per_event": {
+                case: ledger.per_event_ms(f"{case} {size}") for case in ("controller", "floor", "bare")
+            },
         }
 
     return {
-        "one_at_a_time": summary(one_ctl, one_floor, one_bare),
-        "bursts": {"size": burst, **summary(burst_ctl, burst_floor, burst_bare)},
+        "one_at_a_time": summary(one_ctl, one_floor, one_bare, 1),
+        "bursts": {"size": burst, **summary(burst_ctl, burst_floor, burst_bare, burst)},
     }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench.controller import diff_counts, parse_metrics, total, writes_by
+from bench.controller import CpuLedger, diff_counts, parse_metrics, total, writes_by
 from bench.observe import _status_ok
 from bench.profile import summarise
 from bench.report import render
@@ -268,3 +268,19 @@ def test_the_growth_slope_is_the_least_squares_fit() -> None:
     assert slope([(500, 6.0), (2000, 24.0), (5000, 60.0)]) == pytest.approx(0.012)
     assert slope([(500, 1.0), (1000, 3.0), (1500, 2.0)]) == pytest.approx(0.001)
     assert math.isnan(slope([(500, 6.0)]))
+
+
+def test_the_cpu_ledger_charges_each_window_to_its_case_per_event() -> None:
+    readings = iter([
+        {"kube-apiserver": 10.0, "controller": 5.0},  # start of a burst of 2
+        {"kube-apiserver": 10.03, "controller": 5.01, "etcd": 1.0},  # a process not in the start reading is skipped
+        {"kube-apiserver": 11.0, "controller": 6.0},  # start of a second burst
+        {"kube-apiserver": 11.01, "controller": 6.01},
+    ])  # fmt: skip
+    ledger = CpuLedger(lambda: next(readings))
+    for _ in range(2):
+        since = ledger.start()
+        ledger.charge("controller 2", since, events=2)
+    got = ledger.per_event_ms("controller 2")
+    assert got == pytest.approx({"controller": 5.0, "kube-apiserver": 10.0, "total": 15.0})
+    assert ledger.per_event_ms("floor 2") == {}

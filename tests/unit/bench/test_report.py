@@ -72,3 +72,17 @@ def test_the_scale_rows_give_the_bare_custom_resource_leg_beside_the_floor() -> 
     table = render({"scale": {"one_at_a_time": one, "bursts": {"size": 25, **one}}, "machine": {"cpus": 2}})
     bare = "where no controller runs → UD via watch, p50 / p99 (the custom resource's own cost)"
     assert f"{bare} | 39 / 86 ms | 3 / 4 ms | 13.00x |" in table
+
+
+def test_the_scale_rows_give_each_event_s_cpu_by_process_against_the_floor_s() -> None:
+    one = {"events": 25, "p50_ms": 100.0, "p99_ms": 160.0, "floor_p50_ms": 20.0, "floor_p99_ms": 30.0,
+           "ratio_p50": 5.0, "ratio_p99": 5.3, "writes_per_event": 2.0, "goal_writes_per_event": 2.0,
+           "event_writes_per_event": 1.0,
+           "cpu_ms_per_event": {"controller": {"kube-apiserver": 9.0, "controller": 3.0, "total": 15.0},
+                                "floor": {"kube-apiserver": 1.0, "total": 2.5},
+                                "bare": {"kube-apiserver": 2.5, "total": 4.0}}}  # fmt: skip
+    table = render({"scale": {"one_at_a_time": one, "bursts": {"size": 25, **one}}, "machine": {"cpus": 2}})
+    row = "the bare UD /scale: 4.0 ms (2.5) | 15.0 ms (9.0; 3.0) | 2.5 ms (1.0) | 6.00x (bare UD 1.60x) |"
+    assert row in table
+    partial = {**one, "cpu_ms_per_event": {"controller": {"total": 1.0}, "floor": {}, "bare": {}}}
+    assert "CPU per event" not in render({"scale": {"one_at_a_time": partial, "bursts": {"size": 25, **partial}}})
