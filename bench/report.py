@@ -302,13 +302,18 @@ def render(results: JSON) -> str:
     grown = results.get("growth")
     if grown:
         for row in grown["sizes"]:
+            watched = "floor_watch_seconds" in row
+            watching = row.get("floor_watch_seconds", 0.0)
             rows.append(
                 (
                     f"Growth: cold start, {row['uds']} UDs",
-                    "spawn → converged; CPU per write vs the floor's",
+                    "spawn → converged; CPU per write vs the floor's"
+                    + ("; the floor with a controller's watches, and the controller against it" if watched else ""),
                     f"{row['controller_seconds']:.2f} s",
-                    f"{row['floor_seconds']:.2f} s",
-                    f"{row['ratio']:.2f}x; CPU {row['cpu_per_write_ratio']:.2f}x",
+                    f"{row['floor_seconds']:.2f} s"
+                    + (f"; {watching:.2f} s ({watching / row['floor_seconds']:.2f}x)" if watched else ""),
+                    f"{row['ratio']:.2f}x; CPU {row['cpu_per_write_ratio']:.2f}x"
+                    + (f"; {row['ratio_to_floor_watch']:.2f}x" if watched else ""),
                     f"≤ {GOALS['cold_ratio']}x",
                     _mark(row["ratio"] <= GOALS["cold_ratio"]),
                 )

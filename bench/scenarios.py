@@ -309,7 +309,10 @@ async def growth(ctx: Context, *, sizes: Sequence[int], subsets: int) -> JSON:
                     "controller_cpu_seconds",
                     "floor_cpu_seconds",
                     "cpu_per_write_ratio",
+                    "floor_watch_seconds",
+                    "ratio_to_floor_watch",
                 )
+                if key in cold
             }
         )
     return {

@@ -86,3 +86,12 @@ def test_the_scale_rows_give_each_event_s_cpu_by_process_against_the_floor_s() -
     assert row in table
     partial = {**one, "cpu_ms_per_event": {"controller": {"total": 1.0}, "floor": {}, "bare": {}}}
     assert "CPU per event" not in render({"scale": {"one_at_a_time": partial, "bursts": {"size": 25, **partial}}})
+
+
+def test_the_growth_rows_give_the_watching_floor_when_it_ran() -> None:
+    plain = {"uds": 2000, "controller_seconds": 33.0, "floor_seconds": 21.0, "ratio": 1.57, "cpu_per_write_ratio": 3.2}
+    watched = {**plain, "floor_watch_seconds": 30.0, "ratio_to_floor_watch": 1.1}
+    grown = {"controller_ms_per_ud": 16.8, "floor_ms_per_ud": 13.3}
+    table = render({"growth": {"sizes": [watched], **grown}, "machine": {"cpus": 2}})
+    assert "| 33.00 s | 21.00 s; 30.00 s (1.43x) | 1.57x; CPU 3.20x; 1.10x |" in table
+    assert "(1.43x)" not in render({"growth": {"sizes": [plain], **grown}, "machine": {"cpus": 2}})
