@@ -105,4 +105,4 @@ def local_cluster(
         cluster.stop()
 
 
-__all__ = ["BENCH_CONTROLLERS", "BenchCluster", "bounded", "create_namespace", "local_cluster"]
+__all__ = ["BENCH_CONTROLLERS", "ROOT", "BenchCluster", "bounded", "create_namespace", "local_cluster"]

@@ -3,9 +3,11 @@ become, and bad values refused by argparse (exit 2, a message, no traceback)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from bench.run import SCENARIOS, config_of, parser
+from bench.run import SCENARIOS, compile_sources, config_of, parser
 
 
 def test_defaults_run_both_scenarios_first_at_the_issues_sizes() -> None:
@@ -41,3 +43,16 @@ def test_bad_values_exit_2_with_the_argument_and_the_reason(
         parser().parse_args(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_source_tree_s_packages_are_byte_compiled_as_an_installed_wheel_s_are(tmp_path: Path) -> None:
+    for package in ("united", "bench"):
+        (tmp_path / package / "sub").mkdir(parents=True)
+        (tmp_path / package / "sub" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "mod.py").write_text("X = 1\n")
+    compile_sources(tmp_path)
+    for package in ("united", "bench"):
+        compiled = list((tmp_path / package / "sub" / "__pycache__").glob("mod.*.pyc"))
+        assert len(compiled) == 1, package
+    assert not (tmp_path / "other" / "__pycache__").exists()
