@@ -94,10 +94,11 @@ class BenchCluster:
 
 @contextlib.contextmanager
 def local_cluster(
-    binaries: Binaries | None = None, *, controllers: Sequence[str] = BENCH_CONTROLLERS
+    binaries: Binaries | None = None, *, controllers: Sequence[str] = BENCH_CONTROLLERS, profiling: bool = False
 ) -> Iterator[LocalCluster]:
-    """A fresh control plane (provisioned first if needed), stopped on exit."""
-    cluster = LocalCluster(binaries or provision(), controllers=controllers, startup_timeout=180)
+    """A fresh control plane (provisioned first if needed), stopped on exit; ``profiling``:
+    kube-apiserver serves ``/debug/pprof``."""
+    cluster = LocalCluster(binaries or provision(), controllers=controllers, startup_timeout=180, profiling=profiling)
     cluster.start()
     try:
         yield cluster

@@ -102,6 +102,22 @@ def _admission_rows(adm: JSON) -> list[Row]:
     return rows
 
 
+def _server_profile_row(p: JSON) -> Row:
+    """kube-apiserver's CPU by handler during the bursts: per request where the handler serves
+    one kind of request, else its share of the profile."""
+    what = f"kube-apiserver's CPU profile from the first burst on ({p['requested_seconds']} s; {p['profile']})"
+    if "handlers" not in p:
+        return ("Scale bursts: API server profile", what, f"not read: {p.get('unread', '?')}", "", "", "", "")
+    parts = []
+    for label, h in p["handlers"].items():
+        if h.get("ms_per_request") is not None:
+            parts.append(f"{label} {h['ms_per_request']:.2f} ms per request ({h['requests']})")
+        elif "requests" not in h:
+            parts.append(f"{label} {100 * h['share']:.0f} %")
+    sampled = f"{p['cpu_seconds']:.2f} s of CPU sampled in {p['duration_seconds']:.1f} s"
+    return ("Scale bursts: API server profile", what, "; ".join(parts), "", sampled, "", "")
+
+
 def _scaleout_rows(out: JSON) -> list[Row]:
     rows: list[Row] = []
     for level in out["levels"]:
@@ -248,7 +264,7 @@ def render(results: JSON) -> str:
                     )
                 )
             cpu = s.get("cpu_ms_per_event") or {}
-            if all(cpu.get(case) for case in ("controller", "floor", "bare")):
+            if all(cpu.get(case) for case in ("controller", "floor", "bare")) and cpu["floor"]["total"] > 0:
                 c, f, b = cpu["controller"], cpu["floor"], cpu["bare"]
                 rows.append(
                     (
@@ -273,6 +289,9 @@ def render(results: JSON) -> str:
                     _mark(abs(s["writes_per_event"] - s["goal_writes_per_event"]) < 1e-9),
                 )
             )
+    profiled = (scale or {}).get("apiserver_profile")
+    if profiled:
+        rows.append(_server_profile_row(profiled))
     restart = results.get("resync_restart")
     if restart:
         rows.append(

@@ -73,6 +73,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-singles", type=int, default=40, help="scale events one at a time (default 40)")
     p.add_argument("--scale-bursts", type=int, default=4, help="bursts of scale events (default 4)")
     p.add_argument("--burst-size", type=int, default=25, help="scale events per burst (default 25)")
+    p.add_argument(
+        "--server-profile",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="take kube-apiserver's CPU profile (pprof) for SECONDS from the first scale burst on, and "
+        "summarise it by handler and per request (needs `go`; default 0: none)",
+    )
     p.add_argument("--children", type=int, default=10_000, help="cached children in the memory scenario")
     p.add_argument(
         "--growth",
@@ -129,6 +137,7 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "scaleout_repeats": args.scaleout_repeats,
         "profile": args.profile,
         "source": str(args.source) if args.source else None,
+        "server_profile": args.server_profile,
     }
 
 
@@ -143,6 +152,7 @@ async def bench(bench_cluster: BenchCluster, config: dict[str, Any], scenarios: 
             log_dir=log_dir,
             source=Path(config["source"]) if config.get("source") else None,
             profile_dir=out if config.get("profile") else None,
+            server_profile=int(config.get("server_profile") or 0),
         )
         try:
             return await run_all(ctx, config, scenarios)
@@ -163,7 +173,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     if any(s != "allocation" for s in scenarios):
         log("starting the local control plane (no workload controllers)")
-        with local_cluster() as cluster:
+        with local_cluster(profiling=bool(args.server_profile)) as cluster:
             bench_cluster = asyncio.run(BenchCluster.prepare(cluster, owned=True))
             results.update(asyncio.run(bench(bench_cluster, config, scenarios, args.out)))
     else:

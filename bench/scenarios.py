@@ -26,6 +26,7 @@ from bench.controller import ControllerProcess, CpuLedger, die_with_parent, diff
 from bench.crd import without_workload_spreads
 from bench.env import BenchCluster, bounded, create_namespace
 from bench.observe import UD, NamespaceView
+from bench.serverprofile import ServerProfile
 from bench.workload import (
     allocation,
     deployment_status,
@@ -85,6 +86,8 @@ class Context:
     """UDs the floor script writes at once (set from the sweep unless given)."""
     floor_watch: bool = False
     """Cold starts also run ``floor-watch``: the floor with a controller's watches."""
+    server_profile: int = 0
+    """Seconds of kube-apiserver CPU profile to take from the first scale burst on (0: none)."""
     controllers: list[ControllerProcess] = field(default_factory=list)
 
     def controller(
@@ -498,6 +501,14 @@ async def scale_events(
             one_floor += await floor_batch([floors[k % len(floors)]])
             one_bare += await bare_batch([bare_names[k % len(bare_names)]])
         log(f"scale events: {bursts} bursts of {burst}")
+        if ctx.server_profile:
+            profile = ServerProfile(
+                ctx.client,
+                ctx.bench.cluster.binaries.kube_apiserver,
+                ctx.log_dir.parent / "apiserver-bursts.pprof",
+                seconds=ctx.server_profile,
+            )
+            await profile.start()
         burst_ctl: list[ScaleSample] = []
         burst_floor: list[float] = []
         burst_bare: list[float] = []
@@ -505,6 +516,8 @@ async def scale_events(
             burst_ctl += await controller_batch(next_uds(burst))
             burst_floor += await floor_batch(floors[:burst])
             burst_bare += await bare_batch(bare_names[:burst])
+        if ctx.server_profile:
+            server = await profile.finish()
     finally:
         await view.stop()
         await bare_view.stop()
@@ -546,10 +559,13 @@ async def scale_events(
             },
         }
 
-    return {
+    out: JSON = {
         "one_at_a_time": summary(one_ctl, one_floor, one_bare, 1),
         "bursts": {"size": burst, **summary(burst_ctl, burst_floor, burst_bare, burst)},
     }
+    if ctx.server_profile:
+        out["apiserver_profile"] = server
+    return out
 
 
 # -- 3. no-op resync --------------------------------------------------------------------------------

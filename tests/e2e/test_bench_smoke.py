@@ -22,6 +22,7 @@ TINY = [
     "--scale-singles", "3", "--scale-bursts", "1", "--burst-size", "3", "--children", "200", "--pods", "200",
     "--growth", "5,10",
     "--admission-pods", "4", "--admission-burst", "2", "--scaleout-replicas", "6", "--scaleout-qps", "1000",
+    "--server-profile", "1",
 ]  # fmt: skip
 
 
@@ -50,6 +51,12 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
         assert scale["writes_per_event"] == pytest.approx(scale["goal_writes_per_event"]), scale[
             "writes_by_resource_per_event"
         ]
+
+    profiled = results["scale"]["apiserver_profile"]  # kube-apiserver's pprof, read with `go tool pprof`
+    assert Path(profiled["profile"]).read_bytes()[:2] == b"\x1f\x8b", profiled  # gzipped protobuf
+    assert profiled["cpu_seconds"] > 0 and profiled["duration_seconds"] >= 1, profiled
+    assert profiled["handlers"]["custom resource /scale update"]["requests"] >= 3, profiled
+    assert "Scale bursts: API server profile" in table
 
     for key in ("resync_restart", "resync_touch"):
         resync = results[key]

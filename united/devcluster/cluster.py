@@ -138,7 +138,9 @@ def etcd_args(*, name: str, data_dir: Path, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver_args(*, ports: Ports, certs: certs_mod.CertificateSet, token_file: Path) -> list[str]:
+def apiserver_args(
+    *, ports: Ports, certs: certs_mod.CertificateSet, token_file: Path, profiling: bool = False
+) -> list[str]:
     """kube-apiserver 1.20's flags: TLS, static tokens, RBAC, ServiceAccount tokens."""
     return [
         f"--advertise-address={HOST}",
@@ -157,7 +159,7 @@ def apiserver_args(*, ports: Ports, certs: certs_mod.CertificateSet, token_file:
         f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
-        "--profiling=false",
+        f"--profiling={str(profiling).lower()}",
         "--v=1",
     ]
 
@@ -272,8 +274,11 @@ class LocalCluster:
         controllers: Sequence[str] = DEFAULT_CONTROLLERS,
         startup_timeout: float = 90.0,
         log_root: Path | None = None,
+        profiling: bool = False,
     ) -> None:
         self.binaries = binaries
+        self.profiling = profiling
+        """kube-apiserver serves ``/debug/pprof`` (the bench's ``--server-profile``)."""
         self.name = name
         self.admin = admin_user()
         self.users = {u.name: u for u in (self.admin, *users)}
@@ -360,7 +365,7 @@ class LocalCluster:
         binaries = self.binaries
         etcd = etcd_args(name=self.name, data_dir=self._etcd_dir / "data", ports=self.ports)
         yield [self._spawn("etcd", [str(binaries.etcd), *etcd])]
-        apiserver = apiserver_args(ports=self.ports, certs=certs, token_file=token_file)
+        apiserver = apiserver_args(ports=self.ports, certs=certs, token_file=token_file, profiling=self.profiling)
         yield [self._spawn("kube-apiserver", [str(binaries.kube_apiserver), *apiserver])]
         manager = controller_manager_args(
             ports=self.ports, kubeconfig=self.admin_kubeconfig, certs=certs, controllers=self.controllers

@@ -618,6 +618,14 @@ class KubeClient:
         finally:
             resp.release()
 
+    async def get_bytes(
+        self, path: str, *, query: Sequence[tuple[str, str]] = (), request_timeout: float | None = None
+    ) -> bytes:
+        """GET a raw, non-resource path as bytes (``/debug/pprof/profile``, binary and as slow
+        as the ``seconds`` it is asked for: ``request_timeout`` replaces the client's for it)."""
+        resp = await self._request("GET", path, query=query, request_timeout=request_timeout)
+        return await _read(resp, f"GET {path}")
+
     async def get(
         self,
         resource: Resource,

@@ -86,6 +86,8 @@ def test_the_scale_rows_give_each_event_s_cpu_by_process_against_the_floor_s() -
     assert row in table
     partial = {**one, "cpu_ms_per_event": {"controller": {"total": 1.0}, "floor": {}, "bare": {}}}
     assert "CPU per event" not in render({"scale": {"one_at_a_time": partial, "bursts": {"size": 25, **partial}}})
+    unmeasured = {**one, "cpu_ms_per_event": {**one["cpu_ms_per_event"], "floor": {"total": 0.0}}}  # under a tick
+    assert "CPU per event" not in render({"scale": {"one_at_a_time": unmeasured, "bursts": {"size": 25, **unmeasured}}})
 
 
 def test_the_growth_rows_give_the_watching_floor_when_it_ran() -> None:

@@ -100,3 +100,9 @@ def test_controller_manager_runs_the_token_controller_but_not_node_lifecycle(
         assert needed in names
     assert f"--service-account-private-key-file={certs.service_account_key}" in flags
     assert "--leader-elect=false" in flags
+
+
+def test_the_apiserver_serves_pprof_only_when_asked(tmp_path: Path) -> None:
+    certs = generate(tmp_path)
+    assert "--profiling=false" in apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t")
+    assert "--profiling=true" in apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t", profiling=True)
