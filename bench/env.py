@@ -65,10 +65,8 @@ class BenchCluster:
     def server_cpu_seconds(self) -> float:
         """CPU seconds used so far by kube-apiserver and etcd (what every write costs the
         control plane; a controller that writes more, Events included, shows up here)."""
-        from bench.controller import proc_cpu_seconds
-
-        pids = self.cluster.pids
-        return sum(proc_cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd") if name in pids)
+        used = self.cpu_by_process()
+        return sum(used.get(name, 0.0) for name in ("kube-apiserver", "etcd"))
 
     def cpu_by_process(self) -> dict[str, float]:
         """CPU seconds used so far by each control-plane process, by name: where a scenario's

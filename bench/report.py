@@ -321,8 +321,8 @@ def render(results: JSON) -> str:
     grown = results.get("growth")
     if grown:
         for row in grown["sizes"]:
-            watched = "floor_watch_seconds" in row
-            watching = row.get("floor_watch_seconds", 0.0)
+            watching = row.get("floor_watch_seconds")
+            watched = watching is not None
             rows.append(
                 (
                     f"Growth: cold start, {row['uds']} UDs",

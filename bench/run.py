@@ -167,11 +167,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"unknown scenarios: {', '.join(sorted(unknown))}")
     config = config_of(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    compile_sources(args.source)
     results: dict[str, Any] = {"config": config}
     start_machine = report.machine()
     started = time.monotonic()
     if any(s != "allocation" for s in scenarios):
+        compile_sources(args.source)  # only runs that spawn a controller and a floor need it
         log("starting the local control plane (no workload controllers)")
         with local_cluster(profiling=bool(args.server_profile)) as cluster:
             bench_cluster = asyncio.run(BenchCluster.prepare(cluster, owned=True))
