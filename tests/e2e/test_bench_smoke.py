@@ -79,7 +79,10 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     assert placed["pods"] == 5 + 8 and sum(placed["counts"].values()) == 13, placed  # warm-up + one at a time + bursts
     assert (placed["unplaced"], placed["over_filled"], placed["wrong_zone"]) == (0, {}, 0), placed
     assert admission["untargeted_placed"] == 0
-    assert admission["controller_writes"].get("PATCH workloadspreads/status", 0) >= 13  # one booking per pod
+    # A booking is written before its pod is answered; bookings that queue while a write is in
+    # flight go out in one write (workloadspread/ledger.py), so a burst of 2 may take one write:
+    # 5 warm-up + 4 single pods + 2 bursts.
+    assert admission["controller_writes"].get("PATCH workloadspreads/status", 0) >= 5 + 4 + 2
 
     level = results["scaleout"]["levels"][0]  # pods made by the ReplicaSet controller, through the webhook
     assert level["qps"] == 1000 and {r["variant"] for r in level["runs"]} == {"floor", "untargeted", "targeted"}
