@@ -48,6 +48,8 @@ OPENAPI_TYPE_CHECKS = (
     Path("vendor/github.com/go-openapi/validate/type.go"),
 )
 ETCD = Path("/usr/bin/etcd")
+DEBIAN_GO = Path("/usr/bin/go")
+"""Debian's ``golang-go`` link to its Go 1.19: the 1.20 sources do not build with a newer Go."""
 APT_SOURCES_DIR = Path("/etc/apt/sources.list.d")
 APT_SOURCES_LIST = Path("/etc/apt/sources.list")
 DEB_SRC_FILE = APT_SOURCES_DIR / "united-deb-src.sources"
@@ -129,6 +131,16 @@ class Binaries:
             kube_scheduler=layout.bin_dir / "kube-scheduler",
             kubectl=layout.bin_dir / "kubectl",
         )
+
+
+def debian_go_env(environ: Mapping[str, str], *, cache: Path, go: Path = DEBIAN_GO) -> dict[str, str]:
+    """The environment ``make`` runs in: Debian's Go first on ``PATH`` whatever ``go`` the
+    machine puts first, its own ``GOROOT`` (none inherited), and no toolchain switching."""
+    env = {k: v for k, v in environ.items() if k not in ("GOROOT", "GOPATH", "GOBIN")}
+    go_bin = go.resolve().parent
+    env["PATH"] = os.pathsep.join([str(go_bin), env.get("PATH", "")])
+    env.update(CGO_ENABLED="0", GOCACHE=str(cache), GOFLAGS="", GOTOOLCHAIN="local")
+    return env
 
 
 def expected_stamp() -> dict[str, object]:
@@ -283,7 +295,7 @@ class _Builder:
         self._run(
             ["apt-get", "install", "-y", "--no-install-recommends", *missing],
             label="apt-get install",
-            env={"DEBIAN_FRONTEND": "noninteractive"},
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
         )
 
     def _deb_src(self) -> None:
@@ -353,7 +365,7 @@ class _Builder:
             ["make", f"WHAT={what}"],
             label="make",
             cwd=tree,
-            env={"CGO_ENABLED": "0", "GOCACHE": str(self.layout.go_cache), "GOFLAGS": ""},
+            env=debian_go_env(os.environ, cache=self.layout.go_cache),
             heartbeat=True,
         )
 
@@ -390,7 +402,7 @@ class _Builder:
                 proc = subprocess.Popen(
                     list(argv),
                     cwd=cwd,
-                    env={**os.environ, **(env or {})},
+                    env=dict(os.environ if env is None else env),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,

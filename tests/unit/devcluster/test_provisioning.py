@@ -10,6 +10,7 @@ from united.devcluster.build import (
     KUBE_BINARIES,
     KUBE_VERSION,
     Layout,
+    debian_go_env,
     expected_stamp,
     is_provisioned,
     tail,
@@ -80,3 +81,24 @@ def test_tail_returns_the_last_lines(tmp_path: Path) -> None:
     log.write_text("".join(f"line {i}\n" for i in range(100)))
     assert tail(log, 2) == "line 98\nline 99"
     assert tail(tmp_path / "missing") == ""
+
+
+def test_make_runs_debians_go_whatever_go_comes_first(tmp_path: Path) -> None:
+    """The 1.20 sources break with a newer Go; the machine may put one first on PATH and
+    set GOROOT for it."""
+    debian = tmp_path / "usr" / "lib" / "go-1.19" / "bin"
+    debian.mkdir(parents=True)
+    (debian / "go").write_text("#!/bin/sh\n")
+    link = tmp_path / "usr" / "bin" / "go"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(debian / "go")
+    environ = {"PATH": "/usr/local/go/bin:/usr/bin", "GOROOT": "/usr/local/go", "GOTOOLCHAIN": "auto", "HOME": "/h"}
+
+    env = debian_go_env(environ, cache=tmp_path / "cache", go=link)
+
+    assert env["PATH"].split(os.pathsep)[0] == str(debian.resolve())
+    assert "GOROOT" not in env
+    assert env["GOTOOLCHAIN"] == "local"
+    assert env["GOCACHE"] == str(tmp_path / "cache")
+    assert env["HOME"] == "/h"
+    assert environ["GOROOT"] == "/usr/local/go"
