@@ -10,10 +10,12 @@ checkout). Nothing is downloaded.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -77,14 +79,36 @@ def readable_site(dest: Path) -> Path:
     return site
 
 
-def base_interpreter() -> str:
-    """The interpreter behind the virtualenv: the venv's own ``bin/python`` lives in the checkout."""
-    return getattr(sys, "_base_executable", None) or sys.executable
-
-
-def nobody_argv(*args: str) -> list[str]:
-    """``setpriv`` as the unprivileged user, then the base interpreter with ``args``."""
+def _setpriv() -> list[str]:
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         raise RuntimeError("running as an unprivileged user needs root and util-linux's setpriv")
-    return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", base_interpreter(), "-s", *args]
+    return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+@functools.cache
+def nobody_interpreter() -> str:
+    """An interpreter of this minor version that the unprivileged user can run. The virtualenv's
+    own ``bin/python`` lives in the checkout, and a build under ``/root`` (pyenv's) cannot load its
+    libpython as that user, so the candidates are tried as that user."""
+    wanted = f"{sys.version_info.major}.{sys.version_info.minor}"
+    candidates = [
+        getattr(sys, "_base_executable", sys.executable),
+        f"/usr/bin/python{wanted}",
+        f"/usr/local/bin/python{wanted}",
+    ]
+    for candidate in candidates:
+        probe = subprocess.run(
+            [*_setpriv(), candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.prefix)"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if probe.returncode == 0 and probe.stdout.split()[:1] == [wanted]:
+            return candidate
+    raise RuntimeError(f"no Python {wanted} the unprivileged user can run among {candidates}")
+
+
+def nobody_argv(*args: str) -> list[str]:
+    """``setpriv`` as the unprivileged user, then an interpreter it can run, with ``args``."""
+    return [*_setpriv(), nobody_interpreter(), "-s", *args]
