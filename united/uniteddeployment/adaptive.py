@@ -1,4 +1,4 @@
-"""Adaptive scheduling decisions, per subset (reference 8.6 to 8.7), as pure functions of facts.
+"""Adaptive scheduling decisions, per subset, as pure functions of facts.
 
 ``scheduleStrategy.type: Adaptive`` moves replicas away from a subset whose pods cannot be
 scheduled. Everything that has to be *decided* for that lives here, apart from Kubernetes:
@@ -20,7 +20,7 @@ Two modes, as in OpenKruise:
   run in later subsets, and the substitutes go once the reserved pods have been Ready for
   ``unschedulableDuration``.
 
-Where we deliberately differ from the reference (README "Differences from OpenKruise"):
+Where we deliberately differ from OpenKruise (``docs/reference/differences.md``):
 every decision comes with the exact time it must be revisited (:attr:`Decision.deadline`) —
 no blind requeues and no requeue only after a failed scale-out (reference bugs 8, 9); a label
 is changed only when it differs (bug 9); pods are visited in name order (bug 20); pods a
@@ -529,7 +529,7 @@ def regrow(
     allocated: int,
     now: float,
 ) -> Decision | None:
-    """Reservation post-process (reference 8.7.4), or None when it does not apply.
+    """Reservation post-process, or None when it does not apply.
 
     A subset that was marked, has no reserved pods now, and is given more replicas than it
     has: its new pods are reserved from the start, so the substitutes in later subsets stay

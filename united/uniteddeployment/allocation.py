@@ -7,9 +7,9 @@ we deliberately differ it is named in the docstring of the function that differs
 
 Every subset's result carries a machine-readable ``reason`` and a one-line ``message`` saying
 which rule decided it — no peer explains its arithmetic, and most user surprises in this
-field are arithmetic they could not see (see README "Allocation reasons").
+field are arithmetic they could not see (see ``docs/concepts/uniteddeployment.md``, "Allocation").
 
-``spec.topology.rounding: Monotone`` and ``subsets[].weight`` are ours (issue 13): they route
+``spec.topology.rounding: Monotone`` and ``subsets[].weight`` are ours (OpenKruise has neither): they route
 the shares through :mod:`united.uniteddeployment.apportionment` (Sainte-Laguë, house-monotone);
 see :func:`_specified_monotone` and :func:`_weighted_shares` for how they compose.
 
@@ -122,7 +122,7 @@ def allocate(spec: Spec, state: Mapping[str, SubsetState] | None = None) -> Plan
 
 
 def partition(spec: Spec, name: str, replicas: int) -> int:
-    """Effective partition (reference 9): honoured only for the literal ``Manual`` type,
+    """Effective partition: honoured only for the literal ``Manual`` type,
     capped at the subset's allocation."""
     if spec.update.type != MANUAL or not spec.update.partitions:
         return 0
@@ -133,7 +133,7 @@ Decision = tuple[int, str, str]
 
 
 def _specified(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]:
-    """Fixed numbers and percentages; the rest split evenly (reference 8.3).
+    """Fixed numbers and percentages; the rest split evenly.
 
     The remainder goes to the unspecified subsets that have the most replicas now (least
     movement), ties to the alphabetically last name. Values that do not parse are ignored,
@@ -385,7 +385,7 @@ def _fill(total: int, bounds: Sequence[_Bounds]) -> None:
 
 
 def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) -> list[Decision]:
-    """Elastic min/max (reference 8.4) and its adaptive variant (8.5).
+    """Elastic min/max and its adaptive variant.
 
     Adaptive: an unschedulable subset keeps at most its ready pods but never less than its
     minimum; a schedulable subset's ready pods are protected, so scale-in takes from later
@@ -505,7 +505,7 @@ def _elastic_reason(s: Subset, b: _Bounds) -> Decision:
 
 
 def _reservation(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]:
-    """Reservation (reference 8.7.3): an unschedulable subset keeps its pods (reserved,
+    """Reservation: an unschedulable subset keeps its pods (reserved,
     still pending) but only its healthy part counts; later subsets run substitutes.
 
     Deliberate difference: pass 2 never takes replicas away from a subset (the reference

@@ -142,7 +142,7 @@ def plan(
 
 
 def _adoptable(ud: UnitedDeployment, obj: Mapping[str, Any]) -> bool:
-    """An orphan of the UD's namespace that its selector matches (reference 6, 7.2)."""
+    """An orphan of the UD's namespace that its selector matches."""
     if controller_uid(obj) is not None or deleting(obj) or deleting(ud.raw) or namespace_of(obj) != ud.namespace:
         return False
     return ud.spec.selector is not None and label_selector.parse(ud.spec.selector.to_dict()).matches(labels_of(obj))

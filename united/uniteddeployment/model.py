@@ -99,7 +99,7 @@ class ScheduleStrategy:
 
     @property
     def reserves(self) -> bool:
-        """Reservation mode is only effective with ``type: Adaptive`` (reference 2.4)."""
+        """Reservation mode is only effective with ``type: Adaptive``."""
         return self.is_adaptive and self.adaptive is not None and self.adaptive.reserve_unschedulable_pods
 
 

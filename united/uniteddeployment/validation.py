@@ -13,9 +13,9 @@ fixed and the fixes named here:
   63-character limit that the reference leaves to fail at pod creation;
 * a subset patch must apply, and may not move pods out of their child's selector or touch
   the pod template's name, namespace or owner references;
-* ``topology.rounding`` and ``subsets[].weight`` are ours (issue 13); with ``Monotone`` the
+* ``topology.rounding`` and ``subsets[].weight`` are ours; with ``Monotone`` the
   replica sums are checked with the monotone numbers, not the half-up ones;
-* ``subsets[].cluster`` is ours (issue 12), in our group only; whether that ``Cluster`` exists is
+* ``subsets[].cluster`` is ours, in our group only; whether that ``Cluster`` exists is
   the controller's to say (``ClusterNotFound``): offline validation cannot know;
 * what one UnitedDeployment may ask is bounded (:mod:`united.api.limits`): the reference
   merges any number of patches of any size on its one reconcile loop.
@@ -133,7 +133,7 @@ def checks(ud: UnitedDeployment) -> Iterator[list[FieldError]]:
 
 
 def validate_update(old: UnitedDeployment, new: UnitedDeployment) -> list[FieldError]:
-    """Update rules on top of the create rules (reference 4.4).
+    """Update rules on top of the create rules.
 
     The controller itself has no old object to compare with (there is no webhook); these
     rules serve ``united validate --old`` in pipelines. Note that our controller rolls out
@@ -614,7 +614,7 @@ def _held_back(template: Template) -> list[FieldError]:
 STATEFUL_SET_MUTABLE = frozenset(
     {"template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds", "ordinals", "replicas"}
 )
-"""StatefulSet spec fields an update may change (reference 4.4; the API server agrees)."""
+"""StatefulSet spec fields an update may change (as OpenKruise's webhook; the API server agrees)."""
 ADVANCED_STATEFUL_SET_MUTABLE = frozenset({"template", "updateStrategy", "replicas"})
 
 

@@ -1,4 +1,4 @@
-"""Adopt pods that were created before the WorkloadSpread (or while its webhook was down) (reference 3.5).
+"""Adopt pods that were created before the WorkloadSpread (or while its webhook was down).
 
 A pod of the target without this spread's annotation is put in the subset its node fits best,
 if any. A subset *fits* when the node's every taint (any effect) is tolerated by the pod's

@@ -1,4 +1,4 @@
-"""Pod deletion cost: which pods the target removes first when it scales in (reference 3.6).
+"""Pod deletion cost: which pods the target removes first when it scales in.
 
 The workload controllers (ReplicaSet since Kubernetes 1.21, CloneSet) remove the pods with the
 lowest ``controller.kubernetes.io/pod-deletion-cost`` first. Only Deployment, ReplicaSet and

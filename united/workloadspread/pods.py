@@ -1,4 +1,4 @@
-"""Which pods a WorkloadSpread manages, and how many replicas its target wants (reference 3.3, 3.4).
+"""Which pods a WorkloadSpread manages, and how many replicas its target wants.
 
 The pods are those whose controller is the target — for a Deployment, those of the
 ReplicaSets it controls (a Deployment's own pods only when it controls none) — in the spread's

@@ -1,4 +1,4 @@
-"""Adaptive scheduling: mark a subset whose pods cannot be scheduled, and move those pods (reference 3.9).
+"""Adaptive scheduling: mark a subset whose pods cannot be scheduled, and move those pods.
 
 On with ``scheduleStrategy.type: Adaptive`` and ``adaptive.rescheduleCriticalSeconds > 0``;
 otherwise every subset's ``Schedulable`` condition is removed. For each subset but the last:

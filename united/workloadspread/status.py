@@ -1,4 +1,4 @@
-"""WorkloadSpread status, recounted from the live pods (reference 3.7), plus what users asked for.
+"""WorkloadSpread status, recounted from the live pods, plus what users asked for.
 
 Per subset, in spec order (entries of removed subsets disappear), once over all versions
 (``subsetStatuses``) and once per pod version (``versionedSubsetStatuses``, what the webhook

@@ -1,4 +1,4 @@
-"""One controller pass over a WorkloadSpread, as a pure function of what the caches hold (reference 3.2).
+"""One controller pass over a WorkloadSpread, as a pure function of what the caches hold.
 
 :func:`sync` takes the spread, the namespace's pods, the target workload (``None``: not
 found), its ReplicaSets and the nodes, and ``now``; it returns everything the reconciler

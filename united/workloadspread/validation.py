@@ -1,4 +1,4 @@
-"""Validation of a WorkloadSpread, as OpenKruise's validating webhook does it (reference 1.5).
+"""Validation of a WorkloadSpread, as OpenKruise's validating webhook does it.
 
 The rules, their order and their messages are the reference's (R1 to R6), with the error
 paths in ``v1beta1`` spelling whatever the manifest's version, as upstream reports them.

@@ -1,10 +1,10 @@
-"""Adaptive scheduling and reservation on the local control plane (issue #5).
+"""Adaptive scheduling and reservation on the local control plane.
 
-The four sequences OpenKruise's e2e suite asserts (reference 8.8, ``test/e2e/apps/v1beta1/
-uniteddeployment.go``), step by step, with the pod counts per subset. Subsets ``s0``, ``s1``,
-``s2`` live in zones ``zone-a``, ``zone-b``, ``zone-c`` of the node simulator; a subset that is
-"never schedulable" is a zone made full (allocatable pods 0), so the real kube-scheduler marks
-its pods ``PodScheduled=False/Unschedulable``. Windows are a few seconds; every wait is an
+The four sequences OpenKruise's UnitedDeployment e2e test asserts, step by step, with the pod
+counts per subset. Subsets ``s0``, ``s1``, ``s2`` live in zones ``zone-a``, ``zone-b``,
+``zone-c`` of the node simulator; a subset that is "never schedulable" is a zone made full
+(allocatable pods 0), so the real kube-scheduler marks its pods
+``PodScheduled=False/Unschedulable``. Windows are a few seconds; every wait is an
 ``eventually`` with a generous timeout, because the machine is shared.
 """
 

@@ -1,4 +1,4 @@
-"""What each member cluster costs the controller (issue 12's report): memory (the controller
+"""What each member cluster costs the controller: memory (the controller
 process's ``VmRSS``), the watches it keeps open there (``united_member_watches``) and the
 requests it makes to an idle member (``united_member_requests_total``).
 

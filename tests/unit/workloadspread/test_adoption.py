@@ -1,4 +1,4 @@
-"""Adopting pods created before the WorkloadSpread (reference 3.5)."""
+"""Adopting pods created before the WorkloadSpread."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which pods a spread manages and its target's replicas (reference 3.3, 3.4)."""
+"""Which pods a spread manages and its target's replicas."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Adaptive rescheduling (reference 3.9) with our clock (kruise#1088): conditions, failed pods, recovery."""
+"""Adaptive rescheduling with our clock (kruise#1088): conditions, failed pods, recovery."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every WorkloadSpread validation rule (reference 1.5, R1-R6, and ours), each with a manifest
+"""Every WorkloadSpread validation rule (OpenKruise's and ours), each with a manifest
 that breaks it and the exact error lines."""
 
 from __future__ import annotations
