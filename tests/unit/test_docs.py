@@ -101,7 +101,7 @@ def test_every_field_of_every_crd_has_a_row(crd_file: str) -> None:
 
 
 def test_the_crd_page_names_every_crd() -> None:
-    """A new CRD in crds/ cannot be left out of the reference."""
+    """A new CRD in crds/ cannot be left out of the reference pages."""
     named = set(_crd_reference().MARKER.findall(CRD_PAGE.read_text(encoding="utf-8")))
     assert named == set(CRD_FILES)
 
@@ -159,9 +159,11 @@ def test_the_readme_links_resolve() -> None:
 
 
 # Words about how the work was organised, not about the project: numbered work periods,
-# tracker numbers, work streams, numbered CI runs, sections of documents outside the repository.
+# tracker numbers, work streams, numbered CI runs, and sections, findings or files of documents
+# outside the repository.
 _ORGANISATION = re.compile(
-    r"\b[Ss]ession \d|\b[Ii]ssue #?\d|\b[Ss]tream [A-Z]\b|\bCI\d\b|\breference \d|shared/reference"
+    r"\b[Ss]ession \d|\b[Ii]ssue #?\d|\b[Ss]tream [A-Z]\b|\bCI\d\b|\b[Rr]eference \d|shared/reference"
+    r"|\bEDGE-\d|\bBUG-\d|\b[Bb]ugs? \d|kruise-[a-z]+\.md|\bsections? \d|§ ?\d"
 )
 
 

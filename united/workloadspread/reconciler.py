@@ -144,7 +144,7 @@ class Caches:
         return known[1]
 
     def spreads_in(self, namespace: str) -> list[WorkloadSpread]:
-        """The namespace's valid spreads, oldest first (the reference's order for two claimants)."""
+        """The namespace's valid spreads, oldest first (OpenKruise's order for two claimants)."""
         objs = sorted(
             self.spreads.list(namespace),
             key=lambda o: (str((o.get("metadata") or {}).get("creationTimestamp") or ""), key_of(o)),

@@ -1,4 +1,4 @@
-"""Allocation: the reference's exact arithmetic, its documented sequences, and properties."""
+"""Allocation: OpenKruise's exact arithmetic, its documented sequences, and properties."""
 
 from __future__ import annotations
 

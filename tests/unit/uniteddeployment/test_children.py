@@ -1,4 +1,4 @@
-"""Claiming children: keep, adopt, release, de-duplicate (reference section 7, fixed)."""
+"""Claiming children: keep, adopt, release, de-duplicate (OpenKruise's rules, fixed)."""
 
 from __future__ import annotations
 
