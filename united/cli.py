@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 2 bad input (one ``field.path: message`` line per error on stderr,
 never a traceback); 1 an unexpected internal failure. The JSON shapes printed with
-``-o json`` are a public interface documented in the README.
+``-o json`` are a public interface documented in ``docs/reference/cli.md``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A scale storm over many UnitedDeployments, and one over a WorkloadSpread's target, while
-the API misbehaves (issue #6, item 1; issue 11).
+the API misbehaves.
 
 The controller talks to the API server through the fault proxy under its own ServiceAccount:
 10 % of its requests — reads, writes and watch connects alike — get a 409, a 429 (with

@@ -7,8 +7,7 @@ way we want yet". A single GET or status PATCH that hits a dropped connection, a
 should not cost a whole requeue, so those — and only those — are retried here,
 a few times, quickly.
 
-Rules, after kopf's request loop (nolar/kopf: ``kopf/_cogs/clients/api.py``) and
-the design brief:
+Rules, after kopf's request loop (nolar/kopf: ``kopf/_cogs/clients/api.py``):
 
 * retry only :class:`~united.kube.errors.TransientError` (connection errors, 5xx,
   timeouts) and its subclass :class:`~united.kube.errors.TooManyRequests`. Conflict,

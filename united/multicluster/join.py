@@ -1,5 +1,5 @@
 """Joining a member cluster to a host: what ``united join``, ``united demo`` and the e2e suite
-do, one code path for all three (the README's kubectl recipe is the same steps by hand).
+do, one code path for all three (the kubectl recipe in ``docs/concepts/multicluster.md`` is the same steps by hand).
 
 In the member: ``manifests/member`` (or ``member-no-namespaces``) applied, then a fresh token of
 its ServiceAccount ``united-member`` in a token Secret of its own (a legacy token is a function of

@@ -7,7 +7,7 @@ rendered spec, replicas and the partition — and only then build a JSON merge p
 
 * labels/annotations: our keys only; other writers' keys are kept;
 * owner references: our controller reference added when adopting;
-* spec, when the digest differs: replaced as the reference does (keys we no longer render
+* spec, when the digest differs: replaced as OpenKruise does (keys we no longer render
   are set to ``null``; the API server re-applies its defaults) — but only the fields an
   update may change (:attr:`ChildKind.mutable`): a patch touching an immutable one is
   refused whole, replicas included, and the child could never be scaled again. What the

@@ -28,7 +28,7 @@ KIND = "UnitedDeployment"
 PLURAL = "uniteddeployments"
 API_VERSIONS = (f"{GROUP}/{VERSION}", f"{KRUISE_GROUP}/v1alpha1", f"{KRUISE_GROUP}/v1beta1")
 
-#: Template variants in the reference's precedence order (first set one wins).
+#: Template variants in OpenKruise's precedence order (first set one wins).
 STATEFUL_SET = "statefulSetTemplate"
 ADVANCED_STATEFUL_SET = "advancedStatefulSetTemplate"
 CLONE_SET = "cloneSetTemplate"
@@ -39,7 +39,7 @@ ADAPTIVE = "Adaptive"
 FIXED = "Fixed"
 MANUAL = "Manual"
 PROGRESSIVE = "Progressive"
-#: ``spec.topology.rounding``: the reference's per-subset half-up rounding (default), or ours.
+#: ``spec.topology.rounding``: OpenKruise's per-subset half-up rounding (default), or ours.
 HALF_UP = "HalfUp"
 MONOTONE = "Monotone"
 
@@ -99,7 +99,7 @@ class ScheduleStrategy:
 
     @property
     def reserves(self) -> bool:
-        """Reservation mode is only effective with ``type: Adaptive`` (reference 2.4)."""
+        """Reservation mode is only effective with ``type: Adaptive``."""
         return self.is_adaptive and self.adaptive is not None and self.adaptive.reserve_unschedulable_pods
 
 
@@ -174,7 +174,7 @@ class Spec:
 
     @property
     def template(self) -> Template | None:
-        """The variant the controller uses: the first set one in the reference's order."""
+        """The variant the controller uses: the first set one in OpenKruise's order."""
         for variant in TEMPLATE_VARIANTS:
             for t in self.templates:
                 if t.variant == variant:

@@ -900,7 +900,7 @@ class _Pass:
         seconds: float,
     ) -> Plan:
         """Reservation: a recovered subset that grows keeps its substitutes until its new pods
-        prove ready (reference 8.7.4); allocate again with its new pods counted as reserved."""
+        prove ready; allocate again with its new pods counted as reserved."""
         previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
         grown = False
         for name, d in list(decisions.items()):
@@ -1072,7 +1072,7 @@ class _Pass:
         decisions: Mapping[str, adaptive.Decision],
     ) -> dict[str, int]:
         """Reservation: how many pods a rollout of each unschedulable subset may take down, so
-        its reserved (pending) pods can be replaced by the new revision (reference 8.7.5)."""
+        its reserved (pending) pods can be replaced by the new revision."""
         if settings is None or not settings.reserve:
             return {}
         out = {}

@@ -1,12 +1,12 @@
-"""UnitedDeployment status, computed from plain facts (reference section 12, plus ours).
+"""UnitedDeployment status, computed from plain facts (OpenKruise's fields, plus ours).
 
-The status carries the reference's fields (counts, revisions, ``labelSelector`` for HPA,
+The status carries OpenKruise's fields (counts, revisions, ``labelSelector`` for HPA,
 the v1alpha1 ``updateStatus`` and ``subsetReplicas`` maps) and what users asked for and
 no peer gives: per-subset ``subsetStatuses`` that say how many replicas a subset should
 have and **why** (the allocator's reason and message), whether its partition is really held,
 and kstatus conditions (``Ready``, ``Reconciling``, ``Stalled``) that GitOps tools read.
 
-Unlike the reference, entries of removed subsets disappear, and the status is computed (and
+Unlike OpenKruise, entries of removed subsets disappear, and the status is computed (and
 written) even when a reconcile fails part-way, so a failure is visible where users look.
 """
 

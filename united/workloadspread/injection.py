@@ -1,6 +1,6 @@
 """Put an admitted pod into its subset, and read back which subset a pod was put in.
 
-The order is the reference's (section 2.6), because each step may see the previous one:
+The order is OpenKruise's, because each step may see the previous one:
 tolerations appended; ``affinity.nodeAffinity`` created even when the subset has no
 selector; preferred terms appended; the subset's required term ANDed into every required
 term; then the subset's strategic-merge patch on the whole pod, which may override all of
@@ -78,7 +78,7 @@ def annotation(matched: Matched) -> str:
 
 def matched(pod: Json) -> Matched | None:
     """The pod's annotation, read as Go's ``encoding/json`` reads it: keys match case-insensitively
-    (``{"Name": ..., "Subset": ...}`` is valid, EDGE-10) and the last of two spellings wins;
+    (``{"Name": ..., "Subset": ...}`` is valid, as in Go) and the last of two spellings wins;
     ``None`` when absent, empty or not an object of strings."""
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(MATCHED_ANNOTATION)
     if not text:

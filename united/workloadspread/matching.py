@@ -6,10 +6,10 @@ the version is ignored). The owners come from the caller's cache through ``owner
 makes no API call, and a pod in a namespace without WorkloadSpreads is answered before any
 lookup, so untargeted pods cost almost nothing.
 
-Differences from the reference: an owner missing from the cache means "not targeted" (the
-reference rejects the pod creation, EDGE-3: a cold cache must not block a namespace's pods);
-a ``targetFilter`` without a selector selects every pod, as the controller counts them (the
-reference's webhook selects none, BUG-5, so no pod of such a spread was ever placed).
+Differences from OpenKruise: an owner missing from the cache means "not targeted" (OpenKruise
+rejects the pod creation; a cold cache must not block a namespace's pods);
+a ``targetFilter`` without a selector selects every pod, as the controller counts them (OpenKruise's
+webhook selects none, so no pod of such a spread was ever placed).
 """
 
 from __future__ import annotations

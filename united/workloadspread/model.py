@@ -91,7 +91,7 @@ class Subset:
 @dataclass(frozen=True, slots=True)
 class ScheduleStrategy:
     type: str = ""
-    #: ``adaptive`` was given (the reference's rules depend on its presence, not its content).
+    #: ``adaptive`` was given (OpenKruise's rules depend on its presence, not its content).
     adaptive: bool = False
     reschedule_critical_seconds: int | None = None
     disable_simulation_schedule: bool = False

@@ -1,4 +1,4 @@
-"""Which pods a WorkloadSpread manages, and how many replicas its target wants (reference 3.3, 3.4).
+"""Which pods a WorkloadSpread manages, and how many replicas its target wants.
 
 The pods are those whose controller is the target — for a Deployment, those of the
 ReplicaSets it controls (a Deployment's own pods only when it controls none) — in the spread's
@@ -6,7 +6,7 @@ namespace, kept by ``targetFilter.selector`` (no selector: every pod). Inactive 
 included: the status recount needs them to drop a ``creatingPods`` record of a pod that has
 already finished.
 
-Difference from the reference: a workload scaled to zero still shows its pods. The reference's
+Difference from OpenKruise: a workload scaled to zero still shows its pods. OpenKruise's
 pod finder answers "no pods" when the target's replicas are 0, so the pods still terminating
 (or never deleted) vanish from the status and get no deletion cost; here they are counted
 until they are gone.

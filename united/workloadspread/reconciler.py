@@ -1,4 +1,4 @@
-"""The WorkloadSpread controller: informers, event mapping (reference 3.1) and the pass.
+"""The WorkloadSpread controller: informers, event mapping and the pass.
 
 A pass is level-triggered and reads only the caches: admit the spread (invalid, or a second
 spread on the same workload: a ``Stalled`` condition and a Warning Event, nothing else
@@ -9,7 +9,7 @@ into a slot booked meanwhile), then pod deletion costs and adoptions (merge patc
 the pod's uid, only what differs), Adaptive deletions (uid precondition), Events. A pass with
 nothing to change writes nothing.
 
-Events that concern a spread (reference 3.1, plus StatefulSet scale, which it forgot): the
+Events that concern a spread (as OpenKruise's controller, plus StatefulSet scale, which it forgot): the
 spread itself; a pod of its target (owner chain) or naming it in its annotation; its target
 workload's spec or replica count, or a ReplicaSet of a target Deployment; a Node's labels,
 taints or schedulability (adoption of unplaced pods goes by node).
@@ -144,7 +144,7 @@ class Caches:
         return known[1]
 
     def spreads_in(self, namespace: str) -> list[WorkloadSpread]:
-        """The namespace's valid spreads, oldest first (the reference's order for two claimants)."""
+        """The namespace's valid spreads, oldest first (OpenKruise's order for two claimants)."""
         objs = sorted(
             self.spreads.list(namespace),
             key=lambda o: (str((o.get("metadata") or {}).get("creationTimestamp") or ""), key_of(o)),

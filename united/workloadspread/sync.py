@@ -1,9 +1,9 @@
-"""One controller pass over a WorkloadSpread, as a pure function of what the caches hold (reference 3.2).
+"""One controller pass over a WorkloadSpread, as a pure function of what the caches hold.
 
 :func:`sync` takes the spread, the namespace's pods, the target workload (``None``: not
 found), its ReplicaSets and the nodes, and ``now``; it returns everything the reconciler
 writes: the status, the deletion costs and adoption patches to apply to pods, the pods to
-delete (Adaptive), the Events, and when to run again. The steps are the reference's:
+delete (Adaptive), the Events, and when to run again. The steps are OpenKruise's:
 the target's pods, adoption of unplaced pods whose node fits a subset, deletion costs, the
 status recount, Adaptive rescheduling.
 

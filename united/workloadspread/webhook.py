@@ -12,9 +12,9 @@ When no booking can be written the pod is allowed unplaced (the controller repor
 it gets the lowest deletion cost), as when the webhook is down: admission never blocks pod
 creation on our account.
 
-``/validate-pods`` (pod DELETE, ``pods/eviction`` CREATE): the reference's bookkeeping
+``/validate-pods`` (pod DELETE, ``pods/eviction`` CREATE): OpenKruise's bookkeeping
 (:func:`~united.workloadspread.booking.book_delete` notes the pod in ``deletingPods``).
-Always allowed: the reference denies only when its status write fails, which would turn a
+Always allowed: OpenKruise denies only when its status write fails, which would turn a
 transient conflict into a failed ``kubectl delete`` or a stuck drain; a missed note costs
 nothing here, since our booking frees slots only on the controller's recount. Dry runs
 write nothing.

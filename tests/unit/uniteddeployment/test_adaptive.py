@@ -551,7 +551,7 @@ class TestReconcilerWiring:
         assert children["web-b"]["spec"] == {"replicas": 1}
 
 
-# --- a subset whose cluster cannot be seen (issue 12) ---------------------------------------------
+# --- a subset whose cluster cannot be seen ---------------------------------------------
 
 
 def down(now: float, previous: Condition | None = None, settings: Settings = DEFAULT, **kw: Any) -> Decision:

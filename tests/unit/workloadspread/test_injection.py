@@ -1,4 +1,4 @@
-"""Injection into an admitted pod (reference section 2.6) and reading the annotation back."""
+"""Injection into an admitted pod (in OpenKruise's order) and reading the annotation back."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_unknown_subset_leaves_the_pod_alone() -> None:
     [
         ('{"name":"ws","subset":"a"}', Matched("ws", "a")),
         ('{"name":"ws","subset":"a","uid":"u"}', Matched("ws", "a", "u")),
-        ('{"Name":"ws","Subset":"a"}', Matched("ws", "a")),  # EDGE-10: keys are case-insensitive
+        ('{"Name":"ws","Subset":"a"}', Matched("ws", "a")),  # keys are case-insensitive
         ('{"NAME":"ws","sUbSeT":"a","extra":1}', Matched("ws", "a")),
         ('{"name":"x","Name":"ws","subset":"a"}', Matched("ws", "a")),  # the last spelling wins, as in Go
         ('{"name":null,"subset":"a"}', Matched("", "a")),

@@ -58,7 +58,7 @@ def test_version_of_the_api_is_ignored_group_is_not() -> None:
 
 
 def test_missing_owner_is_not_targeted_rather_than_refused() -> None:
-    """EDGE-3 deviation: the reference rejects the pod creation; here the pod is just not matched."""
+    """Unlike OpenKruise, which rejects the pod creation, the pod is just not matched."""
     assert spread_for(pod(ref("ReplicaSet", "web-abc")), [spread()], Cache()) is None
 
 
@@ -109,7 +109,7 @@ def test_target_filter_selects_pods() -> None:
 
 
 def test_target_filter_without_selector_selects_every_pod() -> None:
-    """BUG-5 deviation: the reference's webhook selects none, its controller counts all."""
+    """OpenKruise's webhook selects none here, while its controller counts all."""
     ws = spread(targetFilter={"replicasPathList": ["spec.replicas"]})
     assert spread_for(pod(ref("ReplicaSet", "web-abc")), [ws], Cache(RS)) is ws
 

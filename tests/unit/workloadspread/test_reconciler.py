@@ -1,4 +1,4 @@
-"""Which WorkloadSpread keys a change queues (reference 3.1, plus StatefulSet scale), and the
+"""Which WorkloadSpread keys a change queues (as OpenKruise's controller, plus StatefulSet scale), and the
 admission of cached spreads; the passes themselves run against the control plane in
 tests/e2e/workloadspread."""
 

@@ -1,4 +1,4 @@
-"""The WorkloadSpread samples (issue 11, item 9): each file holds the target workload and its
+"""The WorkloadSpread samples: each file holds the target workload and its
 WorkloadSpread, parses, and is what ``united samples`` lists and ``united demo --sample`` runs."""
 
 from __future__ import annotations

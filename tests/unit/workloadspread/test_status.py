@@ -1,4 +1,4 @@
-"""Status recount (reference 3.7): counts, expiry to the second, requeue, reasons, unplaced pods, kstatus."""
+"""Status recount: counts, expiry to the second, requeue, reasons, unplaced pods, kstatus."""
 
 from __future__ import annotations
 
