@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from united import __version__, cli, data
+from united.api.groups import GROUP, KRUISE_GROUP
 from united.uniteddeployment.allocation import AllocationError
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 REPO = Path(__file__).parents[2]
 SAMPLES = sorted((REPO / "manifests" / "samples").glob("*.yaml"))

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from united.api.field import FieldError, ManifestError, Path, duplicate, invalid, required, too_many
+from united.api.groups import GROUP
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.api.reader import Json, Reader
 
-GROUP = "apps.united.io"
 VERSION = "v1alpha1"
 KIND = "Cluster"
 PLURAL = "clusters"

@@ -92,10 +92,10 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from united.api.selector import Selector, parse_text
 from united.kube.client import JSON, KubeClient, Resource, WatchEvent
 from united.kube.decode import Undecodable
 from united.kube.errors import ApiError, Gone
-from united.placement.selector import Selector, parse_text
 from united.runtime.failures import FailureLog
 from united.runtime.projection import projection
 

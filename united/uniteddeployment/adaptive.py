@@ -31,12 +31,12 @@ back on purpose by a partition are never taken for a stuck rollout.
 
 from __future__ import annotations
 
-import datetime
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from united.api.timestamp import format_time, parse_time
 from united.uniteddeployment.defaults import DEFAULT_RESCHEDULE_CRITICAL_SECONDS, DEFAULT_UNSCHEDULABLE_DURATION
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import CLONE_SET, DEPLOYMENT, Spec
@@ -182,24 +182,6 @@ class Decision:
 
 
 # --- time ----------------------------------------------------------------------------------------
-
-
-def parse_time(value: Any) -> float | None:
-    """RFC 3339 (``2026-01-02T03:04:05Z``, fractions allowed) to epoch seconds; None if absent."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    return parsed.timestamp()
-
-
-def format_time(seconds: float) -> str:
-    """Epoch seconds to the API's RFC 3339 (whole seconds, as metav1.Time serialises)."""
-    return datetime.datetime.fromtimestamp(math.floor(seconds), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _earliest(*deadlines: float | None) -> float | None:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from united.placement.intstr import INT32_MAX, IntOrStr, resolve
+from united.api.intstr import INT32_MAX, IntOrStr, resolve
 from united.uniteddeployment.apportionment import Apportionment, Claim, apportion
 from united.uniteddeployment.model import MANUAL, Spec, Subset
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.placement import selector as label_selector
+from united.api import selector as label_selector
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import UnitedDeployment
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.placement import selector as label_selector
+from united.api import selector as label_selector
 from united.uniteddeployment import revision
 from united.uniteddeployment.children import controller_uid, deleting, labels_of, name_of, namespace_of, uid_of
 from united.uniteddeployment.keys import REVISION_HASH_LABEL

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united.api.field import ManifestError, Path, invalid, not_supported, required
+from united.api.groups import GROUP, KRUISE_GROUP
+from united.api.intstr import INT32_MAX, IntOrStr
 from united.api.reader import Reader
-from united.placement.intstr import INT32_MAX, IntOrStr
 
-GROUP = "apps.united.io"
 VERSION = "v1alpha1"
-KRUISE_GROUP = "apps.kruise.io"
 KIND = "UnitedDeployment"
 PLURAL = "uniteddeployments"
 API_VERSIONS = (f"{GROUP}/{VERSION}", f"{KRUISE_GROUP}/v1alpha1", f"{KRUISE_GROUP}/v1beta1")
@@ -135,7 +134,7 @@ class UpdateStrategy:
 
 @dataclass(frozen=True, slots=True)
 class Selector:
-    """A ``metav1.LabelSelector`` kept as given; matching lives in ``united.placement.selector``."""
+    """A ``metav1.LabelSelector`` kept as given; matching lives in ``united.api.selector``."""
 
     match_labels: Mapping[str, str] = field(default_factory=dict)
     match_expressions: tuple[Json, ...] = ()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import datetime
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,21 +22,24 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from united.api.conditions import Problem
 from united.api.field import ManifestError
+from united.api.mergepatch import identified, merge_patch
+from united.api.selector import parse as parse_selector
+from united.api.timestamp import format_time, now_rfc3339, parse_time
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, PODS
 from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
 from united.multicluster.lastknown import LastKnown, last_known
-from united.placement.selector import parse as parse_selector
 from united.runtime.controller import RetryableError
 from united.runtime.metrics import SubsetReplicas
 from united.uniteddeployment import adaptive, history, revision, rollout
 from united.uniteddeployment.admission import admission
 from united.uniteddeployment.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
 from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, name_of, strays, uid_of
-from united.uniteddeployment.diff import child_patch, identified, immutable_changes, merge_patch
+from united.uniteddeployment.diff import child_patch, immutable_changes
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
     DEPLOYMENT,
@@ -53,7 +55,7 @@ from united.uniteddeployment.render import render as render_child
 from united.uniteddeployment.render.blueprints import Blueprints
 from united.uniteddeployment.resources import resource_of
 from united.uniteddeployment.shift import Holding, Shift, shift
-from united.uniteddeployment.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
+from united.uniteddeployment.status import UPDATED, ChildView, Facts, compute, hpa_selector, observe, stalled
 
 if TYPE_CHECKING:
     from united.multicluster.identity import RemoteKeys
@@ -137,10 +139,6 @@ class Result:
 
 class OwnerChangedError(Exception):
     """The UnitedDeployment read afresh is being deleted or is another object: end the pass."""
-
-
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 SETTLE_SECONDS = 30.0
@@ -288,7 +286,7 @@ class Reconciler:
             children, _ = member.stores(variant)
             health = member.health
             if not health.ready:
-                blocked.append(f"{cluster} unreachable since {adaptive.format_time(health.since)}: {health.message}")
+                blocked.append(f"{cluster} unreachable since {format_time(health.since)}: {health.message}")
                 continue
             if not member.usable(variant) or member.client is None:
                 remaining += 1  # reachable, its caches syncing: soon
@@ -870,7 +868,7 @@ class _Pass:
         updated_since = None
         for c in self.previous.get("conditions") or ():
             if isinstance(c, dict) and c.get("type") == UPDATED:
-                updated_since = adaptive.parse_time(c.get("lastTransitionTime"))
+                updated_since = parse_time(c.get("lastTransitionTime"))
         out = {}
         for subset in self.ud.spec.subsets:
             child = by_subset.get(subset.name)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from united.api import selector as label_selector
 from united.api.field import (
     FieldError,
     Path,
@@ -39,6 +40,8 @@ from united.api.field import (
     too_long,
     too_many,
 )
+from united.api.groups import GROUP
+from united.api.intstr import INT32_MAX, resolve
 from united.api.limits import (
     MAX_PATCH_BYTES,
     MAX_PLACEMENT_BYTES,
@@ -55,9 +58,7 @@ from united.api.names import (
     dns_label_errors,
     dns_subdomain_errors,
 )
-from united.placement import selector as label_selector
 from united.placement.constraints import node_selector_term_errors, toleration_errors
-from united.placement.intstr import INT32_MAX, resolve
 from united.placement.patch import PatchError
 from united.placement.podtemplate import items, pod_template_errors
 from united.placement.subset import place
@@ -69,7 +70,6 @@ from united.uniteddeployment.model import (
     CLONE_SET,
     DEPLOYMENT,
     FIXED,
-    GROUP,
     HALF_UP,
     MANUAL,
     MONOTONE,

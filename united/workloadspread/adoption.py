@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from united.placement.intstr import INT32_MAX
+from united.api.intstr import INT32_MAX
 from united.placement.patch import POD, PatchError, strategic_merge
 from united.workloadspread.booking import resolve
 from united.workloadspread.injection import Matched, annotation, matched

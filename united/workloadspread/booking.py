@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from united.placement.intstr import INT32_MAX, IntOrStr, int_value, scaled
+from united.api.intstr import INT32_MAX, IntOrStr, int_value, scaled
 from united.workloadspread.injection import matched
 from united.workloadspread.matching import controller_ref, is_active
 from united.workloadspread.model import Status, Subset, SubsetStatus, WorkloadSpread

@@ -34,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from united.placement.intstr import legacy_scaled
-from united.uniteddeployment.adaptive import parse_time
+from united.api.intstr import legacy_scaled
+from united.api.timestamp import parse_time
 from united.workloadspread.matching import is_active
 from united.workloadspread.model import DELETION_COST_ANNOTATION, FAKE_SUBSET, Subset, WorkloadSpread
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from united.api import selector
 from united.api.field import Path
-from united.placement import selector
 from united.workloadspread.model import TargetRef, WorkloadSpread, group_of
 
 Json = dict[str, Any]

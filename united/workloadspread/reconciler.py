@@ -25,27 +25,18 @@ from typing import Any
 import structlog
 
 from united.api.field import ManifestError
+from united.api.groups import GROUP, KRUISE_GROUP
+from united.api.mergepatch import identified, merge_patch
 from united.kube import ApiError, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS
+from united.kube.discovery import served
 from united.kube.errors import namespace_terminating
 from united.runtime.controller import Controller, Host, Stores
 from united.runtime.informer import MODIFIED, Informer
-from united.uniteddeployment.controller import served
-from united.uniteddeployment.diff import identified, merge_patch
 from united.workloadspread import matching
 from united.workloadspread.admission import admit
 from united.workloadspread.injection import matched
-from united.workloadspread.model import (
-    DELETION_COST_ANNOTATION,
-    GROUP,
-    KRUISE_GROUP,
-    PLURAL,
-    Spec,
-    Status,
-    WorkloadSpread,
-    group_of,
-    parse,
-)
+from united.workloadspread.model import DELETION_COST_ANNOTATION, PLURAL, Spec, Status, WorkloadSpread, group_of, parse
 from united.workloadspread.status import stalled
 from united.workloadspread.sync import sync
 from united.workloadspread.validation import conflicts

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from united.uniteddeployment.adaptive import format_time, parse_time
+from united.api.timestamp import format_time, parse_time
 from united.workloadspread.injection import matched
 from united.workloadspread.model import WorkloadSpread
 

@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from united.api.conditions import READY, RECONCILING, STALLED, Problem, kstatus
 from united.api.field import FieldError
-from united.uniteddeployment.adaptive import format_time, parse_time
-from united.uniteddeployment.status import READY, RECONCILING, STALLED, Problem, kstatus
+from united.api.timestamp import format_time, parse_time
 from united.workloadspread.booking import resolve
 from united.workloadspread.injection import matched
 from united.workloadspread.matching import is_active

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from united.api.conditions import Problem
 from united.api.field import ManifestError
-from united.uniteddeployment.status import Problem
 from united.workloadspread import cost
 from united.workloadspread.adoption import adopt, adopted_subset
 from united.workloadspread.model import Status, WorkloadSpread

@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
+from united.api import selector as label_selector
 from united.api.field import FieldError, Path, forbidden, invalid, required, show, too_long, too_many
+from united.api.intstr import IntOrStr, scaled
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, size
 from united.api.names import dns_label_errors, dns_subdomain_errors
-from united.placement import selector as label_selector
 from united.placement.constraints import node_selector_term_errors, preferred_terms_errors, toleration_errors
-from united.placement.intstr import IntOrStr, scaled
 from united.placement.patch import PatchError
 from united.placement.podtemplate import RESTART_ALWAYS, RESTART_POLICIES, pod_template_errors
 from united.placement.subset import place

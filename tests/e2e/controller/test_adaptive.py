@@ -30,11 +30,11 @@ from tests.e2e.controller.helpers import (
     ud,
     zone,
 )
+from united.api.timestamp import parse_time
 from united.devcluster.nodes import NodeSpec
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
-from united.uniteddeployment.adaptive import parse_time
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from united.api.mergepatch import identified, merge_patch
 from united.uniteddeployment.admission import admit
-from united.uniteddeployment.diff import child_patch, identified, immutable_changes, merge_patch
+from united.uniteddeployment.diff import child_patch, immutable_changes
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.render import KINDS, render
 

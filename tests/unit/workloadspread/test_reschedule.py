@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.workloadspread.factories import pod, spread
-from united.uniteddeployment.adaptive import format_time, parse_time
+from united.api.timestamp import format_time, parse_time
 from united.workloadspread.model import WorkloadSpread
 from united.workloadspread.reschedule import RECOVERY_WINDOW, assess, delete_failed, unschedulable_since, window
 from united.workloadspread.status import compute

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from united import data
+from united.api.groups import GROUP
 from united.devcluster.demo import split_sample
-from united.workloadspread.model import GROUP, VERSION, parse
+from united.workloadspread.model import VERSION, parse
 
 REPO = Path(__file__).resolve().parents[3]
 DIRECTORY = REPO / "manifests" / "samples" / "workloadspread"
