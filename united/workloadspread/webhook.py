@@ -20,6 +20,13 @@ nothing here, since our booking frees slots only on the controller's recount. Dr
 write nothing.
 
 ``/convert``: the compat CRD's conversion (:func:`~united.workloadspread.conversion.review`).
+
+A review is a claim anyone who reaches the port can make, so nothing is written on its word
+alone (docs/security.md): its namespace must agree with its object's; a pod must have the
+shape the API server sends (:func:`~united.workloadspread.pods.malformed`) before it is
+booked; every owner up to the target must be proven by its uid; a deletion is noted only for
+a pod cached under the review's namespace, name and (for a DELETE) uid, and the cached copy
+is what is noted.
 """
 
 from __future__ import annotations
