@@ -36,12 +36,12 @@ from typing import Any, TypeVar
 
 import structlog
 
+from united.api.decode import Undecodable
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.controller.settings import Settings
 from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import NAMESPACES
-from united.kube.decode import Undecodable
 from united.kube.discovery import served
 from united.kube.errors import ConfigError
 from united.multicluster.collector import Collector

@@ -47,8 +47,8 @@ from kubernetes_asyncio.config import kube_config as k8s_kube_config
 from yarl import URL
 
 from united import __version__
-from united.kube import decode
-from united.kube.decode import Undecodable
+from united.api import decode
+from united.api.decode import Undecodable
 from united.kube.errors import ApiError, ConfigError, Fenced, TransientError, error_from_status, transport_error
 from united.kube.kubeconfig import NO_SUCH_FILE, check_inline
 from united.kube.kubeconfig import check as check_kubeconfig

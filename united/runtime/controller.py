@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 import structlog
 
+from united.api.decode import Undecodable
 from united.kube import ApiError, Fenced, KubeClient, Resource
-from united.kube.decode import Undecodable
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
 from united.runtime.informer import EventHandler, Informer, Store

@@ -14,10 +14,10 @@ from typing import Any
 
 import structlog
 
+from united.api.decode import Undecodable
 from united.api.selector import parse as parse_selector
 from united.kube import Resource
 from united.kube.client import CONTROLLER_REVISIONS, PODS
-from united.kube.decode import Undecodable
 from united.kube.discovery import served
 from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Members, Watching

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from united.api.conditions import Problem
+from united.api.decode import Undecodable
 from united.api.field import ManifestError
 from united.api.mergepatch import identified, merge_patch
 from united.api.selector import parse as parse_selector
 from united.api.timestamp import format_time, now_rfc3339, parse_time
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, PODS
-from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
 from united.multicluster.lastknown import LastKnown, last_known

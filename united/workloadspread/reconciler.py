@@ -146,12 +146,15 @@ class Caches:
         self._admitted.pop(key, None)
 
     def owner(self, namespace: str, ref: Json) -> Json | None:
-        """The owner object ``ref`` names, from the caches (None: not cached)."""
-        store = self.workloads.get((group_of(str(ref.get("apiVersion") or "")), str(ref.get("kind") or "")))
-        if store is None:
+        """The owner object ``ref`` names, from the caches; None when it is not cached or when
+        ``ref`` does not prove it: a reference without the owner's uid (the API server never
+        stores one; a forged review does) is not looked up by name."""
+        uid, name = ref.get("uid"), ref.get("name")
+        if not uid or not isinstance(uid, str) or not isinstance(name, str):
             return None
-        obj = store.get(f"{namespace}/{ref.get('name')}")
-        if obj is not None and ref.get("uid") and (obj.get("metadata") or {}).get("uid") != ref.get("uid"):
+        store = self.workloads.get((group_of(str(ref.get("apiVersion") or "")), str(ref.get("kind") or "")))
+        obj = store.get(f"{namespace}/{name}") if store is not None else None
+        if obj is None or _uid(obj) != uid:
             return None
         return obj
 
@@ -226,14 +229,20 @@ class WorkloadSpreadController(Controller):
             self.queue.add_after(key, POD_EVENT_DELAY)
 
     def _spreads_of_pod(self, pod: Json) -> set[str]:
-        meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
+        """The spreads a pod event concerns. The namespace comes first: every pod event of the
+        cluster passes here, and one in a namespace without spreads costs a dictionary lookup,
+        not a parse of what its owner wrote in its annotations."""
+        meta = pod.get("metadata")
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        if not isinstance(namespace, str):
+            return set()
+        spreads = {key_of(o) for o in self.caches.spreads.list(namespace)}
+        if not spreads:
+            return set()
         keys = set()
         m = matched(pod)
-        if m is not None:
+        if m is not None and f"{namespace}/{m.name}" in spreads:
             keys.add(f"{namespace}/{m.name}")
-        if not self.caches.spreads.list(namespace):
-            return keys
         ref = matching.controller_ref(pod)
         for _ in range(matching.MAX_DEPTH):
             if ref is None:

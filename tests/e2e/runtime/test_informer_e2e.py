@@ -22,11 +22,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from united.api.decode import Undecodable
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.faultproxy import FaultProxy
 from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, CONTROLLER_REVISIONS, JSON, KubeClient, PatchType
-from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, NotFound
 from united.runtime.informer import ADDED, DELETED, LAST_APPLIED_ANNOTATION, MODIFIED, Informer, object_key
 

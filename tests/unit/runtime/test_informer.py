@@ -13,8 +13,8 @@ from typing import Any, Self, cast
 
 import pytest
 
+from united.api.decode import Undecodable
 from united.kube.client import CONFIG_MAPS, JSON, KubeClient, ObjectList, WatchEvent
-from united.kube.decode import Undecodable
 from united.kube.errors import Forbidden, Gone, TooManyRequests, TransientError
 from united.runtime.informer import (
     ADDED,

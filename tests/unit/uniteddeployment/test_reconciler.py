@@ -410,8 +410,8 @@ def c_obj() -> dict[str, Any]:
 
 async def test_an_undecodable_ud_gets_a_warning_event_and_a_stalled_status_once() -> None:
     from tests.unit.uniteddeployment.test_adaptive import FakeRecorder
+    from united.api.decode import Undecodable
     from united.kube import Resource
-    from united.kube.decode import Undecodable
     from united.uniteddeployment.reconciler import Caches, Reconciler
 
     reason = "spec: nested deeper than 100 levels, more than the controller reads"

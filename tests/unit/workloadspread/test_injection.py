@@ -169,6 +169,5 @@ def test_an_annotation_is_decoded_once_however_many_passes_read_it() -> None:
     first = matched({"metadata": {"annotations": {MATCHED_ANNOTATION: text}}})
     again = matched({"metadata": {"annotations": {MATCHED_ANNOTATION: "".join(list(text))}}})  # an equal new string
     assert first == Matched("ws", "s1", "u-1") and again is first
-    assert matched({"metadata": {"annotations": {MATCHED_ANNOTATION: b'{"name":"ws","subset":"s2"}'}}}) == Matched(
-        "ws", "s2"
-    )  # not a str (never from the API server): still read, not memoised
+    # not a string (never from the API server): not an annotation of ours
+    assert matched({"metadata": {"annotations": {MATCHED_ANNOTATION: b'{"name":"ws","subset":"s2"}'}}}) is None
