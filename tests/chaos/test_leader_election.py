@@ -28,8 +28,8 @@ from tests.chaos.invariants import scale, storm_doc, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD
+from tests.support.faultproxy import LogEntry, ThreadedFaultProxy
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import LogEntry, ThreadedFaultProxy
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import KubeClient

@@ -30,10 +30,10 @@ from tests.chaos.support import proxied_controller, proxy_for
 from tests.e2e.controller.conftest import SYSTEM
 from tests.e2e.controller.helpers import DEPLOYMENTS, EVENTS, PODS, UD, children, condition, get_ud, patch_ud, ud, zone
 from tests.e2e.workloadspread import harness
+from tests.support.faultproxy import LogEntry
 from united import data, kustomization
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import LogEntry
 from united.devcluster.installation import DEV_WEBHOOK_CONFIGURATIONS
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually

@@ -47,8 +47,8 @@ from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, IMAGE, UD, condition
 from tests.e2e.multicluster.conftest import namespace
 from tests.e2e.multicluster.remote import by_hand, join, leave, remote_children, spread
+from tests.support.faultproxy import DROP, WRITE_METHODS, LogEntry, LogFilter, ThreadedFaultProxy, WatchAction
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import DROP, WRITE_METHODS, LogEntry, LogFilter, ThreadedFaultProxy, WatchAction
 from united.devcluster.planes import Plane
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually

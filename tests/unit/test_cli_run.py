@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.unprivileged import nobody_argv
+from tests.support.unprivileged import nobody_argv
 
 CONFIG = {
     "apiVersion": "v1",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unprivileged import nobody_argv
+from tests.support.unprivileged import nobody_argv
 
 
 def _demo(
