@@ -33,7 +33,7 @@ from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, PODS
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
 from united.multicluster.lastknown import LastKnown, last_known
-from united.runtime.controller import RetryableError
+from united.runtime.controller import Result, RetryableError
 from united.runtime.metrics import SubsetReplicas
 from united.uniteddeployment import adaptive, history, revision, rollout
 from united.uniteddeployment.admission import admission
@@ -130,11 +130,6 @@ class Site:
     detail: str = ""
     remote: RemoteKeys | None = None
     suspect: Callable[[], None] | None = None
-
-
-@dataclass(frozen=True)
-class Result:
-    requeue_after: float | None = None
 
 
 class OwnerChangedError(Exception):

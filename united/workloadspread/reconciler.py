@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -31,7 +30,7 @@ from united.kube import ApiError, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS
 from united.kube.discovery import served
 from united.kube.errors import namespace_terminating
-from united.runtime.controller import Controller, Host, Stores
+from united.runtime.controller import Controller, Host, Result, Stores
 from united.runtime.informer import MODIFIED, Informer
 from united.workloadspread import matching
 from united.workloadspread.admission import admit
@@ -105,11 +104,6 @@ def _stub(obj: Json) -> WorkloadSpread:
         generation=generation if isinstance(generation, int) else 0,
         resource_version=str(meta.get("resourceVersion") or ""),
     )
-
-
-@dataclass(frozen=True)
-class Result:
-    requeue_after: float | None = None
 
 
 class Caches:
@@ -448,4 +442,4 @@ def _older(a: WorkloadSpread, b: WorkloadSpread) -> bool:
     return (ca, a.name) < (cb, b.name)
 
 
-__all__ = ["KRUISE_GROUP", "Caches", "Reconciler", "Result", "WorkloadSpreadController", "ws_resource"]
+__all__ = ["KRUISE_GROUP", "Caches", "Reconciler", "WorkloadSpreadController", "ws_resource"]
