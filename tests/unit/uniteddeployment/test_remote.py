@@ -424,7 +424,8 @@ async def test_with_namespace_creation_off_the_create_fails_and_says_why() -> No
     try:
         await world.reconcile()
     except Exception as e:  # the pass is retried: RetryableError
-        assert "create a in cluster member-1: namespace ns does not exist there (the controller's namespace creation is off)" in str(e)
+        off = "namespace ns does not exist there (the controller's namespace creation is off)"
+        assert f"create a in cluster member-1: {off}" in str(e)
     else:
         raise AssertionError("the pass must fail")
     assert [w for v, w, _, _ in m1.client.calls if v == "create"] == ["deployments"]
