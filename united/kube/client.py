@@ -294,7 +294,7 @@ async def _read(resp: aiohttp.ClientResponse, what: str, *, limit: int | None = 
         if limit is None:
             data: bytes = await resp.read()
         else:
-            data = await _bounded(resp, limit, what)
+            data = await _bounded(resp, limit)
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise transport_error(exc, str(resp.url.origin())) from exc
     finally:
@@ -302,8 +302,8 @@ async def _read(resp: aiohttp.ClientResponse, what: str, *, limit: int | None = 
     return data
 
 
-async def _bounded(resp: aiohttp.ClientResponse, limit: int, what: str) -> bytes:
-    too_large = TooLarge(f"{what}: the answer of {resp.url.origin()} is larger than {limit} bytes", reason="TooLarge")
+async def _bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    too_large = TooLarge(f"the answer of {resp.url.origin()} is larger than {limit} bytes", reason="TooLarge")
     if resp.content_length is not None and resp.content_length > limit:
         resp.close()
         raise too_large
