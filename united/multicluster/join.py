@@ -343,7 +343,7 @@ async def issue_token(
             with contextlib.suppress(ApiError):
                 await member.delete(SECRETS, anchor["metadata"]["name"], namespace=MEMBER_NAMESPACE)
             raise
-    with contextlib.suppress(NotFound), _on("member", f"cannot read Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET}"):
+    with _on("member", f"cannot read Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET}"), contextlib.suppress(NotFound):
         await member.get(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)
         say(
             f"Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET} in the member holds a token that never expires; "

@@ -8,14 +8,15 @@ from __future__ import annotations
 import base64
 import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
 
 from tests.unit.test_cli import _closed_port, assert_field_errors, united
 from united import data
-from united.kube.errors import ConfigError
+from united.kube.client import KubeClient
+from united.kube.errors import ConfigError, error_from_status
 from united.kube.kubeconfig import check_inline
 from united.multicluster import join
 from united.multicluster.join import Endpoint, Membership, Token
@@ -343,3 +344,71 @@ def test_join_an_unreachable_cluster_is_one_line_exit_2(tmp_path: Path) -> None:
         "--host-context: cannot read namespace kube-system (its uid labels this host's tokens in the member): "
         f"cannot reach {server}: connection refused"
     ]
+
+
+class ScriptedMember:
+    """What ``issue_token`` asks of a member, recorded; answers like an API server would."""
+
+    host = "https://m1:6443"
+
+    def __init__(self, *, legacy: bool = False, refuse_token: bool = False) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+        self.legacy = legacy
+        self.refuse_token = refuse_token
+
+    async def create(self, resource: Any, body: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        meta = body.get("metadata") or {}
+        name = meta.get("name") or meta.get("generateName", "") + "x1"
+        if resource.plural.endswith("/token"):
+            name = body["spec"]["boundObjectRef"]["name"]
+        self.calls.append(("create", resource.plural, name))
+        if resource.plural.endswith("/token"):
+            if self.refuse_token:
+                raise error_from_status(403, {"kind": "Status", "reason": "Forbidden", "message": "no tokens"})
+            spec = body["spec"]
+            assert spec["boundObjectRef"] == {"kind": "Secret", "apiVersion": "v1", "name": "united-member-token-x1",
+                                              "uid": "uid-x1"}  # fmt: skip
+            return {"status": {"token": TOKEN, "expirationTimestamp": "2027-11-25T00:00:00Z"}}
+        return {**body, "metadata": {**body["metadata"], "name": name, "uid": f"uid-{name.rsplit('-', 1)[-1]}"}}
+
+    async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
+        self.calls.append(("patch", resource.plural, name))
+        return dict(body)
+
+    async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        self.calls.append(("get", resource.plural, name))
+        if not self.legacy:
+            raise error_from_status(404, {"kind": "Status", "reason": "NotFound", "message": "not found"})
+        return {"metadata": {"name": name}}
+
+    async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        self.calls.append(("delete", resource.plural, name))
+        return {}
+
+
+async def test_issue_token_binds_a_token_request_to_a_new_secret_and_applies_no_legacy_token() -> None:
+    member = ScriptedMember()
+    said: list[str] = []
+    token = await join.issue_token(cast(KubeClient, member), name="m", host_id="h", say=said.append)
+    assert (token.value, token.secret) == (TOKEN, "united-member-token-x1")
+    assert token.expires == datetime.datetime(2027, 11, 25, tzinfo=datetime.UTC)
+    made = [(verb, what, name) for verb, what, name in member.calls if verb == "create"]
+    assert ("create", "secrets", "united-member-token") not in made, "the legacy token Secret was applied"
+    assert made[-2:] == [
+        ("create", "secrets", "united-member-token-x1"),
+        ("create", "serviceaccounts/united-member/token", "united-member-token-x1"),
+    ]
+    assert said == []
+    legacy = ScriptedMember(legacy=True)
+    await join.issue_token(cast(KubeClient, legacy), name="m", host_id="h", say=said.append)
+    assert said == [
+        "Secret united-system/united-member-token in the member holds a token that never expires; united join "
+        "does not use it: delete it unless a kubeconfig made by hand does"
+    ]
+
+
+async def test_a_refused_token_request_leaves_no_secret_behind() -> None:
+    member = ScriptedMember(refuse_token=True)
+    with pytest.raises(join.JoinError, match="cannot request a token for ServiceAccount united-system/united-member"):
+        await join.issue_token(cast(KubeClient, member), name="m", host_id="h")
+    assert member.calls[-1] == ("delete", "secrets", "united-member-token-x1")
