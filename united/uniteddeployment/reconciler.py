@@ -130,6 +130,8 @@ class Site:
     detail: str = ""
     remote: RemoteKeys | None = None
     suspect: Callable[[], None] | None = None
+    create_namespaces: bool = False
+    """The member's ``Cluster`` lets the controller create a missing namespace there."""
 
 
 class OwnerChangedError(Exception):
@@ -446,6 +448,16 @@ class Reconciler:
         return True
 
 
+POD_SECURITY_PREFIX = "pod-security.kubernetes.io/"
+
+
+def pod_security_labels(namespace: Mapping[str, Any]) -> dict[str, str]:
+    """The Pod Security admission labels (``pod-security.kubernetes.io/*``) of a host namespace,
+    for the namespace the controller creates in a member: its pods must meet the same level."""
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    return {k: str(v) for k, v in labels.items() if isinstance(k, str) and k.startswith(POD_SECURITY_PREFIX)}
+
+
 def _finalizers(obj: Mapping[str, Any]) -> list[str]:
     return [str(f) for f in (obj.get("metadata") or {}).get("finalizers") or ()]
 
@@ -730,8 +742,7 @@ class _Pass:
         remote = members.remote if members is not None else None
         if member is None or remote is None:
             return Site(cluster, None, None, None, usable=False, synced=False, reason=CLUSTER_NOT_FOUND)
-        allowed = member.spec.namespaces
-        if allowed is not None and self.namespace not in allowed:
+        if not member.spec.allows(self.namespace):
             return Site(cluster, None, None, None, usable=False, synced=False, reason=NAMESPACE_NOT_ALLOWED)
         member.ensure(variant)
         children, pods = member.stores(variant)
@@ -751,6 +762,7 @@ class _Pass:
             detail="" if health.ready else health.message,
             remote=remote,
             suspect=member.suspect,
+            create_namespaces=member.spec.create_namespaces,
         )
 
     def cluster_down(
@@ -790,18 +802,26 @@ class _Pass:
 
     async def create(self, site: Site, resource: Resource, body: Json) -> Any:
         """Create ``body`` in ``site``; in a member whose namespace is missing, create the
-        namespace first (labelled with our host identity; never deleted) unless that is off."""
+        namespace first (labelled with our host identity; never deleted) when both the controller
+        (``--create-member-namespaces``) and the member's ``Cluster`` (``createNamespaces``) allow
+        it. The host namespace's Pod Security labels go with it: a namespace the controller makes
+        must not admit pods its host namespace would refuse."""
         assert site.client is not None
         try:
             return await site.client.create(resource, body, namespace=self.namespace)
         except NotFound as e:
             if site.remote is None or (e.body.get("details") or {}).get("kind") != "namespaces":
                 raise
-            if not self.r.create_member_namespaces:
-                raise ApiError(
-                    f"namespace {self.namespace} does not exist there (namespace creation is off)", status=404
-                ) from None
-        labels = {self.keys.created_by_cluster: site.remote.host_id}
+            if not (self.r.create_member_namespaces and site.create_namespaces):
+                why = (
+                    "the controller's namespace creation is off"
+                    if site.create_namespaces
+                    else f"Cluster {site.cluster} does not set createNamespaces: true"
+                )
+                raise ApiError(f"namespace {self.namespace} does not exist there ({why})", status=404) from None
+        host_namespace = await self.r.client.get(NAMESPACES, self.namespace)
+        labels = pod_security_labels(host_namespace)
+        labels[self.keys.created_by_cluster] = site.remote.host_id
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace, "labels": labels}}
         with contextlib.suppress(AlreadyExists):
             await site.client.create(NAMESPACES, namespace)
