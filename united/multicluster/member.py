@@ -26,7 +26,8 @@ from typing import Any
 
 import structlog
 
-from united.kube import ApiError, KubeClient, decode
+from united.api import decode
+from united.kube import ApiError, KubeClient
 from united.kube.client import PODS
 from united.kube.errors import ConfigError
 from united.multicluster.credentials import SecretWatch, Spawn
