@@ -7,39 +7,29 @@ Work is counted, not timed: function calls (Python and builtin, ``sys.setprofile
 patches merged and children rendered between two turns of the loop. The loop's clock is a
 work clock (:class:`~tests.unit.runtime.virtual_time.WorkClockLoop`): a fixed price per call,
 so whether the Lease survives is decided by the work between two turns, not by the machine.
-How long the longest stretch takes in CPU time here is printed, not asserted (speed is the
-bench's business).
+How long the longest stretch takes in CPU time is printed, not asserted: speed is the bench's
+business (``python -m bench.limits``, the ``limits`` scenario of ``python -m bench``, which
+builds the same worlds).
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from bench.limits import CASES, PODS_PER_SUBSET, LoopMonitor, World, both_passes, manifest, measure
 from tests.unit.runtime.test_leader import FakeLeases, elector
 from tests.unit.runtime.virtual_time import Operations, now, run_work_timed
-from tests.unit.uniteddeployment.test_adaptive import KEYS, FakeClient, FakeRecorder, store_of
+from tests.unit.uniteddeployment.test_adaptive import KEYS
 from tests.unit.uniteddeployment.test_history import Compared
-from united.api.limits import (
-    MAX_PATCH_BYTES,
-    MAX_PLACEMENT_BYTES,
-    MAX_SPEC_BYTES,
-    MAX_SUBSETS,
-    MAX_TEMPLATE_BYTES,
-    size,
-)
-from united.kube import Resource
 from united.uniteddeployment.admission import admit
-from united.uniteddeployment.reconciler import Caches, Reconciler
 
 Json = dict[str, Any]
-UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 MAX_OPERATIONS = 1_000_000
 """The most function calls a pass may make between two turns of the loop. At the limits the
 longest stretch is about half of it (one subset's render of the largest template and patch);
@@ -52,168 +42,6 @@ timer, its wake-up), each of which may wait behind one stretch of the pass: at t
 four stretches of :data:`MAX_OPERATIONS` and a retry period just fit in the renew deadline.
 The retry period is short so that even the largest template's pass, six long stretches,
 lasts longer than one renewal."""
-PODS_PER_SUBSET = 20
-
-
-def _filled(limit: int, make: Callable[[int], Any], wrap: Callable[[list[Any]], Any]) -> Any:
-    """``wrap(items)`` with as many ``make(i)`` items as fit in ``limit`` bytes: doubling, then
-    a binary search between the last two counts (a size costs the whole result: popping one
-    item at a time took seconds at the largest template)."""
-    fits, items = 0, [make(0)]
-    while size(wrap(items)) <= limit:
-        fits = len(items)
-        items = [make(i) for i in range(2 * len(items))]
-    over = len(items)
-    while over - fits > 1:
-        middle = (fits + over) // 2
-        fits, over = (middle, over) if size(wrap(items[:middle])) <= limit else (fits, middle)
-    return wrap(items[:fits])
-
-
-def _env(prefix: str) -> Callable[[int], Json]:
-    return lambda i: {"name": f"{prefix}{i}", "value": "v" * 24}
-
-
-def manifest(*, subsets: int, template_bytes: int, patch_bytes: int, placement_bytes: int) -> Json:
-    """``subsets`` subsets, each with a patch of about ``patch_bytes`` and a node selector
-    term and tolerations of about ``placement_bytes`` each, and a template of about
-    ``template_bytes``. The patch merges into the template's env
-    (same names) and adds as much again: both halves of the merge are as large as allowed."""
-    pod_template = {
-        "metadata": {"labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "main", "image": "x", "env": []}]},
-    }
-    template = {
-        "metadata": {"labels": {"app": "web"}},
-        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template},
-    }
-    pod_template["spec"]["containers"][0]["env"] = _filled(  # type: ignore[index]
-        template_bytes - size(template), _env("E"), lambda env: env
-    )
-    assert size(template) <= MAX_TEMPLATE_BYTES
-
-    def patch(env: list[Json]) -> Json:
-        return {"spec": {"containers": [{"name": "main", "env": env}]}}
-
-    term = _filled(
-        placement_bytes,
-        lambda i: {"key": f"k{i}", "operator": "In", "values": ["z"]},
-        lambda expressions: {"matchExpressions": expressions},
-    )
-    tolerations = _filled(
-        placement_bytes, lambda i: {"key": f"t{i}", "operator": "Exists", "effect": "NoSchedule"}, list
-    )
-    obj = {
-        "apiVersion": "apps.united.io/v1alpha1",
-        "kind": "UnitedDeployment",
-        "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": 1, "resourceVersion": "1"},
-        "spec": {
-            "replicas": subsets * PODS_PER_SUBSET,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"deploymentTemplate": template},
-            "topology": {
-                "subsets": [
-                    {
-                        "name": f"s{i}",
-                        "nodeSelectorTerm": term,
-                        "tolerations": tolerations,
-                        "patch": _filled(patch_bytes, _env("E" if i % 2 else f"P{i}-"), patch),
-                    }
-                    for i in range(subsets)
-                ]
-            },
-        },
-    }
-    assert size(obj["spec"]) <= MAX_SPEC_BYTES
-    return obj
-
-
-class LoopMonitor:
-    """Wakes up at every turn of the loop and records, for each meter (a running count), the
-    most it grew between two of its turns: the most work anything did while holding the loop."""
-
-    def __init__(self, **meters: Callable[[], float]) -> None:
-        self.meters = meters
-        self.most = dict.fromkeys(meters, 0.0)
-        self.turns = 0
-        self._task: asyncio.Task[None] | None = None
-
-    def _read(self) -> dict[str, float]:
-        return {name: meter() for name, meter in self.meters.items()}
-
-    async def _run(self) -> None:
-        last = self._read()
-        while True:
-            await asyncio.sleep(0)
-            current = self._read()
-            for name, value in current.items():
-                self.most[name] = max(self.most[name], value - last[name])
-            self.turns += 1
-            last = current
-
-    async def __aenter__(self) -> LoopMonitor:
-        self._task = asyncio.create_task(self._run())
-        await asyncio.sleep(0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-
-
-class NamingClient(FakeClient):
-    """Names what it creates, as the API server does with ``generateName``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.created: list[Json] = []
-
-    async def create(self, resource: Any, body: Any, *, namespace: str) -> Any:
-        await super().create(resource, body, namespace=namespace)
-        obj = json.loads(body) if isinstance(body, bytes) else json.loads(json.dumps(body))
-        meta = obj["metadata"]
-        meta.setdefault("name", meta.get("generateName", "") + "x")
-        meta.update(uid=f"uid-{len(self.created)}", resourceVersion=str(100 + len(self.created)))
-        self.created.append(obj)
-        return obj
-
-
-class World:
-    """The UnitedDeployment, its children and pods, and a reconciler over them."""
-
-    def __init__(self, obj: Json) -> None:
-        self.obj = obj
-        self.client = NamingClient()
-        self.children = store_of()
-        self.revisions = store_of()
-        self.pods = store_of(label=KEYS.subset_name)
-        caches = Caches(
-            uniteddeployments=store_of([obj]),
-            revisions=self.revisions,
-            pods=self.pods,
-            children={"deploymentTemplate": self.children},
-        )
-        self.reconciler = Reconciler(client=self.client, caches=caches, recorder=FakeRecorder(), ud_resource=UD)  # type: ignore[arg-type]
-
-    def settle(self) -> None:
-        """Store what the last pass created, as the informers would, with pods for each child."""
-        for obj in self.client.created:
-            if obj["kind"] == "ControllerRevision":
-                self.revisions.upsert(obj)
-                continue
-            self.children.upsert(obj)
-            name, labels = obj["metadata"]["name"], obj["spec"]["template"]["metadata"]["labels"]
-            for j in range(PODS_PER_SUBSET):
-                self.pods.upsert({"metadata": {"name": f"{name}-{j}", "namespace": "ns", "labels": labels}})
-        self.client.calls.clear()
-
-
-async def stretches(monitor: LoopMonitor, what: Callable[[], Awaitable[Any]]) -> dict[str, float]:
-    """Run ``what`` under the monitor; return the most each meter grew in one stretch."""
-    monitor.most = dict.fromkeys(monitor.meters, 0.0)
-    await what()
-    await asyncio.sleep(0)  # the monitor, queued since its last turn, measures the pass's last stretch
-    return dict(monitor.most)
 
 
 class Units:
@@ -238,47 +66,9 @@ class Units:
         monkeypatch.setattr(reconciler._Pass, "render", rendering)
 
 
-def both_passes(world: World, monitor: LoopMonitor) -> Callable[[], Awaitable[tuple[dict[str, float], ...]]]:
-    """The first pass (creates every child), then a steady one (after the informers saw them)."""
-
-    async def run() -> tuple[dict[str, float], ...]:
-        first = await stretches(monitor, lambda: world.reconciler.reconcile("ns/web"))
-        subsets = len(world.obj["spec"]["topology"]["subsets"])
-        assert len(world.client.writes("create", "deployments")) == subsets, "the first pass creates every child"
-        world.settle()
-        steady = await stretches(monitor, lambda: world.reconciler.reconcile("ns/web"))
-        return first, steady
-
-    return run
-
-
-def cpu_stretches(obj: Json) -> tuple[dict[str, float], ...]:
-    """The longest CPU stretch of both passes, for the figures only (a full collection would
-    scan the whole test session's heap, so the heap inherited is frozen)."""
-    world = World(obj)
-
-    async def main() -> tuple[dict[str, float], ...]:
-        async with LoopMonitor(cpu=time.process_time) as monitor:
-            return await both_passes(world, monitor)()
-
-    gc.collect()
-    gc.freeze()
-    try:
-        return asyncio.run(main())
-    finally:
-        gc.unfreeze()
-
-
-@pytest.mark.parametrize(
-    ("subsets", "template_bytes", "patch_bytes", "placement_bytes"),
-    [
-        (MAX_SUBSETS, 4096, 512, 1024),
-        (3, MAX_TEMPLATE_BYTES - 1024, MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES),
-    ],
-    ids=["most subsets", "largest template"],
-)
+@pytest.mark.parametrize("case", CASES)
 def test_a_pass_at_the_limits_neither_holds_the_loop_nor_loses_the_lease(
-    subsets: int, template_bytes: int, patch_bytes: int, placement_bytes: int, monkeypatch: pytest.MonkeyPatch
+    case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two manifests cover the worst ones the limits allow: the longest stretch is either one
     subset's share of the pass — largest with the largest template, patch and placement,
@@ -286,11 +76,8 @@ def test_a_pass_at_the_limits_neither_holds_the_loop_nor_loses_the_lease(
     the number of subsets and pods (allocation, status): the most subsets, filling the
     spec's limit, with their pods. The elector must renew while the passes run: it can only
     if it gets the loop between their steps."""
-    obj = manifest(
-        subsets=subsets, template_bytes=template_bytes, patch_bytes=patch_bytes, placement_bytes=placement_bytes
-    )
-    cpu_first, cpu_steady = cpu_stretches(json.loads(json.dumps(obj)))
-    world, units, operations = World(obj), Units(monkeypatch), Operations()
+    cpu = measure(CASES[case])
+    world, units, operations = World(manifest(**CASES[case])), Units(monkeypatch), Operations()
     leases = FakeLeases()
     leader = elector(
         leases, "me", lease_duration=LEASE_DURATION, renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD
@@ -302,7 +89,7 @@ def test_a_pass_at_the_limits_neither_holds_the_loop_nor_loses_the_lease(
         renewed, started = len(leases.requests), now()
         meters = {"operations": lambda: operations.count, "merged": lambda: units.merged}
         async with LoopMonitor(**meters, rendered=lambda: units.rendered) as monitor:
-            first, steady = await both_passes(world, monitor)()
+            first, steady = await both_passes(world, monitor)
         took = now() - started
         renewals = sum(1 for verb, outcome in leases.requests[renewed:] if (verb, outcome) == ("replace", "ok"))
         holder = leases.spec().get("holderIdentity")
@@ -314,9 +101,8 @@ def test_a_pass_at_the_limits_neither_holds_the_loop_nor_loses_the_lease(
         main, operations, seconds_per_operation=SECONDS_PER_OPERATION
     )
     figures = (
-        f"{subsets} subsets, template {template_bytes} B, patches {patch_bytes} B: longest stretch "
-        f"{first['operations']:,.0f} calls, {cpu_first['cpu'] * 1000:.0f} ms CPU (first pass), "
-        f"{steady['operations']:,.0f} calls, {cpu_steady['cpu'] * 1000:.0f} ms CPU (steady pass); "
+        f"{case}: longest stretch {first['operations']:,.0f} calls, {cpu['first_longest_ms']:.0f} ms CPU "
+        f"(first pass), {steady['operations']:,.0f} calls, {cpu['steady_longest_ms']:.0f} ms CPU (steady pass); "
         f"both passes {took:.2f} s on the work clock, {renewals} renewals"
     )
     print(figures)
@@ -333,7 +119,7 @@ def test_a_pass_at_the_limits_neither_holds_the_loop_nor_loses_the_lease(
 
 def settled(subsets: int) -> World:
     world = World(manifest(subsets=subsets, template_bytes=2048, patch_bytes=256, placement_bytes=128))
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
     world.settle()
     return world
 
@@ -387,14 +173,14 @@ def test_a_spec_is_validated_once_per_generation(monkeypatch: pytest.MonkeyPatch
         return place(*args, **kw)
 
     monkeypatch.setattr(validation, "place", counting)
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
     assert merged == 0, "admitted by the first pass already"
     world.obj["metadata"]["annotations"] = {"note": "x"}  # metadata admit reads
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
     assert merged == 5
     world.obj["metadata"]["generation"] = 2
-    asyncio.run(world.reconciler.reconcile("ns/web"))
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
+    asyncio.run(world.reconcile())
     assert merged == 10
 
 
@@ -404,9 +190,9 @@ def test_a_spec_is_validated_once_per_generation(monkeypatch: pytest.MonkeyPatch
 def first_and_again(obj: Json, meter: Callable[[Callable[[], Any]], float]) -> tuple[float, float]:
     """What ``meter`` makes of the first pass over ``obj`` and of the pass after it."""
     world = World(obj)
-    first = meter(lambda: asyncio.run(world.reconciler.reconcile("ns/web")))
+    first = meter(lambda: asyncio.run(world.reconcile()))
     world.settle()
-    again = meter(lambda: asyncio.run(world.reconciler.reconcile("ns/web")))
+    again = meter(lambda: asyncio.run(world.reconcile()))
     assert [c for c in world.client.calls if c[1] == "deployments"] == []
     return first, again
 
@@ -446,7 +232,7 @@ def test_a_child_without_our_digest_gets_the_whole_template_from_a_kept_blueprin
     del stale["metadata"]["annotations"][KEYS.spec_hash]
     stale["spec"]["template"]["spec"]["containers"][0]["image"] = "edited"
     world.children.upsert(stale)
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
     [(name, patch)] = world.client.writes("patch", "deployments")
     assert name == child["metadata"]["name"]
     containers = child["spec"]["template"]["spec"]["containers"]
@@ -458,7 +244,7 @@ def test_a_deleted_uniteddeployment_leaves_nothing_kept() -> None:
     world = settled(3)
     assert len(world.reconciler.blueprints) == 1
     world.reconciler.caches.uniteddeployments.remove("ns/web")  # type: ignore[attr-defined]
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
     assert len(world.reconciler.blueprints) == 0
 
 
@@ -474,8 +260,8 @@ def test_a_pass_that_changes_nothing_compares_no_revision(monkeypatch: pytest.Mo
         old["data"]["spec"]["template"]["deploymentTemplate"]["metadata"]["labels"]["old"] = str(n)
         world.revisions.upsert(old)
     compared = Compared(monkeypatch)
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
     assert compared.calls == 6, "the ones not compared yet (ours, created by the first pass, and the old ones), once"
-    asyncio.run(world.reconciler.reconcile("ns/web"))
+    asyncio.run(world.reconcile())
     assert compared.calls == 6
     assert world.client.writes("delete", "controllerrevisions") == []
