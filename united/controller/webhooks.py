@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
@@ -131,6 +131,17 @@ class _Trust:
         except ValueError:
             return False
         return certificates.newer_ca_than(self.cas, pem)
+
+
+async def _reread_on_conflict(write: Callable[[], Awaitable[int]], attempts: int = 3) -> int:
+    """``write()`` (which reads the object, then writes with the resourceVersion read) again
+    while another replica wrote in between; the last Conflict propagates (the pass retries)."""
+    for _ in range(attempts - 1):
+        try:
+            return await write()
+        except Conflict:
+            continue
+    return await write()
 
 
 def _covers(actual: Any, wanted: Any) -> bool:
@@ -325,12 +336,12 @@ class Webhooks:
                 self._warn_once(f"namespaces/{namespace}", f"cannot label it out of the webhooks: {exc}")
         if self.options.url is not None:
             mutating, validating = self.configurations(ca_bundle)
-            writes += await self._managed(MUTATING, mutating, trust)
-            writes += await self._managed(VALIDATING, validating, trust)
+            writes += await _reread_on_conflict(lambda: self._managed(MUTATING, mutating, trust))
+            writes += await _reread_on_conflict(lambda: self._managed(VALIDATING, validating, trust))
         else:
-            writes += await self._shipped(MUTATING, trust)
-            writes += await self._shipped(VALIDATING, trust)
-        return writes + await self._conversion(trust)
+            writes += await _reread_on_conflict(lambda: self._shipped(MUTATING, trust))
+            writes += await _reread_on_conflict(lambda: self._shipped(VALIDATING, trust))
+        return writes + await _reread_on_conflict(lambda: self._conversion(trust))
 
     def _warn_once(self, what: str, message: str) -> None:
         if what not in self._warned:
