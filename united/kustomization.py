@@ -14,8 +14,7 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 import jsonpatch
-
-from united.api import yamlload
+import yaml
 
 JSON = dict[str, Any]
 FILE = "kustomization.yaml"
@@ -33,7 +32,7 @@ def build(root: Traversable, directory: str) -> list[JSON]:
     """The objects of the kustomization in ``directory`` (a ``/``-separated path under
     ``root``; its references may climb to siblings, as ``../base`` does)."""
     where = posixpath.join(directory, FILE)
-    spec = yamlload.load(_locate(root, where).read_text(encoding="utf-8")) or {}
+    spec = yaml.safe_load(_locate(root, where).read_text(encoding="utf-8")) or {}
     unsupported = sorted(set(spec) - _FIELDS)
     if unsupported:
         raise KustomizationError(f"{where}: unsupported fields {', '.join(unsupported)}")
@@ -44,13 +43,13 @@ def build(root: Traversable, directory: str) -> list[JSON]:
         if target.is_dir():
             objects += build(root, path)
         else:
-            objects += [d for d in yamlload.load_all(target.read_text(encoding="utf-8")) if d]
+            objects += [d for d in yaml.safe_load_all(target.read_text(encoding="utf-8")) if d]
     if "namespace" in spec:
         for obj in objects:
             if obj["kind"] not in CLUSTER_SCOPED:
                 obj["metadata"]["namespace"] = spec["namespace"]
     for patch in spec.get("patchesJson6902", []):
-        operations = yamlload.load(_locate(root, posixpath.join(directory, patch["path"])).read_text(encoding="utf-8"))
+        operations = yaml.safe_load(_locate(root, posixpath.join(directory, patch["path"])).read_text(encoding="utf-8"))
         index = _target(objects, patch["target"], where=where)
         objects[index] = jsonpatch.apply_patch(objects[index], operations)
     return objects

@@ -13,9 +13,8 @@ counts, while composing:
   :data:`MAX_ALIAS_EXPANSION`: ordinary anchors (a shared env list, a repeated
   resources block) stay far below it;
 * **aliases to a node still being composed**, refused (the result would be cyclic);
-* **nesting**, refused beyond :data:`MAX_DEPTH` containers, the depth the controller
-  decodes objects to (:data:`united.kube.decode.MAX_DEPTH`; not imported from there, which
-  would load the Kubernetes client into every offline command).
+* **nesting**, refused beyond :data:`~united.api.decode.MAX_DEPTH` containers, the depth
+  the controller decodes objects to.
 
 Each refusal is a :class:`yaml.composer.ComposerError` with a mark, so callers report it as
 any other YAML syntax error, at its line and column.
@@ -31,11 +30,11 @@ from yaml.error import Mark
 from yaml.events import AliasEvent, CollectionStartEvent, Event, NodeEvent
 from yaml.nodes import Node
 
+from united.api.decode import MAX_DEPTH
+
 MAX_ALIAS_EXPANSION: Final = 1024 * 1024
 """Weight (about the bytes they would serialize to) all aliases of a stream may add when
 expanded: twice the largest ``spec`` the controller accepts."""
-MAX_DEPTH: Final = 100
-"""Containers a document may nest, its root included."""
 
 
 class BoundedLoader(yaml.SafeLoader):

@@ -15,7 +15,7 @@ from typing import Any
 
 from united import kustomization
 from united.api import yamlload
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
+from united.api.groups import GROUP, KRUISE_GROUP
 
 ROOT: Traversable = files(__name__)
 CRDS = ROOT / "crds"

@@ -8,7 +8,7 @@ Why the rules here:
   whole point of that policy. The failure is logged once, here.
 * **Bounded input.** A body over :data:`MAX_BODY_BYTES` (3 MiB, the API server's own request
   limit) is refused with 413 before it is read; JSON nested deeper than the controller reads
-  anywhere (``united.kube.decode``) is refused with 400, so no handler ever walks it.
+  anywhere (``united.api.decode``) is refused with 400, so no handler ever walks it.
 * **The reply speaks the request's version.** ``admission.k8s.io/v1beta1`` and ``v1``
   reviews have the same shape, so handlers build one (the helpers below) and the server
   stamps the request's ``apiVersion`` on it; the ``response.uid`` must echo the request's.
@@ -35,7 +35,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from united.kube.decode import MAX_DEPTH, within
+from united.api.decode import MAX_DEPTH, within
 from united.runtime.metrics import Metrics
 
 JSON = dict[str, Any]

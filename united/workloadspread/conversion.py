@@ -1,5 +1,5 @@
 """Conversion between OpenKruise's two WorkloadSpread versions, and the CRD conversion webhook's
-answer (reference 1.4).
+answer.
 
 ``apps.kruise.io`` serves ``v1alpha1`` and ``v1beta1`` (stored); they differ in two subset field
 names and in the shape of status conditions, so the compat CRD needs a conversion webhook
@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, Final
 
-from united.kube import decode
+from united.api import decode
 from united.workloadspread.model import KIND, KRUISE_ALPHA, KRUISE_BETA, Json, subset_field_names
 
 REVIEW_API_VERSIONS: Final = ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1")

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from united import manifest
-from united.api import yamlload
+from united.api import decode, yamlload
 from united.api.field import ManifestError
-from united.kube import decode, kubeconfig
+from united.kube import kubeconfig
 from united.kube.errors import ConfigError
 
 
@@ -78,11 +78,10 @@ def test_a_self_referencing_alias_is_refused() -> None:
 
 
 def test_nesting_is_bounded_at_the_decoders_depth() -> None:
-    assert yamlload.MAX_DEPTH == decode.MAX_DEPTH
-    deepest = "[" * yamlload.MAX_DEPTH + "]" * yamlload.MAX_DEPTH
+    deepest = "[" * decode.MAX_DEPTH + "]" * decode.MAX_DEPTH
     assert decode.within(yamlload.load(deepest))
     with pytest.raises(yaml.YAMLError, match="nested deeper than 100 levels"):
-        yamlload.load("[" * (yamlload.MAX_DEPTH + 1) + "]" * (yamlload.MAX_DEPTH + 1))
+        yamlload.load("[" * (decode.MAX_DEPTH + 1) + "]" * (decode.MAX_DEPTH + 1))
     with pytest.raises(ManifestError, match="nested deeper"):
         manifest.load_documents("a: " + "[" * 5000, name="deep.yaml")
 
