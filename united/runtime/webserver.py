@@ -105,9 +105,13 @@ def _escape(key: str) -> str:
 
 
 def json_patch(old: Any, new: Any, path: str = "") -> list[JSON]:
-    """An RFC 6902 patch turning ``old`` into ``new``: objects are compared key by key,
-    anything else (lists included) is replaced whole when it differs — coarse for lists,
-    and therefore never wrong about indexes."""
+    """An RFC 6902 patch turning ``old`` into ``new``: objects are compared key by key, a list
+    that only grew at its end gets its new elements appended, anything else (other lists
+    included) is replaced whole when it differs — coarse for lists, and therefore never wrong
+    about indexes. A part ``new`` shares with ``old`` (the same
+    object) is skipped unread."""
+    if old is new:
+        return []
     if isinstance(old, dict) and isinstance(new, dict):
         ops: list[JSON] = [{"op": "remove", "path": f"{path}/{_escape(k)}"} for k in old if k not in new]
         for key, value in new.items():
@@ -117,9 +121,22 @@ def json_patch(old: Any, new: Any, path: str = "") -> list[JSON]:
             else:
                 ops += json_patch(old[key], value, here)
         return ops
-    if old == new and type(old) is type(new):
+    if isinstance(old, list) and isinstance(new, list) and len(new) > len(old) and _same(old, new[: len(old)]):
+        return [{"op": "add", "path": f"{path}/-", "value": value} for value in new[len(old) :]]
+    if _same(old, new):
         return []
     return [{"op": "replace", "path": path, "value": new}]
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal as JSON (``1``, ``1.0`` and ``True`` differ there), at any depth."""
+    if type(old) is not type(new):
+        return False
+    if isinstance(old, dict):
+        return old.keys() == new.keys() and all(_same(old[k], new[k]) for k in old)
+    if isinstance(old, list):
+        return len(old) == len(new) and all(a is b or _same(a, b) for a, b in zip(old, new, strict=True))
+    return bool(old == new)
 
 
 def patched(uid: str, old: JSON, new: JSON) -> JSON:
