@@ -194,7 +194,10 @@ class TLS:
         """Serve only clients presenting a certificate ``ca_pem`` signed (raises ``ssl.SSLError``
         when it holds no certificate); call before :meth:`load`."""
         probe = self._new_context()
-        probe.load_verify_locations(cadata=ca_pem.decode("ascii", errors="replace"))
+        try:
+            probe.load_verify_locations(cadata=ca_pem.decode("ascii", errors="replace"))
+        except ValueError as exc:  # no PEM block at all
+            raise ssl.SSLError(str(exc)) from None
         if not probe.get_ca_certs():
             raise ssl.SSLError("no CA certificate in it")
         self.client_ca = ca_pem

@@ -64,9 +64,13 @@ def test_the_result_the_order_and_the_errors_are_strategic_merges(original: Json
 
 
 def test_what_the_patch_does_not_name_is_shared_not_copied() -> None:
-    tolerations = [{} for _ in range(1000)]
-    pod = {"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {"tolerations": tolerations, "containers": [
-        {"name": "main", "image": "app"}]}, "status": {"phase": "Pending"}}  # fmt: skip
+    tolerations: list[Json] = [{} for _ in range(1000)]
+    spec = {"tolerations": tolerations, "containers": [{"name": "main", "image": "app"}]}
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p", "labels": {"a": "1"}},
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
     out = strategic_merge_touched(pod, {"spec": {"containers": [{"name": "main", "image": "v2"}]}}, schema=POD)
     assert out["spec"]["tolerations"] is tolerations
     assert out["metadata"] is pod["metadata"] and out["status"] is pod["status"]
