@@ -391,7 +391,8 @@ async def serve_webhooks(
     """Serve ``routes`` on ``settings.webhook_host:webhook_port`` with certificates kept as the module
     docstring says, once the first certificate is loaded; ``options`` overrides what ``settings`` would
     give (tests shorten the validities); ``screens`` as :class:`WebhookServer` takes them. With
-    ``settings.webhook_client_ca`` only clients with a certificate from that CA are served.
+    ``settings.webhook_client_ca`` the admission routes serve only clients with a certificate
+    from that CA (the API server presents none to conversion webhooks: ``/convert`` stays open).
     Returns the started service; ``stop()`` it."""
     if settings.webhook_port is None:
         raise ValueError("the webhook server needs a port")
@@ -401,7 +402,8 @@ async def serve_webhooks(
     if settings.webhook_client_ca is not None:
         tls.require_client_certificates(client_ca(settings.webhook_client_ca))
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
-                           metrics=metrics, request_timeout=request_timeout, screens=screens)  # fmt: skip
+                           metrics=metrics, request_timeout=request_timeout, screens=screens,
+                           unauthenticated=[CONVERT_PATH])  # fmt: skip
     service = WebhookService(Webhooks(client, opts, tls), server)
     await service.start()
     return service

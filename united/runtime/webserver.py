@@ -16,9 +16,10 @@ Why the rules here:
   own thread and loop, under :class:`~united.runtime.connections.Limits` (caps per server and
   per peer, handshake, request and idle deadlines); only the handlers run on the loop that
   started the server, at most ``concurrency`` at once.
-* **Callers can be authenticated.** With :meth:`TLS.require_client_certificates` the handshake
-  fails for a client without a certificate from that CA (the API server presents one when its
-  admission configuration says so; see docs/security.md).
+* **Callers can be authenticated.** With :meth:`TLS.require_client_certificates` a request to
+  a route not named ``unauthenticated`` is refused (401) unless the client presented a
+  certificate from that CA (the API server presents one to admission webhooks when its
+  admission configuration says so, never to CRD conversion webhooks; see docs/security.md).
 * **The reply speaks the request's version.** ``admission.k8s.io/v1beta1`` and ``v1``
   reviews have the same shape, so handlers build one (the helpers below) and the server
   stamps the request's ``apiVersion`` on it; the ``response.uid`` must echo the request's.
@@ -41,7 +42,7 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -176,7 +177,9 @@ class TLS:
     context is never changed once connections use it (the server's connections are set up on
     another thread, and OpenSSL does not promise a context may change under a connection that
     is starting). With :meth:`require_client_certificates` every context asks the client for a
-    certificate signed by that CA and refuses the handshake without one."""
+    certificate signed by that CA and refuses the handshake when one signed by another is
+    presented; whether a request without one is served is the server's decision, per route
+    (the API server presents no certificate to CRD conversion webhooks)."""
 
     def __init__(self) -> None:
         self.context = self._new_context()
@@ -191,8 +194,8 @@ class TLS:
         return context
 
     def require_client_certificates(self, ca_pem: bytes) -> None:
-        """Serve only clients presenting a certificate ``ca_pem`` signed (raises ``ssl.SSLError``
-        when it holds no certificate); call before :meth:`load`."""
+        """Ask clients for a certificate ``ca_pem`` signed, and refuse one signed by another
+        (raises ``ssl.SSLError`` when ``ca_pem`` holds no certificate); call before :meth:`load`."""
         probe = self._new_context()
         try:
             probe.load_verify_locations(cadata=ca_pem.decode("ascii", errors="replace"))
@@ -211,7 +214,7 @@ class TLS:
             context.load_cert_chain(cert, key)
         if self.client_ca is not None:
             context.load_verify_locations(cadata=self.client_ca.decode("ascii", errors="replace"))
-            context.verify_mode = ssl.CERT_REQUIRED
+            context.verify_mode = ssl.CERT_OPTIONAL
         self.context = context
         self.loaded = cert_pem
         return True
@@ -343,12 +346,14 @@ class WebhookServer:
         max_placed_bytes: int = MAX_PLACED_BYTES,
         concurrency: int = DEFAULT_CONCURRENCY,
         limits: Limits | None = None,
+        unauthenticated: Iterable[str] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.tls = tls
         self._routes = dict(routes)
         self._screens = dict(screens or {})
+        self._unauthenticated = frozenset(unauthenticated)
         self._timeout = request_timeout
         self._metrics = metrics
         self._max_placed = max_placed_bytes
@@ -408,6 +413,10 @@ class WebhookServer:
         return await loop.run_in_executor(self._pool, _parse, body)
 
     async def _respond(self, route: str, request: web.Request) -> web.Response:
+        if self.tls.client_ca is not None and route not in self._unauthenticated:
+            transport = request.transport
+            if transport is None or not transport.get_extra_info("peercert"):
+                return web.Response(status=401, text="a client certificate is required\n")
         if (request.content_length or 0) > MAX_BODY_BYTES:
             return web.Response(status=413, text=f"request body larger than {MAX_BODY_BYTES} bytes\n")
         try:

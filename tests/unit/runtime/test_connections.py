@@ -42,6 +42,16 @@ async def echo(review: JSON) -> JSON:
     return allow(review["request"]["uid"])
 
 
+async def convert(review: JSON) -> JSON:
+    response = {"uid": review["request"]["uid"], "convertedObjects": [], "result": {"status": "Success"}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response}
+
+
+def conversion(uid: str) -> JSON:
+    request = {"uid": uid, "desiredAPIVersion": "apps.kruise.io/v1beta1", "objects": []}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": request}
+
+
 def review(uid: str = "u-1", namespace: str = "shop") -> JSON:
     request = {"uid": uid, "namespace": namespace, "operation": "CREATE", "object": {"metadata": {}}}
     return {"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request}
@@ -63,11 +73,13 @@ class Webhook:
             context.load_cert_chain(*_files(*cert))
         return context
 
-    async def post(self, body: JSON, *, context: ssl.SSLContext | None = None) -> tuple[int, Any]:
+    async def post(
+        self, body: JSON, *, context: ssl.SSLContext | None = None, path: str = "/mutate-pods"
+    ) -> tuple[int, Any]:
         async with (
             aiohttp.ClientSession() as session,
             session.post(
-                f"https://127.0.0.1:{self.port}/mutate-pods", json=body, ssl=context or self.client_ssl()
+                f"https://127.0.0.1:{self.port}{path}", json=body, ssl=context or self.client_ssl()
             ) as resp,  # fmt: skip
         ):
             text = await resp.text()
@@ -96,15 +108,18 @@ def _files(cert: bytes, key: bytes) -> tuple[str, str]:
     return paths[0], paths[1]
 
 
-async def webhook_server(limits: Limits, *, client_ca: bytes | None = None) -> Webhook:
+async def webhook_server(
+    limits: Limits, *, client_ca: bytes | None = None, unauthenticated: list[str] | None = None
+) -> Webhook:
     bundle = issue(["127.0.0.1"], now=NOW)
     tls = TLS()
     if client_ca is not None:
         tls.require_client_certificates(client_ca)
     tls.load(bundle.cert_pem, bundle.key_pem)
     metrics = Metrics(process_metrics=False)
-    server = WebhookServer(host="127.0.0.1", port=0, tls=tls, routes={"/mutate-pods": echo}, metrics=metrics,
-                           limits=limits)  # fmt: skip
+    routes = {"/mutate-pods": echo, "/convert": convert}
+    server = WebhookServer(host="127.0.0.1", port=0, tls=tls, routes=routes, metrics=metrics, limits=limits,
+                           unauthenticated=unauthenticated or ())  # fmt: skip
     await server.start()
     return Webhook(server, bundle, metrics)
 
@@ -278,14 +293,25 @@ def _client_pair(ca_name: str) -> tuple[bytes, bytes, bytes]:
 async def test_with_a_client_ca_only_a_client_with_its_certificate_is_served() -> None:
     ca, cert, key = _client_pair("apiserver-webhook-client-ca")
     _, other_cert, other_key = _client_pair("someone-else")
-    served = await webhook_server(LONG, client_ca=ca)
+    served = await webhook_server(LONG, client_ca=ca, unauthenticated=["/convert"])
     try:
-        with pytest.raises(aiohttp.ClientError):
-            await served.post(review("anonymous"))
+        status, text = await served.post(review("anonymous"))
+        assert (status, text) == (401, "a client certificate is required\n")
         with pytest.raises(aiohttp.ClientError):
             await served.post(review("forged"), context=served.client_ssl(cert=(other_cert, other_key)))
         status, body = await served.post(review("apiserver"), context=served.client_ssl(cert=(cert, key)))
         assert (status, body["response"]["uid"]) == (200, "apiserver")
+        status, body = await served.post(conversion("c-1"), path="/convert")
+        assert (status, body["response"]["uid"]) == (200, "c-1"), "the API server presents none to conversion"
+    finally:
+        await served.server.stop()
+
+
+async def test_without_a_client_ca_anyone_is_served() -> None:
+    served = await webhook_server(LONG)
+    try:
+        status, body = await served.post(review("anyone"))
+        assert (status, body["response"]["uid"]) == (200, "anyone")
     finally:
         await served.server.stop()
 
