@@ -23,10 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.workload import deployment_status, floor_plan, plain_deployment, pod, pod_status, united_deployment
+from united.api.groups import GROUP
 from united.kube.client import DEPLOYMENTS, PODS, Resource
 from united.runtime.informer import Store, forget_shared, keeper
 from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.model import GROUP
 
 JSON = dict[str, Any]
 SUBSET = Keys(GROUP).subset_name

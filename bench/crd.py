@@ -6,12 +6,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+from united.api.groups import GROUP
 from united.data import crds, documents
 from united.devcluster.installation import apply
 from united.devcluster.wait import eventually
 from united.kube.client import CRDS, KubeClient
-from united.uniteddeployment.controller import served
-from united.uniteddeployment.model import GROUP
+from united.kube.discovery import served
 from united.workloadspread.reconciler import ws_resource
 
 

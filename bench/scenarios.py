@@ -1,5 +1,6 @@
-"""The scenarios of issue #7 (the WorkloadSpread ones of issue #14 are ``bench.admission`` and
-``bench.scaleout``). Each returns plain JSON-able data; ``bench.report`` turns it into the table.
+"""The UnitedDeployment scenarios (the WorkloadSpread ones are ``bench.admission`` and
+``bench.scaleout``; ``docs/performance.md`` describes them all). Each returns plain JSON-able
+data; ``bench.report`` turns it into the table.
 Every controller-versus-floor pair is measured in the same run, side by side (interleaved where
 it can be), so the ratios hold on a busy machine even when the absolute numbers do not.
 """

@@ -22,12 +22,12 @@ from typing import Any
 from bench.controller import ControllerProcess, free_port
 from bench.env import create_namespace
 from bench.scenarios import Context
+from united.api.groups import GROUP
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.installation import install_controller
 from united.devcluster.nodes import ZONE_LABEL
 from united.kube.client import NAMESPACES, SERVICE_ACCOUNTS, KubeClient, PatchType
 from united.kube.errors import NotFound
-from united.uniteddeployment.model import GROUP
 from united.workloadspread.injection import matched
 from united.workloadspread.reconciler import ws_resource
 from united.workloadspread.webhookconfig import EXCLUDE_LABEL, EXCLUDED, NAME

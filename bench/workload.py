@@ -13,12 +13,13 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from united.placement.selector import parse as parse_selector
+from united.api.groups import GROUP
+from united.api.selector import parse as parse_selector
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import SubsetState, allocate
 from united.uniteddeployment.history import plan as history_plan
 from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.model import GROUP, UnitedDeployment
+from united.uniteddeployment.model import UnitedDeployment
 from united.uniteddeployment.render import owner_reference, render
 from united.uniteddeployment.status import ChildView, Facts, compute
 

@@ -973,9 +973,24 @@ def cluster_schema() -> Schema:
             "probe": probe,
             "namespaces": array(
                 string(pattern=DNS1123_LABEL_PATTERN, maxLength=63),
-                "UnitedDeployment namespaces whose subsets may use this cluster; absent: all.",
+                "UnitedDeployment namespaces whose subsets may use this cluster. Neither this nor "
+                "allNamespaces: the cluster admits no namespace.",
                 maxItems=1000,
                 **{"x-kubernetes-list-type": "set"},
+            ),
+            "allNamespaces": boolean(
+                "Every host namespace may place subsets in this cluster (not together with "
+                "namespaces). Fail closed: a host tenant who may create a UnitedDeployment would "
+                "otherwise run its pod template in every member."
+            ),
+            "createNamespaces": boolean(
+                "The controller may create a subset's namespace in the member when it is missing "
+                "there (its member role also needs create on namespaces), with the host namespace's "
+                "pod-security.kubernetes.io labels. Without it, create the namespace yourself."
+            ),
+            "allowProxy": boolean(
+                "The member's kubeconfig may name a proxy-url, and the controller's proxy environment "
+                "variables apply to this member. Without it, neither."
             ),
         },
         "How to reach the member cluster.",

@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 2 bad input (one ``field.path: message`` line per error on stderr,
 never a traceback); 1 an unexpected internal failure. The JSON shapes printed with
-``-o json`` are a public interface documented in the README.
+``-o json`` are a public interface documented in ``docs/reference/cli.md``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import yaml
 
 from united import __version__, data
 from united.api.field import FieldError, ManifestError, Path, invalid
+from united.api.groups import GROUP, KRUISE_GROUP
 from united.api.names import dns_label_errors, dns_subdomain_errors, label_value_errors
+from united.api.selector import text_errors
 from united.controller.settings import Settings
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import Source, State, load, load_state
@@ -26,12 +28,11 @@ from united.multicluster import join_command
 from united.multicluster.identity import RemoteKeys
 from united.output import print_json as _print_json
 from united.output import print_table
-from united.placement.selector import text_errors
 from united.uniteddeployment import adaptive, revision
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import AllocationError, Plan, SubsetState, allocate
 from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP, UnitedDeployment
+from united.uniteddeployment.model import UnitedDeployment
 from united.uniteddeployment.render import render
 from united.uniteddeployment.validation import validate_update
 from united.workloadspread import commands as spread_commands

@@ -1,4 +1,4 @@
-"""Fixtures for the chaos suite (issue #6): the controller against a misbehaving control plane.
+"""Fixtures for the chaos suite: the controller against a misbehaving control plane.
 
 The suite owns its **own** local control plane, package-scoped: it restarts etcd and the
 API server, SIGKILLs controllers that hold the one Lease the shipped Role grants, and

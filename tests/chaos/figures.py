@@ -1,5 +1,5 @@
 """The suite's figures (faults injected, kills survived, take-over times...), printed at the
-end of the run and written to ``$UNITED_E2E_LOGS/chaos-figures.json`` for the README."""
+end of the run and written to ``$UNITED_E2E_LOGS/chaos-figures.json`` for ``docs/reliability.md``."""
 
 from __future__ import annotations
 

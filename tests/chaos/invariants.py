@@ -25,9 +25,9 @@ from typing import Any
 
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import CHILDREN, PODS, UD, condition, ud, zone
+from united.api.selector import parse as parse_selector
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient, PatchType
-from united.placement.selector import parse as parse_selector
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import SubsetState, allocate
 from united.uniteddeployment.keys import Keys

@@ -10,8 +10,8 @@ import aiohttp
 import yaml
 
 from tests.e2e.controller.conftest import Controller
+from tests.support.faultproxy import ThreadedFaultProxy
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import ThreadedFaultProxy
 from united.kube.client import Resource
 
 SEED = int(os.environ.get("UNITED_CHAOS_SEED", "6"))

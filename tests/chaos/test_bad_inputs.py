@@ -1,4 +1,4 @@
-"""The bad-input matrix (issue #6, item 5): every file in ``bad_inputs/`` is one invalid manifest.
+"""The bad-input matrix: every file in ``bad_inputs/`` is one invalid manifest.
 
 Each file starts with three comment lines::
 

@@ -1,4 +1,4 @@
-"""Restart kube-apiserver and etcd under a running controller (issue #6, item 3).
+"""Restart kube-apiserver and etcd under a running controller.
 
 The controller's watches die with the API server; it must re-establish every one of them
 (the proxy in front of it, without faults, logs the new WATCHes and LISTs), keep running as

@@ -1,4 +1,4 @@
-"""SIGKILL the controller at random moments during a scale storm (issue #6, item 2).
+"""SIGKILL the controller at random moments during a scale storm.
 
 Each round writes a few /scale patches, waits a random moment (half the rounds within
 0.3 s, the others within 2.5 s, so the kill lands before, during or after the reconciles

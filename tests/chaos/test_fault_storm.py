@@ -1,5 +1,5 @@
 """A scale storm over many UnitedDeployments, and one over a WorkloadSpread's target, while
-the API misbehaves (issue #6, item 1; issue 11).
+the API misbehaves.
 
 The controller talks to the API server through the fault proxy under its own ServiceAccount:
 10 % of its requests — reads, writes and watch connects alike — get a 409, a 429 (with
@@ -25,8 +25,8 @@ from tests.chaos.support import SEED, proxied_controller, proxy_for
 from tests.e2e.controller.helpers import UD
 from tests.e2e.workloadspread.harness import Target, webhook_flags
 from tests.e2e.workloadspread.occupancy import watching
+from tests.support.faultproxy import DROP, WatchAction
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import DROP, WatchAction
 from united.devcluster.installation import SYSTEM
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually

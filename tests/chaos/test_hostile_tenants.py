@@ -1,4 +1,4 @@
-"""One tenant cannot hurt another (issue 15, "Tests"): the hostile manifests against the chaos
+"""One tenant cannot hurt another: the hostile manifests against the chaos
 controller, while a victim tenant's UnitedDeployments are scaled.
 
 In its own namespace the hostile tenant stores a UnitedDeployment nested 1,500 levels deep

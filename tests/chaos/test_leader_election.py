@@ -1,4 +1,4 @@
-"""Two controllers, one Lease: take-over after SIGKILL and after SIGTERM (issue #6, item 4).
+"""Two controllers, one Lease: take-over after SIGKILL and after SIGTERM.
 
 Each controller talks through its own fault proxy (no faults), so each request log holds one
 controller's requests only. The leader is killed with SIGKILL (its Lease must expire: 15 s)
@@ -11,7 +11,7 @@ informers (LIST/WATCH) kept its caches warm.
 A third test freezes the leader (SIGSTOP) in the middle of its passes, past its Lease, lets the
 standby take over and serve new work, then resumes it (SIGCONT) with stale caches, a pass in
 flight and keys to queue: its own proxy's log must show no write from it after its Lease
-expired (issue 15, item 4), and it must exit (code 1) on its own.
+expired, and it must exit (code 1) on its own.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from tests.chaos.invariants import scale, storm_doc, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD
+from tests.support.faultproxy import LogEntry, ThreadedFaultProxy
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import LogEntry, ThreadedFaultProxy
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import KubeClient

@@ -1,4 +1,4 @@
-"""Least privilege (issue #6, item 6).
+"""Least privilege.
 
 Static: the shipped ClusterRole and leader-election Role have no wildcards; the Deployment
 runs the container as non-root with a read-only root filesystem, no privilege escalation and
@@ -11,7 +11,7 @@ past the revision history limit and back, adoption of an orphaned child, an inva
 its repeated Event, deletion, and last (it fills a zone) reservation, which labels the pods
 of a subset that cannot schedule. The proxy's log of what it asked for is compared with what
 the roles grant: the API server refused nothing, and every granted permission that nothing
-used is listed and must be one of those known and explained in README "Reliability".
+used is listed and must be one of those known and explained in ``docs/reliability.md``.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from tests.chaos.support import proxied_controller, proxy_for
 from tests.e2e.controller.conftest import SYSTEM
 from tests.e2e.controller.helpers import DEPLOYMENTS, EVENTS, PODS, UD, children, condition, get_ud, patch_ud, ud, zone
 from tests.e2e.workloadspread import harness
+from tests.support.faultproxy import LogEntry
 from united import data, kustomization
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import LogEntry
 from united.devcluster.installation import DEV_WEBHOOK_CONFIGURATIONS
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
@@ -70,7 +70,7 @@ UNUSED_AND_KNOWN: frozenset[Permission] = frozenset(
         ("apps.united.io", "uniteddeployments", "patch"),
     }
 )
-"""Granted, not seen in the run, and kept on purpose (the README says why)."""
+"""Granted, not seen in the run, and kept on purpose (``docs/reliability.md`` says why)."""
 
 
 def _docs(path: Path) -> list[JSON]:

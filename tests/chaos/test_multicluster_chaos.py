@@ -1,4 +1,4 @@
-"""Subsets in member clusters under faults (issue 12, "chaos suite extended").
+"""Subsets in member clusters under faults.
 
 The suite's host plus two member planes (``members``, started once for the package). One
 controller subprocess (no leader election, as in ``test_crash_safety``) serves every test of
@@ -15,7 +15,7 @@ member ServiceAccount's own token, so the shipped member role applies to every r
   connections, slow answers, watch streams cut or truncated) under a scale storm, then
   member-1 answering nothing at all: the host and member-2 subsets keep converging, the
   requests member-1 sees stay a trickle, and once the proxy is clean everything converges.
-* A hostile tenant in member-1 forging children with our labels (README "Multi-tenant
+* A hostile tenant in member-1 forging children with our labels (``docs/operations/multi-tenancy.md``, "Multi-tenant
   guarantees", "Remote orphans"): another namespace's copy is never counted, adopted or written;
   a second child of a live subset in the UnitedDeployment's own namespace is a duplicate, the
   newer one deleted as a local duplicate is; another host's identity is invisible.
@@ -47,8 +47,8 @@ from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, IMAGE, UD, condition
 from tests.e2e.multicluster.conftest import namespace
 from tests.e2e.multicluster.remote import by_hand, join, leave, remote_children, spread
+from tests.support.faultproxy import DROP, WRITE_METHODS, LogEntry, LogFilter, ThreadedFaultProxy, WatchAction
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import DROP, WRITE_METHODS, LogEntry, LogFilter, ThreadedFaultProxy, WatchAction
 from united.devcluster.planes import Plane
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually

@@ -11,7 +11,7 @@
 * ``namespace`` (per test): a fresh namespace, usable (its ``default``
   ServiceAccount has a token, so pods can be created), deleted afterwards.
 
-With ``UNITED_E2E_KUBECONFIG`` set (``united.devcluster.external``), ``cluster`` is that
+With ``UNITED_E2E_KUBECONFIG`` set (``tests.support.external``), ``cluster`` is that
 existing cluster, ``simulation`` is None (its nodes are real), and the tests that need the
 local control plane are skipped at collection with the reason.
 """
@@ -33,10 +33,10 @@ import pytest
 import yaml
 
 from tests.e2e.controller.conftest import Controller
+from tests.support.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
 from united.devcluster.installation import SYSTEM, install_controller
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation

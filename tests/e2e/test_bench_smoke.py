@@ -3,7 +3,7 @@ local control plane (5 UnitedDeployments, 200 cached children), asserting that e
 scenario produces its figures and the goals that do not depend on size — a no-op resync
 writes nothing, a scale event writes its changed children and one status, the pod webhook
 places every pod of a spread within its maxima. Timing goals (ratios, KB per child) are for
-the full manual run (README "Performance")."""
+the full manual run (``docs/performance.md``)."""
 
 from __future__ import annotations
 

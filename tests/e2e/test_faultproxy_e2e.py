@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.faultproxy import FaultProxy, ThreadedFaultProxy
 from united.devcluster import certs, crds
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.faultproxy import FaultProxy, ThreadedFaultProxy
 from united.kube.client import CLONE_SETS, CONFIG_MAPS, JSON, KubeClient, PatchType, WatchEvent, WatchStream
 from united.kube.errors import Conflict, Forbidden, Gone, TooManyRequests, TransientError
 

@@ -24,6 +24,7 @@ import yaml
 
 from tests.e2e.console import interrupt, read_until, run_until
 from united import __version__, data
+from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
 from united.devcluster.installation import SYSTEM
@@ -36,7 +37,6 @@ from united.kube.client import (
     KubeClient,
 )
 from united.kube.errors import AlreadyExists, NotFound
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ import pytest
 from tests.unit.workloadspread.test_crds import written_status
 from tests.unit.workloadspread.test_validation import base
 from united import data
+from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster import crds
 from united.kube.client import CRDS, KubeClient, Resource
 from united.kube.errors import Conflict
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 from united.workloadspread.model import KRUISE_BETA
 
 pytestmark = pytest.mark.e2e

@@ -1,4 +1,4 @@
-"""The command line contract (README "The command line"), exercised through a subprocess.
+"""The command line contract (``docs/reference/cli.md``), exercised through a subprocess.
 
 Exit codes: 0 success, 2 bad input with one ``field.path: message`` line per error on stderr and
 never a traceback. JSON shapes are public.
@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from united import __version__, cli, data
+from united.api.groups import GROUP, KRUISE_GROUP
 from united.uniteddeployment.allocation import AllocationError
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 REPO = Path(__file__).parents[2]
 SAMPLES = sorted((REPO / "manifests" / "samples").glob("*.yaml"))
@@ -447,7 +447,7 @@ def test_validate_checks_a_workload_spread_against_the_others_in_the_file(tmp_pa
 
 
 def test_validate_refuses_a_united_deployment_without_subsets(tmp_path: Path) -> None:
-    """Issue 11 item 12: the reference's webhook accepts it and its allocator then fails."""
+    """OpenKruise's webhook accepts it and its allocator then fails."""
     doc = yaml.safe_load((REPO / ZONES).read_text())
     doc["spec"]["topology"]["subsets"] = []
     assert_field_errors(

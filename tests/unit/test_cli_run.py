@@ -4,7 +4,6 @@ and where, exit 2, never a traceback (the same contract as ``validate``)."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.unprivileged import nobody_argv
 from united.runtime.certificates import issue
 
 CONFIG = {
@@ -28,11 +28,12 @@ CONFIG = {
 }
 
 
-def united_run(*args: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()) -> list[str]:
-    """Run ``united run ARGS``; assert exit 2 without a traceback; return stderr's lines."""
+def united_run(*args: str, env: dict[str, str] | None = None, argv: list[str] | None = None) -> list[str]:
+    """Run ``united run ARGS`` (``argv``: how to start the interpreter); assert exit 2 without a
+    traceback; return stderr's lines."""
     clean = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
     result = subprocess.run(
-        [*prefix, sys.executable, "-m", "united", "run", *args],
+        [*(argv or [sys.executable]), "-m", "united", "run", *args],
         env={**clean, **(env or {})},
         capture_output=True,
         text=True,
@@ -119,15 +120,12 @@ def shared_dir() -> Iterator[Path]:
 
 
 @pytest.mark.as_nobody
-def test_kubeconfig_not_readable(shared_dir: Path) -> None:
+def test_kubeconfig_not_readable(shared_dir: Path, nobody_site: Path) -> None:
     """Run as an unprivileged user (setpriv) on root's 0600 kubeconfig."""
-    setpriv = shutil.which("setpriv")
-    if os.geteuid() != 0 or setpriv is None:
-        pytest.fail("this test needs root and util-linux's setpriv, to run as an unprivileged user")
     path = kubeconfig(shared_dir / "config")
     path.chmod(0o600)
-    prefix = (setpriv, "--reuid=65534", "--regid=65534", "--clear-groups")
-    lines = united_run("--kubeconfig", str(path), prefix=prefix)
+    env = {"PYTHONPATH": str(nobody_site)}
+    lines = united_run("--kubeconfig", str(path), env=env, argv=nobody_argv())
     assert lines == [f"kubeconfig {path}: cannot read it: Permission denied"]
 
 

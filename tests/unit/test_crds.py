@@ -5,7 +5,7 @@
   server's rules, plus the Kubernetes 1.20 limits: no CEL);
 * both CRDs serve the same schema, subresources and printer columns;
 * every sample in ``manifests/samples`` validates against the CRD of its apiVersion, loses no field
-  to structural pruning, and follows the reference's cross-field rules (section 4.2/4.3);
+  to structural pruning, and follows OpenKruise's cross-field rules;
 * structurally bad manifests are rejected, each on the expected field;
 * the status schema holds exactly the fields the controller writes.
 
@@ -1313,7 +1313,7 @@ def test_hpa_sample_targets_an_autoscalable_sample() -> None:
     target = hpa["spec"]["scaleTargetRef"]
     assert (target["apiVersion"], target["kind"]) == ("apps.united.io/v1alpha1", "UnitedDeployment")
     (ud,) = [doc for path in ud_sample_paths() for doc in ud_docs(path) if doc["metadata"]["name"] == target["name"]]
-    # any replica count in [min, max] must keep the spec valid (reference section 13)
+    # any replica count in [min, max] must keep the spec valid (as for an HPA's scale writes)
     for replicas in (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"], 137):
         scaled = copy.deepcopy(ud)
         scaled["spec"]["replicas"] = replicas
@@ -1327,7 +1327,7 @@ def test_every_sample_file_is_known() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# Reference cross-field rules (kruise-uniteddeployment.md 4.2/4.3), enough to keep samples honest.
+# OpenKruise's cross-field rules, enough to keep samples honest.
 # The controller has its own implementation; this one only guards the sample manifests.
 # --------------------------------------------------------------------------------------------------
 
@@ -1360,7 +1360,7 @@ def selector_matches(selector: Obj, labels: dict[str, str]) -> bool:
 
 
 def parse_replicas(value: Any, total: int | None) -> int | None:
-    """Reference 8.2; None on error."""
+    """A subset's replicas read as OpenKruise reads them; None on error."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

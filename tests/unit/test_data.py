@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from united import data
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
+from united.api.groups import GROUP, KRUISE_GROUP
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("crds", "manifests")

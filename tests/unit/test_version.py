@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from united import __version__, data
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
+from united.api.groups import GROUP, KRUISE_GROUP
 
 
 def test_package_metadata() -> None:

@@ -6,7 +6,7 @@ Lease. A pass costs about ``subsets x (template + subset)`` and one subset's sha
 its patch, validate, render, diff) is the longest stretch between two points where the
 pass yields, so both factors are bounded here. The limits are far above what real
 topologies use (a few zones or pools, patches of a few KiB) and keep the worst subset's
-share of a pass to tens of milliseconds; the README's "Limits" table gives the figures.
+share of a pass to tens of milliseconds; ``docs/reference/limits.md`` gives the figures.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def label_value_errors(value: str, path: Path) -> list[FieldError]:
 
 
 def child_prefix(ud_name: str, subset: str) -> str:
-    """``generateName`` of a subset's child: ``<ud>-<subset>-`` (reference 10.1)."""
+    """``generateName`` of a subset's child: ``<ud>-<subset>-``."""
     prefix = f"{ud_name}-{subset}-"
     return prefix if len(prefix) <= DNS1123_SUBDOMAIN_MAX else f"{ud_name}-"
 

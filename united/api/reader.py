@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from united.api.field import FieldError, Path, invalid
-from united.placement.intstr import INT32_MAX, IntOrStr
+from united.api.intstr import INT32_MAX, IntOrStr
 
 Json = dict[str, Any]
 

@@ -36,11 +36,13 @@ from typing import Any, TypeVar
 
 import structlog
 
+from united.api.decode import Undecodable
+from united.api.groups import GROUP, KRUISE_GROUP
 from united.controller.settings import Settings
 from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import NAMESPACES
-from united.kube.decode import Undecodable
+from united.kube.discovery import served
 from united.kube.errors import ConfigError
 from united.multicluster.collector import Collector
 from united.multicluster.controller import ClusterController
@@ -55,8 +57,8 @@ from united.runtime.health import HealthServer
 from united.runtime.informer import EventHandler, Informer
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
-from united.uniteddeployment.controller import UnitedDeploymentController, served
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP, PLURAL
+from united.uniteddeployment.controller import UnitedDeploymentController
+from united.uniteddeployment.model import PLURAL
 from united.workloadspread.reconciler import Caches, Reconciler, WorkloadSpreadController, ws_resource
 from united.workloadspread.webhook import PodWebhook
 from united.workloadspread.webhookconfig import MUTATE_PATH, VALIDATE_PATH

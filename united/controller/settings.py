@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
-from united.uniteddeployment.model import GROUP
+from united.api.groups import GROUP
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from united import kustomization
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
+from united.api.groups import GROUP, KRUISE_GROUP
 
 ROOT: Traversable = files(__name__)
 CRDS = ROOT / "crds"

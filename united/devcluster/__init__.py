@@ -8,5 +8,5 @@
 * :mod:`~united.devcluster.workloads` plays OpenKruise's CloneSet and Advanced
   StatefulSet controllers for the test CRDs in :mod:`~united.devcluster.crds`.
 
-See ``united/devcluster/README.md``.
+See ``docs/development/local-control-plane.md``.
 """

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from united.api.groups import KRUISE_GROUP
 from united.devcluster.wait import eventually
 from united.kube.client import CRDS, JSON, KubeClient
 from united.kube.errors import AlreadyExists, NotFound
 
-GROUP = "apps.kruise.io"
+GROUP = KRUISE_GROUP
 
 _STATUS_FIELDS = {
     "observedGeneration": {"type": "integer", "format": "int64"},

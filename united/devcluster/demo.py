@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from united import data
+from united.api.groups import GROUP
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds, fleet
 from united.devcluster.build import ProvisionError, provision
@@ -47,7 +48,6 @@ from united.kube.client import (
 from united.kube.errors import AlreadyExists, ApiError, NotFound
 from united.log import configure_logging
 from united.multicluster.join import JoinError
-from united.workloadspread.model import GROUP
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
 
 ZONES = ("zone-a", "zone-b", "zone-c")

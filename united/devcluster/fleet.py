@@ -56,7 +56,12 @@ async def join_members(host: KubeClient, planes: Sequence[Plane], *, say: Callab
     ``Cluster`` to be Ready); a member that is not Ready in time is a :class:`join.JoinError`."""
     for plane in planes:
         say(f"joining {plane.name} (manifests/member, its kubeconfig Secret and Cluster in the host) ...")
-        membership = join.Membership(plane.name, join.endpoint(plane.admin_kubeconfig, context=None))
+        membership = join.Membership(
+            plane.name,
+            join.endpoint(plane.admin_kubeconfig, context=None),
+            all_namespaces=True,  # a local demo: every namespace of its host, created as needed
+            create_namespaces=True,
+        )
         async with await plane.client() as member:
             cluster = await join.join(host, member, membership, wait=READY_SECONDS, say=say)
         if not join.is_ready(cluster):

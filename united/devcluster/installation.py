@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from united import __version__, data
+from united.api.groups import GROUP, KRUISE_GROUP
 from united.data import documents
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,
@@ -26,7 +27,6 @@ from united.kube.client import (
     PatchType,
 )
 from united.kube.errors import AlreadyExists
-from united.uniteddeployment.model import GROUP, KRUISE_GROUP
 
 from . import crds
 

@@ -25,9 +25,9 @@ import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from united.api.timestamp import now_rfc3339
 from united.kube.client import JSON, NODES, PODS, KubeClient, PatchType
 from united.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 
@@ -52,11 +52,6 @@ CONDITION_TAINTS = frozenset(
     }
 )
 KUBELET_VERSION = "v1.20.2"
-
-
-def now_rfc3339() -> str:
-    """The API's timestamp format (second precision, UTC, ``Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)

@@ -41,15 +41,24 @@ from urllib.parse import quote, urlencode
 import aiohttp
 from aiohttp.connector import Connection
 from aiohttp.helpers import get_env_proxy_for_url
+from aiohttp.http_exceptions import HttpProcessingError
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config import kube_config as k8s_kube_config
 from yarl import URL
 
 from united import __version__
-from united.kube import decode
-from united.kube.decode import Undecodable
-from united.kube.errors import ApiError, ConfigError, Fenced, TransientError, error_from_status, transport_error
+from united.api import decode
+from united.api.decode import Undecodable
+from united.kube.errors import (
+    ApiError,
+    ConfigError,
+    Fenced,
+    TooLarge,
+    TransientError,
+    error_from_status,
+    transport_error,
+)
 from united.kube.kubeconfig import NO_SUCH_FILE, check_inline
 from united.kube.kubeconfig import check as check_kubeconfig
 from united.kube.kubeconfig import parse as parse_kubeconfig
@@ -65,6 +74,14 @@ RETRY_ATTEMPTS = 3
 """Attempts per request (watches aside) while it fails transiently (``retry.py``)."""
 MAX_RETRY_AFTER = 10.0
 """A longer ``Retry-After`` is cut to this: past it the work queue's backoff takes over."""
+MEMBER_MAX_ANSWER = 64 * 2**20
+"""Bytes a member cluster's answer (a LIST page, a GET, a watch event) may have: a hostile
+member must not make the controller hold what it sends (a 400 MB ``/version`` took it from 77 MB
+to 903 MB); a real page of 500 objects is a few MB."""
+MEMBER_MAX_ERROR = 64 * 2**10
+"""Bytes of a member's error answer read (only its ``Status.message`` is used)."""
+MEMBER_MAX_MESSAGE = 512
+"""Characters of a member's ``Status.message`` kept in an error."""
 _HOME_KUBECONFIG = pathlib.Path.home() / ".kube" / "config"
 _SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -198,13 +215,16 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _rebuild_session(api_client: k8s_client.ApiClient, *, request_class: type[aiohttp.ClientRequest]) -> None:
+def _rebuild_session(
+    api_client: k8s_client.ApiClient, *, request_class: type[aiohttp.ClientRequest], env_proxy: bool = True
+) -> None:
     """Replace the library's session with one on the same connector that resolved the
     environment's proxy once (the library's ``trust_env=True`` looks again, in a thread, twice
-    per request) and builds its requests with ``request_class`` (the write fence)."""
+    per request; ``env_proxy`` False: not at all) and builds its requests with ``request_class``
+    (the write fence)."""
     rest = api_client.rest_client
     old: aiohttp.ClientSession = rest.pool_manager
-    if old.trust_env and not rest.proxy:
+    if env_proxy and old.trust_env and not rest.proxy:
         try:
             proxy, proxy_auth = get_env_proxy_for_url(URL(str(api_client.configuration.host)))
         except LookupError:
@@ -267,9 +287,14 @@ def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
         return None
 
 
-async def _read(resp: aiohttp.ClientResponse, what: str) -> bytes:
+async def _read(resp: aiohttp.ClientResponse, what: str, *, limit: int | None = None) -> bytes:
+    """The answer's body; with a ``limit``, no more than that is ever held: a longer one
+    (announced or not) raises :class:`TooLarge` and the connection is closed."""
     try:
-        data: bytes = await resp.read()
+        if limit is None:
+            data: bytes = await resp.read()
+        else:
+            data = await _bounded(resp, limit)
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise transport_error(exc, str(resp.url.origin())) from exc
     finally:
@@ -277,8 +302,24 @@ async def _read(resp: aiohttp.ClientResponse, what: str) -> bytes:
     return data
 
 
-async def _read_json(resp: aiohttp.ClientResponse, what: str) -> Any:
-    data = await _read(resp, what)
+async def _bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    too_large = TooLarge(f"the answer of {resp.url.origin()} is larger than {limit} bytes", reason="TooLarge")
+    if resp.content_length is not None and resp.content_length > limit:
+        resp.close()
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(2**16):
+        size += len(chunk)
+        if size > limit:
+            resp.close()
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _read_json(resp: aiohttp.ClientResponse, what: str, *, limit: int | None = None) -> Any:
+    data = await _read(resp, what, limit=limit)
     if not data:
         return {}
     try:
@@ -330,8 +371,8 @@ class WatchStream:
             raise RuntimeError("use the watch inside 'async with'")
         while True:
             try:
-                line = await self._resp.content.readline()
-            except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                line = await self._resp.content.readline(max_line_length=self._client.max_answer)
+            except (TimeoutError, aiohttp.ClientError, ValueError, HttpProcessingError) as exc:
                 raise transport_error(exc, self._client.host) from exc
             if not line:
                 raise StopAsyncIteration
@@ -361,7 +402,13 @@ class KubeClient:
     """
 
     def __init__(
-        self, api_client: k8s_client.ApiClient, *, request_timeout: float = 30.0, retry_attempts: int = RETRY_ATTEMPTS
+        self,
+        api_client: k8s_client.ApiClient,
+        *,
+        request_timeout: float = 30.0,
+        retry_attempts: int = RETRY_ATTEMPTS,
+        untrusted: bool = False,
+        env_proxy: bool = True,
     ) -> None:
         self._api = api_client
         self._timeout = request_timeout
@@ -376,7 +423,13 @@ class KubeClient:
         """Consulted with (method, path) right before every request that is not a read; it
         raises :class:`~united.kube.errors.Fenced` to refuse it (leader election closes it
         when this process may no longer be the leader). None: every write may go."""
-        _rebuild_session(api_client, request_class=_fenced_requests(self))
+        self.untrusted = untrusted
+        """A member cluster's client: its answers are bounded (:attr:`max_answer`), redirects are
+        not followed (a member must not send the token's requests, or our reading of an answer,
+        elsewhere), and an error keeps only the answer's ``Status.message``, clipped (a raw body
+        would be copied into the ``Cluster``'s condition)."""
+        self.max_answer: int | None = MEMBER_MAX_ANSWER if untrusted else None
+        _rebuild_session(api_client, request_class=_fenced_requests(self), env_proxy=env_proxy)
 
     @classmethod
     async def from_config(
@@ -450,19 +503,21 @@ class KubeClient:
         request_timeout: float = 30.0,
         retry_attempts: int = RETRY_ATTEMPTS,
         user_agent: str = DEFAULT_USER_AGENT,
+        allow_proxy: bool = False,
     ) -> KubeClient:
         """A client from a kubeconfig held in memory (a member cluster's, from a Secret), which
-        must be self-contained (:func:`~united.kube.kubeconfig.check_inline`). Problems raise
-        :class:`ConfigError` at ``where`` naming a field or a line, never a value: the bytes are
-        credentials. Certificate data the library writes to files goes to a private directory
-        removed as soon as the TLS context has read it (the library would keep them until exit,
-        and reuse them by content across clients)."""
+        must be self-contained (:func:`~united.kube.kubeconfig.check_inline`): https, the server
+        verified, no ``proxy-url`` (nor the environment's proxy) unless ``allow_proxy``. The client
+        is :attr:`untrusted`. Problems raise :class:`ConfigError` at ``where`` naming a field or a
+        line, never a value: the bytes are credentials. Certificate data the library writes to
+        files goes to a private directory removed as soon as the TLS context has read it (the
+        library would keep them until exit, and reuse them by content across clients)."""
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigError(where, "not UTF-8 text") from None
         config = parse_kubeconfig(text, where)
-        check_inline(config, where)
+        check_inline(config, where, allow_proxy=allow_proxy)
         private = tempfile.mkdtemp(prefix="united-member-")  # mode 0700
         try:
             configuration = k8s_client.Configuration()
@@ -474,8 +529,17 @@ class KubeClient:
             raise ConfigError(where, f"cannot be used ({type(exc).__name__})") from None
         finally:
             _forget_files(private)
+        if (
+            not configuration.verify_ssl
+            or not str(configuration.host).startswith("https://")
+            or (api.rest_client.proxy and not allow_proxy)
+        ):
+            await api.close()  # check_inline's rules, as the library read them: never otherwise
+            raise ConfigError(where, "Forbidden: the server must be https:// and verified, with no proxy")
         api.user_agent = user_agent
-        return cls(api, request_timeout=request_timeout, retry_attempts=retry_attempts)
+        return cls(
+            api, request_timeout=request_timeout, retry_attempts=retry_attempts, untrusted=True, env_proxy=allow_proxy
+        )
 
     @classmethod
     def for_server(
@@ -541,8 +605,13 @@ class KubeClient:
             if self.observer is not None:
                 self.observer(method, resource_of_path(path), code, time.perf_counter() - started)
         if not 200 <= resp.status < 300:
-            answer = await _read_json(resp, f"{method} {path}")
-            raise error_from_status(resp.status, answer, retry_after=_retry_after(resp))
+            what = f"{method} {path}"
+            if not self.untrusted:
+                raise error_from_status(resp.status, await _read_json(resp, what), retry_after=_retry_after(resp))
+            answer = await _read_json(resp, what, limit=MEMBER_MAX_ERROR)
+            raise error_from_status(
+                resp.status, answer, retry_after=_retry_after(resp), message_only=MEMBER_MAX_MESSAGE
+            )
         return resp
 
     async def _send(
@@ -575,6 +644,7 @@ class KubeClient:
             proxy=rest.proxy,
             proxy_headers=rest.proxy_headers,
             server_hostname=rest.server_hostname,
+            allow_redirects=not self.untrusted,
         )
         return resp
 
@@ -591,7 +661,7 @@ class KubeClient:
 
         async def once() -> Any:
             resp = await self._request(method, path, query=query, body=body, content_type=content_type)
-            return await _read_json(resp, what)
+            return await _read_json(resp, what, limit=self.max_answer)
 
         # Every write this controller sends is absolute (merge patch, apply, PUT with a
         # resourceVersion, DELETE): replaying it is harmless. A POST or a JSON patch may not be.
@@ -608,15 +678,19 @@ class KubeClient:
         )
 
     async def _page(self, path: str, query: Sequence[tuple[str, str]]) -> bytes:
-        return await _read(await self._request("GET", path, query=query), f"GET {path}")
+        return await _read(await self._request("GET", path, query=query), f"GET {path}", limit=self.max_answer)
 
-    async def get_path(self, path: str) -> str:
-        """GET a raw, non-resource path (``/readyz``, ``/version``) as text."""
+    async def get_path(self, path: str, *, limit: int | None = None) -> str:
+        """GET a raw, non-resource path (``/readyz``, ``/version``) as text; ``limit``: at most
+        that many bytes (else :class:`TooLarge`), whatever the client's own bound."""
         resp = await self._request("GET", path)
-        try:
-            return await resp.text()
-        finally:
-            resp.release()
+        if limit is None and self.max_answer is None:
+            try:
+                return await resp.text()
+            finally:
+                resp.release()
+        bound = min(x for x in (limit, self.max_answer) if x is not None)
+        return (await _read(resp, f"GET {path}", limit=bound)).decode("utf-8", "replace")
 
     async def get_bytes(
         self, path: str, *, query: Sequence[tuple[str, str]] = (), request_timeout: float | None = None
@@ -624,7 +698,7 @@ class KubeClient:
         """GET a raw, non-resource path as bytes (``/debug/pprof/profile``, binary and as slow
         as the ``seconds`` it is asked for: ``request_timeout`` replaces the client's for it)."""
         resp = await self._request("GET", path, query=query, request_timeout=request_timeout)
-        return await _read(resp, f"GET {path}")
+        return await _read(resp, f"GET {path}", limit=self.max_answer)
 
     async def get(
         self,

@@ -70,6 +70,11 @@ class Forbidden(ApiError):
     """403: authenticated, but RBAC (or an admission plugin) said no."""
 
 
+class TooLarge(ApiError):
+    """An answer longer than the client reads (a member cluster's: ``MEMBER_MAX_ANSWER``): not
+    retried, the same request would get the same answer."""
+
+
 class TransientError(ApiError):
     """5xx, 429, a timeout or a dropped connection: the same request may succeed later."""
 
@@ -156,16 +161,25 @@ def error_from_status(
     body: Any,
     *,
     retry_after: float | None = None,
+    message_only: int | None = None,
 ) -> ApiError:
     """Build the typed error for a non-2xx answer.
 
     ``body`` is the decoded response (normally a ``Status`` object, but a proxy may
     answer with anything); the 409 split between ``AlreadyExists`` and ``Conflict``
-    needs the ``Status.reason``, which is why it is passed whole.
+    needs the ``Status.reason``, which is why it is passed whole. With ``message_only`` (an
+    answer of a member cluster, which may be hostile), the message is the ``Status.message``
+    alone, clipped to that many characters, never the raw body (a redirect's target or
+    whatever else the answer quotes), and the reason is clipped likewise.
     """
     status_body: dict[str, Any] = body if isinstance(body, dict) else {}
     reason = str(status_body.get("reason", ""))
     message = str(status_body.get("message") or body or f"HTTP {status}")
+    if message_only is not None:
+        said = status_body.get("message")
+        message = _clip(said, message_only) if isinstance(said, str) and said else _http_words(status)
+        reason = _clip(reason, 64)
+        status_body = {k: status_body[k] for k in ("kind", "reason", "code", "details") if k in status_body}
     cls: type[ApiError]
     if status == 404:
         cls = NotFound
@@ -192,3 +206,14 @@ def error_from_status(
         body=status_body,
         retry_after=retry_after,
     )
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _http_words(status: int) -> str:
+    if 300 <= status < 400:
+        return f"HTTP {status}: a redirect (not followed)"
+    return f"HTTP {status}"

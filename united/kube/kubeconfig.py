@@ -69,12 +69,14 @@ def parse(text: str, at: str) -> Any:
         raise ConfigError(at, f"not valid YAML{line}: {getattr(exc, 'problem', None) or 'syntax error'}") from None
 
 
-def check_inline(config: object, where: str) -> None:
+def check_inline(config: object, where: str, *, allow_proxy: bool = False) -> None:
     """Raise :class:`ConfigError` (at ``where``) unless ``config``, a parsed kubeconfig, is one
     :func:`check` accepts *and* self-contained: no ``exec``, ``auth-provider``, ``tokenFile``
     or file path (``certificate-authority``, ``client-certificate``, ``client-key``; their
-    ``-data`` forms are fine), no user or password in a server URL, no
-    ``insecure-skip-tls-verify: true``. Messages name the field, never a value."""
+    ``-data`` forms are fine), no user or password in a server URL. And safe to send a token
+    with: an ``https://`` server, verified (``insecure-skip-tls-verify`` may only be the boolean
+    ``false``: the library reads ``'true'``, ``1``, even ``'false'`` as "skip"), no
+    ``proxy-url`` unless ``allow_proxy``. Messages name the field, never a value."""
     if not isinstance(config, Mapping):
         raise ConfigError(where, "not a kubeconfig (expected a YAML mapping with clusters, contexts and users)")
     for index, entry in _entries(config, "users"):
@@ -89,19 +91,20 @@ def check_inline(config: object, where: str) -> None:
         for key in _CLUSTER_REFUSED:
             if key in cluster:
                 raise ConfigError(where, f"clusters[{index}].cluster.{key}: {SELF_CONTAINED}")
-        if cluster.get("insecure-skip-tls-verify") is True:
-            raise ConfigError(
-                where, f"clusters[{index}].cluster.insecure-skip-tls-verify: Forbidden: the server must be verified"
-            )
+        at = f"clusters[{index}].cluster"
+        if cluster.get("insecure-skip-tls-verify", False) is not False:
+            raise ConfigError(where, f"{at}.insecure-skip-tls-verify: Forbidden: the server must be verified")
+        if "proxy-url" in cluster and not allow_proxy:
+            raise ConfigError(where, f"{at}.proxy-url: Forbidden: no proxy unless the Cluster sets allowProxy: true")
         try:
             url = urlparse(str(cluster.get("server") or ""))
             userinfo = url.username is not None or url.password is not None
         except ValueError:
-            raise ConfigError(where, f"clusters[{index}].cluster.server: Invalid value: not a URL") from None
+            raise ConfigError(where, f"{at}.server: Invalid value: not a URL") from None
         if userinfo:
-            raise ConfigError(
-                where, f"clusters[{index}].cluster.server: Forbidden: credentials in the URL (use a token)"
-            )
+            raise ConfigError(where, f"{at}.server: Forbidden: credentials in the URL (use a token)")
+        if url.scheme != "https":
+            raise ConfigError(where, f"{at}.server: Forbidden: only https:// (the token must not travel in clear)")
     _check_config(config, where, context=None)
 
 

@@ -13,7 +13,6 @@ caches, so a pass with nothing to collect makes no request).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -25,16 +24,11 @@ from united.multicluster.health import cluster_status
 from united.multicluster.member import Member, Members
 from united.multicluster.model import ClusterSpec
 from united.multicluster.resource import CLUSTERS
-from united.runtime.controller import Controller, Host, Stores
+from united.runtime.controller import Controller, Host, Result, Stores
 from united.runtime.informer import DELETED
 
 log = structlog.get_logger(__name__)
 Json = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    requeue_after: float | None = None
 
 
 class ClusterController(Controller):
@@ -66,15 +60,15 @@ class ClusterController(Controller):
         self.members.apply(spec, status=obj.get("status"))
         self.queue.add(name)
 
-    async def reconcile(self, key: str) -> Done:
+    async def reconcile(self, key: str) -> Result:
         obj = self.clusters.get(key)
         member = self.members.get(key)
         if obj is None or member is None:
-            return Done()
+            return Result()
         await self._write_status(key, obj, member)
         if self.collector is None:
-            return Done()
-        return Done(requeue_after=await self.collector.collect(member))
+            return Result()
+        return Result(requeue_after=await self.collector.collect(member))
 
     async def _write_status(self, key: str, obj: Json, member: Member) -> None:
         generation = (obj.get("metadata") or {}).get("generation")

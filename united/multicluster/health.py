@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from united.uniteddeployment.adaptive import format_time, parse_time
+from united.api.timestamp import format_time, parse_time
 
 Json = dict[str, Any]
 

@@ -1,17 +1,19 @@
 """Joining a member cluster to a host: what ``united join``, ``united demo`` and the e2e suite
-do, one code path for all three (the README's kubectl recipe is the same steps by hand).
+do, one code path for all three (the kubectl recipe in ``docs/concepts/multicluster.md`` is the same steps by hand).
 
-In the member: ``manifests/member`` (or ``member-no-namespaces``) applied, then a fresh token of
-its ServiceAccount ``united-member`` in a token Secret of its own (a legacy token is a function of
-the Secret's name, so re-creating one under the same name would not change it), or, where the
-member's token controller does not fill such Secrets, a TokenRequest token (which expires; said
-so). In the host: the credentials namespace and its Role (``manifests/base/cluster-credentials.yaml``,
-moved to the namespace asked for), the Secret with a self-contained kubeconfig (CA inline, token),
-the ``Cluster``; then its ``Ready`` condition, as the controller reports it. Last, the token
-Secrets earlier joins of this member by this host made are deleted: a re-join *rotates* the
-token, and the old one keeps working until the host holds the new one.
+In the member: ``manifests/member`` (or ``member-no-namespaces``) applied *without* its legacy
+token Secret (that one is for joining by hand: a token that never expires and that nothing
+rotates), then a TokenRequest token of its ServiceAccount ``united-member`` *bound* to an Opaque
+Secret this join creates (``united-member-token-<random>``): it expires (``token_days``, a year by
+default) and it stops working as soon as that Secret is deleted. In the host: the credentials
+namespace and its Role (``manifests/base/cluster-credentials.yaml``, moved to the namespace asked
+for, its ``resourceNames`` the Secrets the ``Cluster`` objects there name), the Secret with a
+self-contained kubeconfig (CA inline, token), the ``Cluster`` (which says which host namespaces
+it admits: fail closed); then its ``Ready`` condition, as the controller reports it. Last, the
+anchor Secrets earlier joins of this member by this host made are deleted: a re-join *rotates*
+the token, and the old one keeps working until the host holds the new one.
 
-The token lives in memory and in the two Secrets only: it is never printed or logged, and
+The token lives in memory and in the host's Secret only: it is never printed or logged, and
 :class:`Token` hides it from ``repr``. Problems raise :class:`JoinError` naming the side
 (member or host) that failed, worded for a person.
 """
@@ -22,7 +24,7 @@ import base64
 import contextlib
 import datetime
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,13 +33,13 @@ from urllib.parse import urlparse
 import yaml
 
 from united import data, kustomization
-from united.api.field import FieldError, invalid
+from united.api.field import FieldError, forbidden, invalid
 from united.api.field import Path as FieldPath
 from united.api.names import dns_label_errors, dns_subdomain_errors
-from united.devcluster.credentials import render_kubeconfig, token_request
+from united.devcluster.credentials import render_kubeconfig
 from united.devcluster.installation import apply
 from united.devcluster.wait import WaitTimeoutError, eventually
-from united.kube.client import JSON, NAMESPACES, SECRETS, KubeClient, PatchType, Resource
+from united.kube.client import JSON, NAMESPACES, ROLES, SECRETS, KubeClient, PatchType, Resource
 from united.kube.errors import AlreadyExists, ApiError, ConfigError, NotFound
 from united.kube.kubeconfig import check, parse, where
 from united.multicluster.model import API_VERSION, DEFAULT_KEY, KIND
@@ -52,9 +54,14 @@ JOINED_AS = "apps.united.io/joined-as"
 """Label of a token Secret ``united join`` made: the ``Cluster`` name the host gave the member."""
 JOINED_BY = "apps.united.io/joined-by"
 """Label of a token Secret ``united join`` made: the host's identity (its ``kube-system`` uid)."""
-FILL_SECONDS = 20.0
-"""How long the member's token controller gets to fill the token Secret before TokenRequest."""
-TOKEN_REQUEST_SECONDS = 365 * 24 * 3600
+TOKEN_DAYS = 365
+"""Default lifetime of a join's token; ``united join`` again before it ends rotates it."""
+TOKEN_DAYS_RANGE = (1, 3650)
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
+CONTROLLER_NAMESPACE = "united-system"
+"""The controller's own namespace in the host (``manifests/base``): its Secrets (the webhook's
+serving key) must never be granted to it as member credentials."""
+CREDENTIALS_ROLE = "united-cluster-credentials"
 REDACTED = "REDACTED"
 CREDENTIALS = data.MANIFESTS / "base" / "cluster-credentials.yaml"
 
@@ -82,31 +89,47 @@ class Endpoint:
 @dataclass(frozen=True)
 class Membership:
     """What joining one member makes: ``Cluster`` ``name``, reaching ``endpoint``, its Secret
-    in ``secret_namespace``; ``create_namespaces`` picks the member role with or without the
-    namespaces rule (``united run --no-create-member-namespaces``); ``probe`` goes into the
-    ``Cluster`` as is (``None``: the defaults)."""
+    in ``secret_namespace``; ``create_namespaces`` picks the member role with the namespaces rule
+    and sets the ``Cluster``'s ``createNamespaces`` (off unless asked: fail closed); ``probe``
+    goes into the ``Cluster`` as is (``None``: the defaults)."""
 
     name: str
     endpoint: Endpoint
     secret_namespace: str = SECRET_NAMESPACE
-    create_namespaces: bool = True
+    create_namespaces: bool = False
     probe: JSON | None = None
+    namespaces: tuple[str, ...] = ()
+    """The host namespaces the ``Cluster`` admits (``spec.namespaces``)."""
+    all_namespaces: bool = False
+    """``spec.allNamespaces: true`` instead of a list."""
+    token_days: int = TOKEN_DAYS
 
 
 @dataclass(frozen=True)
 class Token:
-    """A bearer token of ``united-member``; ``expires`` is set for a TokenRequest token."""
+    """A bearer token of ``united-member``, valid until ``expires`` (when known)."""
 
     value: str = field(repr=False)
     expires: datetime.datetime | None = None
     secret: str | None = None
-    """The token Secret in the member holding it (none for a TokenRequest token)."""
+    """The Secret in the member the token is bound to: deleting it revokes the token."""
 
 
-def problems(name: str, *, secret_namespace: str, server: str | None, wait: float) -> list[FieldError]:
+def problems(
+    name: str, *, secret_namespace: str, server: str | None, wait: float,
+    namespaces: list[str] | None = None, token_days: int = TOKEN_DAYS,
+) -> list[FieldError]:  # fmt: skip
     """What is wrong with ``united join``'s arguments, found before any request."""
     errors = dns_subdomain_errors(name, FieldPath("NAME"))
     errors += dns_label_errors(secret_namespace, FieldPath("--secret-namespace"))
+    if secret_namespace in SYSTEM_NAMESPACES or secret_namespace == CONTROLLER_NAMESPACE:
+        detail = "a system namespace or the controller's own: the controller would be granted its Secrets"
+        errors.append(forbidden(FieldPath("--secret-namespace"), detail))
+    for index, namespace in enumerate(namespaces or ()):
+        errors += dns_label_errors(namespace, FieldPath("--namespaces").index(index))
+    low, high = TOKEN_DAYS_RANGE
+    if not low <= token_days <= high:
+        errors.append(invalid(FieldPath("--token-days"), token_days, f"must be between {low} and {high}, inclusive"))
     if server is not None:
         problem = server_problem(server)
         if problem:
@@ -163,9 +186,12 @@ def _named(config: dict[str, Any], section: str, name: str) -> dict[str, Any]:
     return next(e for e in config[section] if isinstance(e, dict) and e.get("name") == name)
 
 
-def member_manifests(*, create_namespaces: bool = True) -> list[JSON]:
-    """The shipped member role: ``manifests/member``, or without the namespaces rule."""
-    return kustomization.build(data.MANIFESTS, "member" if create_namespaces else "member-no-namespaces")
+def member_manifests(*, create_namespaces: bool = True, by_hand: bool = True) -> list[JSON]:
+    """The shipped member role: ``manifests/member``, or without the namespaces rule; without
+    ``by_hand``, without its legacy token Secret (``united join`` does not use it, and a
+    token nothing rotates or expires must not be left behind)."""
+    docs = kustomization.build(data.MANIFESTS, "member" if create_namespaces else "member-no-namespaces")
+    return [d for d in docs if by_hand or (d["kind"], d["metadata"]["name"]) != ("Secret", TOKEN_SECRET)]
 
 
 def kubeconfig(membership: Membership, token: str) -> str:
@@ -196,6 +222,11 @@ def host_objects(membership: Membership, token: str) -> tuple[JSON, JSON]:
         "stringData": {DEFAULT_KEY: kubeconfig(membership, token)},
     }
     spec: JSON = {"kubeconfigSecretRef": {"namespace": membership.secret_namespace, "name": name}}
+    if membership.all_namespaces:
+        spec["allNamespaces"] = True
+    else:
+        spec["namespaces"] = sorted(membership.namespaces)
+    spec["createNamespaces"] = membership.create_namespaces
     if membership.probe is not None:
         spec["probe"] = membership.probe
     return secret, {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "spec": spec}
@@ -206,27 +237,34 @@ def dry_run(membership: Membership) -> str:
     return yaml.safe_dump_all(host_objects(membership, REDACTED), sort_keys=False)
 
 
-def credential_grant(namespace: str) -> list[JSON]:
+def credential_grant(namespace: str, secrets: Iterable[str]) -> list[JSON]:
     """``cluster-credentials.yaml`` (the namespace, and the Role and RoleBinding letting the
-    controller read Secrets there) moved to ``namespace``."""
+    controller read Secrets there) moved to ``namespace``, the Role's ``resourceNames`` exactly
+    ``secrets``: the controller reads each Secret by name (a field-selected LIST+WATCH, which
+    RBAC authorizes against ``resourceNames``), so it needs no other Secret of the namespace."""
+    names = sorted(set(secrets))
+    if not names:
+        raise ValueError("a credentials Role needs at least one Secret name (none would grant them all)")
     docs = data.documents(CREDENTIALS)
     for doc in docs:
         if doc["kind"] == "Namespace":
             doc["metadata"]["name"] = namespace
-        else:
-            doc["metadata"]["namespace"] = namespace
+            continue
+        doc["metadata"]["namespace"] = namespace
+        if doc["kind"] == "Role":
+            for rule in doc["rules"]:
+                rule["resourceNames"] = names
     return docs
 
 
 def token_note(token: Token, *, now: datetime.datetime) -> str | None:
-    """What to tell a person about ``token``'s expiry (nothing for a token Secret's)."""
+    """When ``token`` expires, for a person: run ``united join`` again before then."""
     if token.expires is None:
         return None
     days = (token.expires - now).total_seconds() / 86400
     return (
-        f"the member's token controller did not fill Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET} within "
-        f"{FILL_SECONDS:g}s, so the kubeconfig holds a TokenRequest token, which expires at "
-        f"{token.expires.strftime('%Y-%m-%dT%H:%M:%SZ')} (in {days:.0f} days): run united join again before then"
+        f"the member's token expires at {token.expires.strftime('%Y-%m-%dT%H:%M:%SZ')} (in {days:.0f} days): "
+        "run united join again before then (it rotates the token)"
     )
 
 
@@ -256,56 +294,69 @@ def _on(side: Side, doing: str) -> Iterator[None]:
 
 
 def token_secret(name: str, host_id: str) -> JSON:
-    """A new token Secret of ``united-member`` for this join (the member's token controller
-    fills it): labelled with the ``Cluster`` name and the host's identity, so the next join of
-    the same member by the same host retires it, and no other host's."""
+    """The Secret this join's token is bound to (an Opaque one: no token controller fills it,
+    nothing in it): labelled with the ``Cluster`` name and the host's identity, so the next join
+    of the same member by the same host deletes it, which revokes the token at once."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "type": "kubernetes.io/service-account-token",
+        "type": "Opaque",
         "metadata": {
             "generateName": f"{TOKEN_SECRET}-",
             "namespace": MEMBER_NAMESPACE,
             "labels": {"app.kubernetes.io/name": "united", JOINED_AS: name, JOINED_BY: host_id},
-            "annotations": {"kubernetes.io/service-account.name": MEMBER_ACCOUNT},
         },
     }
 
 
+def token_request(anchor: JSON, seconds: int) -> JSON:
+    """A TokenRequest of ``seconds`` bound to the Secret ``anchor`` (as the API server made it)."""
+    meta = anchor["metadata"]
+    bound = {"kind": "Secret", "apiVersion": "v1", "name": meta["name"], "uid": meta["uid"]}
+    return {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": seconds, "boundObjectRef": bound},
+    }
+
+
+TOKEN_REQUESTS = Resource("", "v1", f"serviceaccounts/{MEMBER_ACCOUNT}/token", True, "TokenRequest")
+
+
 async def issue_token(
-    member: KubeClient, *, name: str, host_id: str, create_namespaces: bool = True,
-    fill_within: float = FILL_SECONDS, say: Callable[[str], None] = lambda _: None,
+    member: KubeClient, *, name: str, host_id: str, create_namespaces: bool = False,
+    token_days: int = TOKEN_DAYS, say: Callable[[str], None] = lambda _: None,
 ) -> Token:  # fmt: skip
-    """Apply the member role in ``member`` (as shipped: its token Secret is for joining by hand)
-    and return a fresh token of ``united-member``: a new token Secret's (:func:`token_secret`),
-    read once the token controller filled it, or, when it does not within ``fill_within``
-    seconds, a TokenRequest token (valid a year; the unfilled Secret is removed)."""
+    """Apply the member role in ``member`` (without the legacy token Secret) and return a fresh
+    token of ``united-member``: a TokenRequest token of ``token_days`` (the API server may
+    shorten it) bound to a new Secret (:func:`token_secret`). Why not a legacy token Secret: its
+    token never expires, and the one ``manifests/member`` ships was left behind, never rotated."""
     with _on("member", f"cannot apply manifests/member (as {member.host})"):
-        await apply(member, member_manifests(create_namespaces=create_namespaces))
-        made = await member.create(SECRETS, token_secret(name, host_id), namespace=MEMBER_NAMESPACE)
-    secret = made["metadata"]["name"]
-
-    async def filled() -> str:
-        value = ((await member.get(SECRETS, secret, namespace=MEMBER_NAMESPACE)).get("data") or {}).get("token")
-        assert value, "not filled yet"
-        return base64.b64decode(value).decode()
-
-    with _on("member", f"cannot read Secret {MEMBER_NAMESPACE}/{secret}"):
-        try:
-            return Token(await eventually(filled, within=fill_within, what="token"), secret=secret)
-        except WaitTimeoutError:
-            await member.delete(SECRETS, secret, namespace=MEMBER_NAMESPACE)
-    say(f"Secret {MEMBER_NAMESPACE}/{secret} not filled within {fill_within:g}s; asking for a TokenRequest token")
+        await apply(member, member_manifests(create_namespaces=create_namespaces, by_hand=False))
+        anchor = await member.create(SECRETS, token_secret(name, host_id), namespace=MEMBER_NAMESPACE)
     with _on("member", f"cannot request a token for ServiceAccount {MEMBER_NAMESPACE}/{MEMBER_ACCOUNT}"):
-        value, expires = await token_request(
-            member, namespace=MEMBER_NAMESPACE, name=MEMBER_ACCOUNT, seconds=TOKEN_REQUEST_SECONDS
+        try:
+            answer = await member.create(
+                TOKEN_REQUESTS, token_request(anchor, token_days * 86400), namespace=MEMBER_NAMESPACE
+            )
+        except ApiError:
+            with contextlib.suppress(ApiError):
+                await member.delete(SECRETS, anchor["metadata"]["name"], namespace=MEMBER_NAMESPACE)
+            raise
+    with _on("member", f"cannot read Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET}"), contextlib.suppress(NotFound):
+        await member.get(SECRETS, TOKEN_SECRET, namespace=MEMBER_NAMESPACE)
+        say(
+            f"Secret {MEMBER_NAMESPACE}/{TOKEN_SECRET} in the member holds a token that never expires; "
+            "united join does not use it: delete it unless a kubeconfig made by hand does"
         )
-    return Token(value, expires=datetime.datetime.strptime(expires, "%Y-%m-%dT%H:%M:%S%z"))
+    status = answer.get("status") or {}
+    expires = datetime.datetime.strptime(str(status.get("expirationTimestamp")), "%Y-%m-%dT%H:%M:%S%z")
+    return Token(str(status.get("token") or ""), expires=expires, secret=anchor["metadata"]["name"])
 
 
 async def retire(member: KubeClient, *, name: str, host_id: str, keep: str | None) -> None:
-    """Delete the token Secrets earlier joins of this member by this host made (their tokens
-    stop working), all but ``keep``."""
+    """Delete the Secrets earlier joins of this member by this host made, all but ``keep``: the
+    tokens bound to them stop working (legacy token Secrets of older joins: theirs too)."""
     selector = f"{JOINED_AS}={name},{JOINED_BY}={host_id}"
     with _on("member", "cannot retire the previous token"):
         for secret in (await member.list(SECRETS, namespace=MEMBER_NAMESPACE, label_selector=selector)).items:
@@ -318,8 +369,10 @@ async def register(host: KubeClient, membership: Membership, token: Token) -> No
     """In the host: the credentials namespace and Role, then the Secret and the ``Cluster``
     (created, or updated in place: the controller picks a changed Secret up without a restart)."""
     secret, cluster = host_objects(membership, token.value)
-    with _on("host", f"cannot grant the controller the Secrets of namespace {membership.secret_namespace}"):
-        await apply(host, credential_grant(membership.secret_namespace))
+    namespace = membership.secret_namespace
+    with _on("host", f"cannot grant the controller Secret {namespace}/{membership.name}"):
+        names = await granted_secrets(host, namespace)
+        await apply(host, credential_grant(namespace, {*names, membership.name}))
     with _on("host", f"cannot write Secret {membership.secret_namespace}/{membership.name}"):
         await _put(host, SECRETS, secret, namespace=membership.secret_namespace)
     try:
@@ -328,6 +381,23 @@ async def register(host: KubeClient, membership: Membership, token: Token) -> No
         raise JoinError("host", "the Cluster kind is not installed here: run united install first") from None
     except ApiError as exc:
         raise JoinError("host", f"cannot write Cluster {membership.name}: {exc.message}") from None
+
+
+async def granted_secrets(host: KubeClient, namespace: str) -> set[str]:
+    """The Secrets of ``namespace`` the credentials Role must keep granting: those it names
+    already, and those the ``Cluster`` objects name (a Role granting every Secret, as earlier
+    versions made, is narrowed to them)."""
+    names: set[str] = set()
+    with contextlib.suppress(NotFound):
+        role = await host.get(ROLES, CREDENTIALS_ROLE, namespace=namespace)
+        for rule in role.get("rules") or ():
+            names.update(str(n) for n in rule.get("resourceNames") or ())
+    with contextlib.suppress(NotFound):  # the Cluster kind not installed: register says so
+        for cluster in (await host.list(CLUSTERS)).items:
+            ref = (cluster.get("spec") or {}).get("kubeconfigSecretRef") or {}
+            if ref.get("namespace") == namespace and ref.get("name"):
+                names.add(str(ref["name"]))
+    return names
 
 
 async def _put(client: KubeClient, resource: Resource, body: JSON, *, namespace: str | None) -> None:
@@ -354,7 +424,7 @@ async def wait_ready(host: KubeClient, name: str, *, within: float) -> JSON:
 
 async def join(
     host: KubeClient, member: KubeClient, membership: Membership, *, wait: float = 60.0,
-    fill_within: float = FILL_SECONDS, say: Callable[[str], None] = lambda _: None,
+    say: Callable[[str], None] = lambda _: None,
 ) -> JSON:  # fmt: skip
     """Join ``member`` as ``membership`` describes; returns the ``Cluster`` (``Ready`` unless
     ``wait`` seconds ran out first; ``wait=0`` returns it as written)."""
@@ -363,7 +433,7 @@ async def join(
     name = membership.name
     token = await issue_token(
         member, name=name, host_id=host_id, create_namespaces=membership.create_namespaces,
-        fill_within=fill_within, say=say,
+        token_days=membership.token_days, say=say,
     )  # fmt: skip
     note = token_note(token, now=datetime.datetime.now(datetime.UTC))
     if note:

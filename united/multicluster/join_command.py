@@ -42,9 +42,24 @@ def add_parser(sub: Any) -> None:
         metavar="NS",
         help="the host's namespace for the kubeconfig Secret (default: united-clusters, as cluster-credentials.yaml)",
     )
+    admitted = j.add_mutually_exclusive_group()
+    admitted.add_argument(
+        "--namespaces", metavar="NS[,NS...]",
+        help="the host namespaces whose UnitedDeployments may place subsets in this member (Cluster spec.namespaces)",
+    )  # fmt: skip
+    admitted.add_argument(
+        "--all-namespaces", action="store_true",
+        help="every host namespace may place subsets in this member (Cluster spec.allNamespaces: true)",
+    )  # fmt: skip
     j.add_argument(
-        "--no-namespaces", action="store_true",
-        help="apply manifests/member-no-namespaces (for united run --no-create-member-namespaces)",
+        "--create-namespaces", action="store_true",
+        help="let the controller create a missing namespace in the member (manifests/member's namespaces rule, "
+        "Cluster spec.createNamespaces: true); default: create them yourself (manifests/member-no-namespaces)",
+    )  # fmt: skip
+    j.add_argument("--no-namespaces", action="store_true", help=argparse.SUPPRESS)  # the default now
+    j.add_argument(
+        "--token-days", type=int, default=None, metavar="DAYS",
+        help="the member token's lifetime (default: 365); run united join again before it ends",
     )  # fmt: skip
     j.add_argument("--wait", type=float, default=60.0, metavar="SECONDS", help="wait this long for Ready (0: not)")
     j.add_argument(
@@ -62,7 +77,15 @@ def command(args: argparse.Namespace) -> int:
     from united.multicluster import join
 
     namespace = args.secret_namespace or join.SECRET_NAMESPACE
-    errors = join.problems(args.name, secret_namespace=namespace, server=args.server, wait=args.wait)
+    admitted = [n.strip() for n in args.namespaces.split(",")] if args.namespaces is not None else None
+    token_days = join.TOKEN_DAYS if args.token_days is None else args.token_days
+    errors = join.problems(
+        args.name, secret_namespace=namespace, server=args.server, wait=args.wait,
+        namespaces=admitted, token_days=token_days,
+    )  # fmt: skip
+    if admitted is None and not args.all_namespaces:
+        detail = "name the host namespaces that may place subsets in this member, or pass --all-namespaces"
+        errors.append(FieldError("--namespaces", f"Required value: {detail}"))
     if errors:
         raise ManifestError(errors)
     member_file = args.member_kubeconfig or default_kubeconfig()
@@ -72,7 +95,13 @@ def command(args: argparse.Namespace) -> int:
     if args.server is None and (problem := join.server_problem(endpoint.server)):
         raise ManifestError([FieldError("--server", f"the member context's server {endpoint.server!r} {problem}")])
     membership = join.Membership(
-        args.name, endpoint, secret_namespace=namespace, create_namespaces=not args.no_namespaces
+        args.name,
+        endpoint,
+        secret_namespace=namespace,
+        create_namespaces=args.create_namespaces and not args.no_namespaces,
+        namespaces=tuple(admitted or ()),
+        all_namespaces=args.all_namespaces,
+        token_days=token_days,
     )
     if args.dry_run:
         sys.stdout.write(join.dry_run(membership))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 
 import structlog
 
+from united.api import decode
 from united.kube import ApiError, KubeClient
 from united.kube.client import PODS
 from united.kube.errors import ConfigError
@@ -49,6 +49,10 @@ TEARDOWN_TIMEOUT = 10.0
 Observer = Callable[[str, str, int, float], None]
 INFORMER_BACKOFF_MAX = 30.0
 """Seconds between a member informer's attempts at most, while the member is down."""
+MAX_VERSION_ANSWER = 64 * 2**10
+"""Bytes of a ``/version`` answer read at most (a real one is ~300)."""
+MAX_VERSION = 64
+"""Characters of a gitVersion kept (it goes into the ``Cluster``'s status)."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +194,10 @@ class Member:
         self._wake.set()
 
     def update(self, spec: ClusterSpec) -> None:
-        """The ``Cluster`` changed: its probe settings or Secret apply from the next probe on."""
+        """The ``Cluster`` changed: its probe settings or Secret apply from the next probe on
+        (a change of ``allowProxy`` makes a new client from the same Secret)."""
+        if spec.allow_proxy != self.spec.allow_proxy:
+            self._kubeconfig = None
         self.spec = spec
         self._wake.set()
 
@@ -200,11 +207,22 @@ class Member:
         while True:
             self._wake.clear()
             self._probed = loop.time()
-            await self.probe()
+            await self._supervised()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.spec.probe.period_seconds):
                     await self._wake.wait()
             await asyncio.sleep(max(0.0, self._probed + SUSPECT_EVERY - loop.time()))
+
+    async def _supervised(self) -> None:
+        """One probe that cannot end the loop: whatever a member answers, an unexpected error is
+        logged (by type: its words may quote the answer) and recorded as the member's health,
+        and the next probe comes at the usual time — a member whose probe raised must not keep
+        its last health for ever."""
+        try:
+            await self.probe()
+        except Exception as exc:
+            log.warning("member probe failed unexpectedly", cluster=self.name, error_type=type(exc).__name__)
+            self._record(Failure(message=f"the probe failed ({type(exc).__name__})", request="get /version"), None)
 
     async def probe(self) -> None:
         """One probe: make or swap the client from the Secret, ``GET /version``, update
@@ -243,7 +261,9 @@ class Member:
         """A new client from ``kubeconfig``, swapped in for the old one (closed after a grace)."""
         ref = self.spec.secret_ref
         try:
-            client = await KubeClient.from_kubeconfig_data(kubeconfig, where=f"secret {ref} key {ref.key}")
+            client = await KubeClient.from_kubeconfig_data(
+                kubeconfig, where=f"secret {ref} key {ref.key}", allow_proxy=self.spec.allow_proxy
+            )
         except ConfigError as exc:
             await self._drop_client()
             self._kubeconfig = kubeconfig
@@ -268,7 +288,7 @@ class Member:
         timeout = self.spec.probe.timeout_seconds
         try:
             async with asyncio.timeout(timeout):
-                text = await client.get_path("/version")
+                text = await client.get_path("/version", limit=MAX_VERSION_ANSWER)
         except TimeoutError:
             return Failure(message=f"cannot reach {client.host}: no answer in {timeout}s", request="get /version"), None
         except ApiError as exc:
@@ -277,10 +297,13 @@ class Member:
             log.warning("member probe failed unexpectedly", cluster=self.name, error_type=type(exc).__name__)
             return Failure(message=f"the probe failed ({type(exc).__name__})", request="get /version"), None
         try:
-            version = json.loads(text)["gitVersion"]
-        except (ValueError, KeyError, TypeError):
+            answer = decode.document(text)  # depth-checked: a deeply nested answer is a stub
+        except ValueError:
+            answer = None
+        version = answer.get("gitVersion") if isinstance(answer, dict) else None
+        if not isinstance(version, str) or not version or len(version) > MAX_VERSION:
             return Failure(status=200, message="not a Kubernetes /version answer", request="get /version"), None
-        return None, str(version)
+        return None, version
 
     def _record(self, failure: Failure | None, version: str | None) -> None:
         reason, message = classify(failure, version)

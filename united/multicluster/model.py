@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from united.api.field import FieldError, ManifestError, Path, duplicate, invalid, required, too_many
+from united.api.field import FieldError, ManifestError, Path, duplicate, forbidden, invalid, required, too_many
+from united.api.groups import GROUP
 from united.api.names import dns_label_errors, dns_subdomain_errors
 from united.api.reader import Json, Reader
 
-GROUP = "apps.united.io"
 VERSION = "v1alpha1"
 KIND = "Cluster"
 PLURAL = "clusters"
@@ -31,7 +31,9 @@ MAX_NAMESPACES = 1000
 KEY_PATTERN = "^[-._a-zA-Z0-9]+$"
 """A Secret data key (``IsConfigMapKey``): what the CRD schema enforces too."""
 _KEY = re.compile(KEY_PATTERN)
-_SPEC_FIELDS = frozenset({"kubeconfigSecretRef", "probe", "namespaces"})
+_SPEC_FIELDS = frozenset(
+    {"kubeconfigSecretRef", "probe", "namespaces", "allNamespaces", "createNamespaces", "allowProxy"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +64,21 @@ class ClusterSpec:
     name: str
     secret_ref: SecretRef
     probe: Probe = Probe()
-    namespaces: frozenset[str] | None = None
-    """The UnitedDeployment namespaces that may place subsets here; None: every namespace."""
+    namespaces: frozenset[str] = frozenset()
+    """The UnitedDeployment namespaces that may place subsets here (``spec.namespaces``)."""
+    all_namespaces: bool = False
+    """``spec.allNamespaces: true``: every host namespace may place subsets here."""
+    create_namespaces: bool = False
+    """``spec.createNamespaces: true``: the controller may create a missing namespace here."""
+    allow_proxy: bool = False
+    """``spec.allowProxy: true``: the member's kubeconfig may name a ``proxy-url``."""
     generation: int = 0
 
     def allows(self, namespace: str) -> bool:
-        """Whether a UnitedDeployment in ``namespace`` may use this cluster."""
-        return self.namespaces is None or namespace in self.namespaces
+        """Whether a UnitedDeployment in ``namespace`` may use this cluster: fail closed, so a
+        ``Cluster`` that says nothing admits no namespace (every host tenant who may create a
+        UnitedDeployment would otherwise run its pod template in every member)."""
+        return self.all_namespaces or namespace in self.namespaces
 
     @classmethod
     def parse(cls, obj: Any) -> ClusterSpec:
@@ -90,6 +100,11 @@ class ClusterSpec:
         ref = _secret_ref(r, spec.get("kubeconfigSecretRef"), spec_path.child("kubeconfigSecretRef"))
         probe = _probe(r, spec.get("probe"), spec_path.child("probe"))
         namespaces = _namespaces(r, spec.get("namespaces"), spec_path.child("namespaces"))
+        all_namespaces = _flag(r, spec, spec_path, "allNamespaces")
+        if all_namespaces and namespaces:
+            r.fail(forbidden(spec_path.child("namespaces"), "may not be set together with spec.allNamespaces"))
+        create_namespaces = _flag(r, spec, spec_path, "createNamespaces")
+        allow_proxy = _flag(r, spec, spec_path, "allowProxy")
         if r.errors or ref is None:
             raise ManifestError(r.errors)
         return cls(
@@ -97,6 +112,9 @@ class ClusterSpec:
             secret_ref=ref,
             probe=probe,
             namespaces=namespaces,
+            all_namespaces=all_namespaces,
+            create_namespaces=create_namespaces,
+            allow_proxy=allow_proxy,
             generation=generation if isinstance(generation, int) and not isinstance(generation, bool) else 0,
         )
 
@@ -132,10 +150,15 @@ def _probe(r: Reader, value: Any, path: Path) -> Probe:
     return Probe(period_seconds=period, timeout_seconds=timeout)
 
 
-def _namespaces(r: Reader, value: Any, path: Path) -> frozenset[str] | None:
+def _flag(r: Reader, spec: Json, path: Path, name: str) -> bool:
+    """An optional boolean field of the spec; absent (or wrong, reported): False."""
+    return r.boolean(spec.get(name), path.child(name)) or False
+
+
+def _namespaces(r: Reader, value: Any, path: Path) -> frozenset[str]:
     items = r.array(value, path)
     if items is None:
-        return None
+        return frozenset()
     if len(items) > MAX_NAMESPACES:
         r.fail(too_many(path, len(items), MAX_NAMESPACES))
     seen: set[str] = set()

@@ -6,7 +6,8 @@ kube client, the only package that may import ``kubernetes_asyncio``.
 
 from __future__ import annotations
 
+from united.api.groups import GROUP
 from united.kube.client import Resource
-from united.multicluster.model import GROUP, KIND, PLURAL, VERSION
+from united.multicluster.model import KIND, PLURAL, VERSION
 
 CLUSTERS = Resource(GROUP, VERSION, PLURAL, False, KIND)

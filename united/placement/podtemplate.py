@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from united.api import selector as label_selector
 from united.api.field import FieldError, Path, duplicate, forbidden, invalid, not_supported, required
 from united.api.names import dns_label_errors, label_key_errors, label_value_errors
-from united.placement import selector as label_selector
 
 #: Restart policies of pods a ReplicaSet, StatefulSet or CloneSet runs.
 RESTART_ALWAYS = ("Always",)

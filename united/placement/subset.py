@@ -4,8 +4,8 @@ This is the part of a subset that acts on pods, kept apart from workloads: :func
 serves UnitedDeployment children, and its pieces (:func:`node_affinity`, :func:`require`,
 :func:`tolerate`) the WorkloadSpread admission webhook, which places each admitted pod.
 
-Order and rules of :func:`place` follow the UnitedDeployment reference (sections 10.3 and
-10.4): the subset's ``nodeSelectorTerm.matchExpressions`` are ANDed into *every* required
+Order and rules of :func:`place` follow OpenKruise's UnitedDeployment: the
+subset's ``nodeSelectorTerm.matchExpressions`` are ANDed into *every* required
 node-selector term (terms are ORed, so each must carry the constraint); ``matchFields`` are
 ignored there (WorkloadSpread ANDs them too); the subset's tolerations are appended; the
 patch is a strategic merge patch applied last, so it may override anything above.

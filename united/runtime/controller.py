@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 
+from united.api.decode import Undecodable
 from united.kube import ApiError, Fenced, KubeClient, Resource
-from united.kube.decode import Undecodable
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
 from united.runtime.informer import EventHandler, Informer, Store
@@ -87,13 +88,24 @@ class Host(Protocol):
         ...
 
 
-class Reconcile(Protocol):
-    async def reconcile(self, key: str) -> Any: ...
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a pass asks of its queue: nothing more (the default), or to run the key again after
+    ``requeue_after`` seconds (a deadline, a wave's pause, a member still syncing). A failed pass
+    raises instead, and the key comes back with backoff."""
+
+    requeue_after: float | None = None
+
+
+class Reconciler(Protocol):
+    """One kind's pass over one key (``namespace/name``), as its :class:`Controller` runs it."""
+
+    async def reconcile(self, key: str) -> Result: ...
 
 
 class Controller:
-    """A queue of keys, its workers, and :attr:`reconciler` (whose ``reconcile(key)``
-    result may carry ``requeue_after``). Subclasses add informers and event mapping."""
+    """A queue of keys, its workers, and :attr:`reconciler` (whose :class:`Result` may ask for
+    the key again later). Subclasses add informers and event mapping."""
 
     name: str = "controller"
     log_key: str = "key"
@@ -105,7 +117,7 @@ class Controller:
         self.queue: WorkQueue[str] = WorkQueue(rate_limiter=default_controller_rate_limiter(), metrics=queue_metrics)
         queue_metrics.track_in_flight(self.queue)
         self.controller_metrics = host.metrics.controller(self.name)
-        self.reconciler: Reconcile
+        self.reconciler: Reconciler
         self._workers: list[asyncio.Task[None]] = []
 
     def enqueue(self, obj: Json) -> None:

@@ -66,7 +66,7 @@ object anyway; the manager does this (``united.controller.manager``), and leaves
 informer alone otherwise, so a UnitedDeployment-only install still caches only its labelled
 children and pods.
 
-**Undecodable objects** (nested deeper than ``united.kube.decode.MAX_DEPTH``: pod
+**Undecodable objects** (nested deeper than ``united.api.decode.MAX_DEPTH``: pod
 templates are schemaless) are not cached: the client leaves them out of a LIST and marks
 them in a watch event, and the informer logs each one with its key, uid and why, keeps it in
 :attr:`Informer.undecodable` (until it is deleted or becomes readable) and tells the
@@ -92,10 +92,10 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from united.api.decode import Undecodable
+from united.api.selector import Selector, parse_text
 from united.kube.client import JSON, KubeClient, Resource, WatchEvent
-from united.kube.decode import Undecodable
 from united.kube.errors import ApiError, Gone
-from united.placement.selector import Selector, parse_text
 from united.runtime.failures import FailureLog
 from united.runtime.projection import projection
 

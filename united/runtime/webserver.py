@@ -8,7 +8,7 @@ Why the rules here:
   whole point of that policy. The failure is logged once, here.
 * **Bounded input.** A body over :data:`MAX_BODY_BYTES` (3 MiB, the API server's own request
   limit) is refused with 413 before it is read; JSON nested deeper than the controller reads
-  anywhere (``united.kube.decode``) is refused with 400, so no handler ever walks it.
+  anywhere (``united.api.decode``) is refused with 400, so no handler ever walks it.
 * **A review costs what it asks for.** An admission review is first read only up to the pod
   (:func:`head`): from a namespace that needs nothing (the route's :data:`Screen`), or over
   :data:`MAX_PLACED_BYTES`, it is allowed unchanged without being decoded.
@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 import structlog
 from aiohttp import web
 
-from united.kube.decode import MAX_DEPTH, within
+from united.api.decode import MAX_DEPTH, within
 from united.runtime.connections import Limits, Listener
 from united.runtime.metrics import Metrics
 

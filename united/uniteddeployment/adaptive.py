@@ -1,4 +1,4 @@
-"""Adaptive scheduling decisions, per subset (reference 8.6 to 8.7), as pure functions of facts.
+"""Adaptive scheduling decisions, per subset, as pure functions of facts.
 
 ``scheduleStrategy.type: Adaptive`` moves replicas away from a subset whose pods cannot be
 scheduled. Everything that has to be *decided* for that lives here, apart from Kubernetes:
@@ -20,10 +20,10 @@ Two modes, as in OpenKruise:
   run in later subsets, and the substitutes go once the reserved pods have been Ready for
   ``unschedulableDuration``.
 
-Where we deliberately differ from the reference (README "Differences from OpenKruise"):
+Where we deliberately differ from OpenKruise (``docs/reference/differences.md``):
 every decision comes with the exact time it must be revisited (:attr:`Decision.deadline`) —
-no blind requeues and no requeue only after a failed scale-out (reference bugs 8, 9); a label
-is changed only when it differs (bug 9); pods are visited in name order (bug 20); pods a
+no blind requeues and no requeue only after a failed scale-out; a label
+is changed only when it differs; pods are visited in name order; pods a
 marked subset should have but that do not exist yet count as reserved, so substitutes are not
 removed in the moment between a scale-up and the pods' creation; and old-revision pods held
 back on purpose by a partition are never taken for a stuck rollout.
@@ -31,12 +31,12 @@ back on purpose by a partition are never taken for a stuck rollout.
 
 from __future__ import annotations
 
-import datetime
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from united.api.timestamp import format_time, parse_time
 from united.uniteddeployment.defaults import DEFAULT_RESCHEDULE_CRITICAL_SECONDS, DEFAULT_UNSCHEDULABLE_DURATION
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import CLONE_SET, DEPLOYMENT, Spec
@@ -46,7 +46,7 @@ Json = dict[str, Any]
 SCHEDULABLE = "Schedulable"
 """The per-subset condition type (``status.subsetStatuses[].conditions``)."""
 RESCHEDULE = "reschedule"
-"""Condition reason when a subset is (re)assessed: the reference's spelling, kept for tools."""
+"""Condition reason when a subset is (re)assessed: OpenKruise's spelling, kept for tools."""
 RECOVER = "recover"
 """Condition reason when a default-mode window ends."""
 CLUSTER_UNREACHABLE = "ClusterUnreachable"
@@ -128,7 +128,7 @@ def schedulable_condition(subset_status: Mapping[str, Any] | None) -> Condition 
 
 
 def set_condition(old: Condition | None, new: Condition) -> Condition:
-    """The reference's setter (2.8): unchanged status and reason keep the old condition,
+    """OpenKruise's condition setter: unchanged status and reason keep the old condition,
     time and message included; anything else starts a new one at ``new.since``. Keeping the
     time is what makes a default-mode window last ``unschedulableDuration`` from the first
     mark, however often the pods are found stuck again inside it."""
@@ -184,24 +184,6 @@ class Decision:
 # --- time ----------------------------------------------------------------------------------------
 
 
-def parse_time(value: Any) -> float | None:
-    """RFC 3339 (``2026-01-02T03:04:05Z``, fractions allowed) to epoch seconds; None if absent."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    return parsed.timestamp()
-
-
-def format_time(seconds: float) -> str:
-    """Epoch seconds to the API's RFC 3339 (whole seconds, as metav1.Time serialises)."""
-    return datetime.datetime.fromtimestamp(math.floor(seconds), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _earliest(*deadlines: float | None) -> float | None:
     present = [d for d in deadlines if d is not None]
     return min(present) if present else None
@@ -234,10 +216,10 @@ def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 def unschedulable_since(pod: Mapping[str, Any]) -> float | None:
     """The creation time of a pod the scheduler could not place, else None.
 
-    The reference's test (8.6.1): not being deleted, phase Pending, not bound to a node, and
+    OpenKruise's test: not being deleted, phase Pending, not bound to a node, and
     ``PodScheduled=False`` with reason ``Unschedulable``. Other pending pods (not yet seen by the
     scheduler, or failing for another reason) say nothing about the subset's capacity. The
-    clock starts at the pod's creation, as in the reference.
+    clock starts at the pod's creation, as in OpenKruise.
     """
     if _meta(pod).get("deletionTimestamp"):
         return None
@@ -349,7 +331,7 @@ def cluster_down(
 def _default(
     settings: Settings, pods: Sequence[Mapping[str, Any]], *, subset: str, previous: Condition | None, now: float
 ) -> Decision:
-    """Reference 8.6.1: inside the window the subset stays marked; pods stuck past the
+    """As OpenKruise: inside the window the subset stays marked; pods stuck past the
     critical time mark it (or, once the window is over, mark it again)."""
     condition = previous
     unschedulable = False
@@ -395,7 +377,7 @@ def _reservation(
     replicas: int,
     partition: int,
 ) -> Decision:
-    """Reference 8.7.1 and 8.7.2, pod by pod in name order."""
+    """OpenKruise's reservation steps, pod by pod in name order."""
     marked = previous is not None and not previous.status
     active = [p for p in pods if _active(p)]
     held_back = _held_by_partition(active, keys, updated_revision, partition)
@@ -529,13 +511,13 @@ def regrow(
     allocated: int,
     now: float,
 ) -> Decision | None:
-    """Reservation post-process (reference 8.7.4), or None when it does not apply.
+    """Reservation post-process, or None when it does not apply.
 
     A subset that was marked, has no reserved pods now, and is given more replicas than it
     has: its new pods are reserved from the start, so the substitutes in later subsets stay
     until those pods have been Ready for ``window``. The returned decision says so *before*
     allocating again (the reconciler re-runs the allocator with it), so the substitutes are
-    never scaled in for the moment between this pass and the next — the reference lets them
+    never scaled in for the moment between this pass and the next — OpenKruise lets them
     go and brings them back one pass later.
     """
     if not settings.reserve or decision.unschedulable or previous is None or previous.status:
@@ -562,8 +544,8 @@ def regrow(
 
 
 def max_unavailable(replicas: int, ready: int, update_timeout_pods: int) -> int:
-    """How many pods a rollout of an unschedulable subset may take down at once (reference
-    8.7.5: ``spec.replicas - readyReplicas + updateTimeoutPods``), never negative.
+    """How many pods a rollout of an unschedulable subset may take down at once (as OpenKruise:
+    ``spec.replicas - readyReplicas + updateTimeoutPods``), never negative.
 
     OpenKruise writes the raw difference, which goes negative when the subset shrinks below
     its ready pods — an invalid workload the API server rejects (openkruise/kruise#2412).
@@ -579,7 +561,7 @@ def override_max_unavailable(variant: str, spec: Json, value: int, *, exact: boo
     replacements; its caller checked ``maxSurge``): for a reservation it would only forbid what
     the template allows, and with ``maxSurge: 0`` a Deployment would be invalid. Nor for a
     Deployment with the ``Recreate`` strategy, which takes no ``rollingUpdate`` at all
-    (reference bug 19: it adds one and the API server rejects the object). Only Deployment and
+    (OpenKruise adds one and the API server rejects the object). Only Deployment and
     CloneSet children can reserve pods.
     """
     if value < 0 or (value == 0 and not exact):

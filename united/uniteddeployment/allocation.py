@@ -1,15 +1,15 @@
-"""Split ``spec.replicas`` over subsets: the four reference allocators (reference section 8).
+"""Split ``spec.replicas`` over subsets: OpenKruise's four allocators.
 
-Selection, in the reference's order: Adaptive with reservation → ``reservation``; Adaptive →
+Selection, in OpenKruise's order: Adaptive with reservation → ``reservation``; Adaptive →
 ``adaptive``; any subset with ``minReplicas``/``maxReplicas`` → ``elastic``; otherwise
-``specified``. Rounding, tie-breaks and error texts follow the reference exactly; where
+``specified``. Rounding, tie-breaks and error texts follow OpenKruise exactly; where
 we deliberately differ it is named in the docstring of the function that differs.
 
 Every subset's result carries a machine-readable ``reason`` and a one-line ``message`` saying
 which rule decided it — no peer explains its arithmetic, and most user surprises in this
-field are arithmetic they could not see (see README "Allocation reasons").
+field are arithmetic they could not see (see ``docs/concepts/uniteddeployment.md``, "Allocation").
 
-``spec.topology.rounding: Monotone`` and ``subsets[].weight`` are ours (issue 13): they route
+``spec.topology.rounding: Monotone`` and ``subsets[].weight`` are ours (OpenKruise has neither): they route
 the shares through :mod:`united.uniteddeployment.apportionment` (Sainte-Laguë, house-monotone);
 see :func:`_specified_monotone` and :func:`_weighted_shares` for how they compose.
 
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from united.placement.intstr import INT32_MAX, IntOrStr, resolve
+from united.api.intstr import INT32_MAX, IntOrStr, resolve
 from united.uniteddeployment.apportionment import Apportionment, Claim, apportion
 from united.uniteddeployment.model import MANUAL, Spec, Subset
 
@@ -122,7 +122,7 @@ def allocate(spec: Spec, state: Mapping[str, SubsetState] | None = None) -> Plan
 
 
 def partition(spec: Spec, name: str, replicas: int) -> int:
-    """Effective partition (reference 9): honoured only for the literal ``Manual`` type,
+    """Effective partition: honoured only for the literal ``Manual`` type,
     capped at the subset's allocation."""
     if spec.update.type != MANUAL or not spec.update.partitions:
         return 0
@@ -133,11 +133,11 @@ Decision = tuple[int, str, str]
 
 
 def _specified(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]:
-    """Fixed numbers and percentages; the rest split evenly (reference 8.3).
+    """Fixed numbers and percentages; the rest split evenly.
 
     The remainder goes to the unspecified subsets that have the most replicas now (least
     movement), ties to the alphabetically last name. Values that do not parse are ignored,
-    as in the reference (validation rejects them before we get here).
+    as in OpenKruise (validation rejects them before we get here).
     """
     if spec.monotone and spec.replicas is not None:
         return _specified_monotone(spec)
@@ -265,7 +265,7 @@ def _specified_monotone(spec: Spec) -> list[Decision]:
     weight (:func:`_weighted_shares`, equal weights by default: the earlier subset gets the +1).
     Both stages are house-monotone and the second's total is the first's rest, so raising
     ``spec.replicas`` never lowers any subset. Without a subset to take the rest, percentages are
-    shares of what fixed subsets leave (33 %, 33 %, 34 % of 10 is 3, 3, 4; the reference rejects
+    shares of what fixed subsets leave (33 %, 33 %, 34 % of 10 is 3, 3, 4; OpenKruise rejects
     that spec because its half-up numbers add up to 9)."""
     total = spec.replicas or 0
     parts = split(spec)
@@ -385,7 +385,7 @@ def _fill(total: int, bounds: Sequence[_Bounds]) -> None:
 
 
 def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) -> list[Decision]:
-    """Elastic min/max (reference 8.4) and its adaptive variant (8.5).
+    """Elastic min/max and its adaptive variant.
 
     Adaptive: an unschedulable subset keeps at most its ready pods but never less than its
     minimum; a schedulable subset's ready pods are protected, so scale-in takes from later
@@ -426,7 +426,7 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
             ready = capped[s.name]
             msg = f"unschedulable: capped at its {_pods(ready, 'ready pod')}"
             if b.min0 > ready:
-                # Reference bug 21: min > max after capping is silently "min wins"; say so.
+                # min > max after capping: OpenKruise silently lets min win; say so.
                 msg += (
                     f", but keeps minReplicas {b.min0} (the minimum wins over the cap: "
                     f"{_pods(b.min0 - ready, 'pod')} may stay pending)"
@@ -445,7 +445,7 @@ def _elastic(spec: Spec, state: Mapping[str, SubsetState], *, adaptive: bool) ->
 
 
 def _weigh(spec: Spec, total: int, bounds: Sequence[_Bounds]) -> tuple[Apportionment, int]:
-    """Weights in elastic mode: minimums first in order, as the reference, then Sainte-Laguë in
+    """Weights in elastic mode: minimums first in order, as OpenKruise, then Sainte-Laguë in
     proportion to weight up to each maximum, instead of filling subsets in order. Bounds fixed,
     this is house-monotone (the bounded divisor method); the adaptive allocator feeds it its
     state-adjusted bounds, so for one observed state it is monotone too."""
@@ -505,10 +505,10 @@ def _elastic_reason(s: Subset, b: _Bounds) -> Decision:
 
 
 def _reservation(spec: Spec, state: Mapping[str, SubsetState]) -> list[Decision]:
-    """Reservation (reference 8.7.3): an unschedulable subset keeps its pods (reserved,
+    """Reservation: an unschedulable subset keeps its pods (reserved,
     still pending) but only its healthy part counts; later subsets run substitutes.
 
-    Deliberate difference: pass 2 never takes replicas away from a subset (the reference
+    Deliberate difference: pass 2 never takes replicas away from a subset (OpenKruise
     can lower an unschedulable subset below its minimum when its current size is smaller).
     """
     remaining = spec.replicas or 0

@@ -1,6 +1,6 @@
 """Split an integer in proportion to weights, within bounds, house-monotonically (Sainte-Laguë).
 
-Why a divisor method: rounding every share on its own (half up, the reference's rule) makes the
+Why a divisor method: rounding every share on its own (half up, OpenKruise's rule) makes the
 shares add up to more or less than the total, and whichever subset absorbs the difference can
 shrink while the total grows; largest-remainder (Hamilton) has the Alabama paradox. A divisor
 method hands out seat after seat to the claim with the highest quotient ``weight / (seats + ½)``,
@@ -11,7 +11,7 @@ is the divisor method without bias toward large or small claims.
 One fixed ranking of every (claim, seat) pair defines the result for every total, which is the
 whole monotonicity argument:
 
-1. seats below a claim's ``low``, in claim order (the reference meets minimums in order too);
+1. seats below a claim's ``low``, in claim order (OpenKruise meets minimums in order too);
 2. the other seats of positive weights by quotient, highest first; equal quotients go to the
    earlier claim (deterministic, documented tie rule);
 3. seats of weight-0 claims, in claim order: they take only what no positive claim has room for.

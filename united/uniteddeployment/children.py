@@ -1,4 +1,4 @@
-"""Which live workloads are this UnitedDeployment's children (reference section 7), decided
+"""Which live workloads are this UnitedDeployment's children, decided
 from plain data so the rules can be tested exhaustively.
 
 The controller-ref rules of Kubernetes: only workloads in the UnitedDeployment's own
@@ -6,7 +6,7 @@ namespace are ever considered (an ownerReference is namespace-local, and anyone 
 uid into one); a workload controlled by someone else is never touched; one we control is
 kept while it still matches our selector and carries a subset label, and released otherwise;
 an orphan that matches is adopted. Several children for one subset (a crash between create
-and status write, a manual copy) are reduced to one: the reference keeps an arbitrary one, we
+and status write, a manual copy) are reduced to one: OpenKruise keeps an arbitrary one, we
 keep the oldest (then by name), so every replica of the controller picks the same survivor.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.placement import selector as label_selector
+from united.api import selector as label_selector
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import UnitedDeployment
 

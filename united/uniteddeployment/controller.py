@@ -8,19 +8,19 @@ starts and every UnitedDeployment is re-queued.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import structlog
 
-from united.kube import ApiError, KubeClient, Resource
+from united.api.decode import Undecodable
+from united.api.selector import parse as parse_selector
+from united.kube import Resource
 from united.kube.client import CONTROLLER_REVISIONS, PODS
-from united.kube.decode import Undecodable
+from united.kube.discovery import served
 from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Members, Watching
-from united.placement.selector import parse as parse_selector
 from united.runtime.controller import Controller, Host, Stores
 from united.runtime.informer import DELETED, MODIFIED, Informer
 from united.uniteddeployment.keys import Keys
@@ -38,18 +38,6 @@ def _meta_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool
         return True
     a, b = old.get("metadata") or {}, new.get("metadata") or {}
     return any(a.get(k) != b.get(k) for k in ("generation", "labels", "annotations", "deletionTimestamp", "uid"))
-
-
-async def served(client: KubeClient, resource: Resource) -> bool:
-    """The API server serves ``resource`` (its CRD is installed and established)."""
-    try:
-        text = await client.get_path(f"/apis/{resource.group}/{resource.version}")
-    except ApiError:
-        return False
-    try:
-        return any(r.get("name") == resource.plural for r in json.loads(text).get("resources", []))
-    except (ValueError, AttributeError):
-        return False
 
 
 class UnitedDeploymentController(Controller):
@@ -224,4 +212,4 @@ class UnitedDeploymentController(Controller):
             self.enqueue(ud)
 
 
-__all__ = ["UnitedDeploymentController", "served"]
+__all__ = ["UnitedDeploymentController"]

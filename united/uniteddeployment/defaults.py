@@ -1,11 +1,11 @@
-"""Defaults, as OpenKruise's mutating webhook applies them (reference section 4.1).
+"""Defaults, as OpenKruise's mutating webhook applies them.
 
 There is no webhook in front of our controller (and Kubernetes 1.20 cannot express
 cross-field defaults in a CRD schema), so the controller and the CLI apply these in memory on
 every read. They are never written back to the object: the user's manifest stays as written,
 and a reconcile with nothing to change stays write-free.
 
-The reference also injects the standard pod-spec defaults into ``statefulSetTemplate`` pod
+OpenKruise also injects the standard pod-spec defaults into ``statefulSetTemplate`` pod
 templates. We do not: the API server defaults the child's pod template itself, and our
 child diff compares the rendered input (see ``united.uniteddeployment.render``), not server-defaulted output.
 """

@@ -7,7 +7,7 @@ rendered spec, replicas and the partition — and only then build a JSON merge p
 
 * labels/annotations: our keys only; other writers' keys are kept;
 * owner references: our controller reference added when adopting;
-* spec, when the digest differs: replaced as the reference does (keys we no longer render
+* spec, when the digest differs: replaced as OpenKruise does (keys we no longer render
   are set to ``null``; the API server re-applies its defaults) — but only the fields an
   update may change (:attr:`ChildKind.mutable`): a patch touching an immutable one is
   refused whole, replicas included, and the child could never be scaled again. What the
@@ -25,35 +25,11 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from united.api.mergepatch import merge_patch
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.render.kind import ChildKind
 
 Json = dict[str, Any]
-
-
-def merge_patch(live: Any, desired: Any) -> Any:
-    """RFC 7386 patch turning ``live`` into ``desired`` (lists are replaced whole)."""
-    if not isinstance(live, dict) or not isinstance(desired, dict):
-        return desired
-    patch: Json = {}
-    for key in live.keys() - desired.keys():
-        patch[key] = None
-    for key, value in desired.items():
-        if key not in live:
-            patch[key] = value
-        elif live[key] != value:
-            patch[key] = merge_patch(live[key], value) if isinstance(value, dict) else value
-    return patch
-
-
-def identified(patch: Json, obj: Mapping[str, Any], *, exact: bool = False) -> Json:
-    """``patch`` naming the object it was computed from, since writes go by name and a name can
-    be reused: with its uid the API server refuses the patch if the name now belongs to another
-    object; with ``exact`` also its resourceVersion (409 if it changed since it was read), for
-    writes decided from the object's whole state (adopting, releasing)."""
-    meta = obj.get("metadata") or {}
-    ident = {k: meta[k] for k in ("uid", "resourceVersion")[: 2 if exact else 1] if meta.get(k)}
-    return {**patch, "metadata": {**(patch.get("metadata") or {}), **ident}} if ident else patch
 
 
 def child_patch(

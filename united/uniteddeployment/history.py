@@ -1,13 +1,13 @@
-"""ControllerRevision history of a UnitedDeployment (reference section 6), decided from data.
+"""ControllerRevision history of a UnitedDeployment (as OpenKruise keeps it), decided from data.
 
-Each reconcile: adopt the namespace's orphaned revisions that match the selector (as the
-reference's claim does), then find the revision whose Data equals the template
+Each reconcile: adopt the namespace's orphaned revisions that match the selector (as
+OpenKruise's claim does), then find the revision whose Data equals the template
 (semantically, see :func:`united.uniteddeployment.revision.same`) — reuse it when it is the newest, or bump
 its revision number when an old one comes back (a rollback); otherwise create one, probing
 past hash collisions and names taken by anyone else's revisions with a collision count that
-is returned so it can be persisted (the reference never persists it). History beyond
+is returned so it can be persisted (OpenKruise never persists it). History beyond
 ``revisionHistoryLimit`` is trimmed oldest first, never touching the current or updated
-revision (the reference can drop those from its view)."""
+revision (OpenKruise can drop those from its view)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.placement import selector as label_selector
+from united.api import selector as label_selector
 from united.uniteddeployment import revision
 from united.uniteddeployment.children import controller_uid, deleting, labels_of, name_of, namespace_of, uid_of
 from united.uniteddeployment.keys import REVISION_HASH_LABEL
@@ -142,7 +142,7 @@ def plan(
 
 
 def _adoptable(ud: UnitedDeployment, obj: Mapping[str, Any]) -> bool:
-    """An orphan of the UD's namespace that its selector matches (reference 6, 7.2)."""
+    """An orphan of the UD's namespace that its selector matches."""
     if controller_uid(obj) is not None or deleting(obj) or deleting(ud.raw) or namespace_of(obj) != ud.namespace:
         return False
     return ud.spec.selector is not None and label_selector.parse(ud.spec.selector.to_dict()).matches(labels_of(obj))
@@ -151,8 +151,8 @@ def _adoptable(ud: UnitedDeployment, obj: Mapping[str, Any]) -> bool:
 def body(
     ud: UnitedDeployment, template: Template, *, name: str, number: int, owner_reference: Json, count: int
 ) -> Json:
-    """A ControllerRevision labelled with the template labels (for every variant: the
-    reference leaves CloneSet revisions unlabelled, so it never finds them again)."""
+    """A ControllerRevision labelled with the template labels (for every variant: OpenKruise
+    leaves CloneSet revisions unlabelled, so it never finds them again)."""
     data = revision.data(template)
     labels = {**(template.metadata.get("labels") or {}), REVISION_HASH_LABEL: revision.hash_text(data, count)}
     meta: Json = {"name": name, "labels": labels, "ownerReferences": [owner_reference]}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from united.uniteddeployment.model import GROUP
+from united.api.groups import GROUP
 
 #: Label on ControllerRevisions; a Kubernetes convention, not ours.
 REVISION_HASH_LABEL = "controller.kubernetes.io/hash"

@@ -18,17 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united.api.field import ManifestError, Path, invalid, not_supported, required
+from united.api.groups import GROUP, KRUISE_GROUP
+from united.api.intstr import INT32_MAX, IntOrStr
 from united.api.reader import Reader
-from united.placement.intstr import INT32_MAX, IntOrStr
 
-GROUP = "apps.united.io"
 VERSION = "v1alpha1"
-KRUISE_GROUP = "apps.kruise.io"
 KIND = "UnitedDeployment"
 PLURAL = "uniteddeployments"
 API_VERSIONS = (f"{GROUP}/{VERSION}", f"{KRUISE_GROUP}/v1alpha1", f"{KRUISE_GROUP}/v1beta1")
 
-#: Template variants in the reference's precedence order (first set one wins).
+#: Template variants in OpenKruise's precedence order (first set one wins).
 STATEFUL_SET = "statefulSetTemplate"
 ADVANCED_STATEFUL_SET = "advancedStatefulSetTemplate"
 CLONE_SET = "cloneSetTemplate"
@@ -39,7 +38,7 @@ ADAPTIVE = "Adaptive"
 FIXED = "Fixed"
 MANUAL = "Manual"
 PROGRESSIVE = "Progressive"
-#: ``spec.topology.rounding``: the reference's per-subset half-up rounding (default), or ours.
+#: ``spec.topology.rounding``: OpenKruise's per-subset half-up rounding (default), or ours.
 HALF_UP = "HalfUp"
 MONOTONE = "Monotone"
 
@@ -99,7 +98,7 @@ class ScheduleStrategy:
 
     @property
     def reserves(self) -> bool:
-        """Reservation mode is only effective with ``type: Adaptive`` (reference 2.4)."""
+        """Reservation mode is only effective with ``type: Adaptive``."""
         return self.is_adaptive and self.adaptive is not None and self.adaptive.reserve_unschedulable_pods
 
 
@@ -135,7 +134,7 @@ class UpdateStrategy:
 
 @dataclass(frozen=True, slots=True)
 class Selector:
-    """A ``metav1.LabelSelector`` kept as given; matching lives in ``united.placement.selector``."""
+    """A ``metav1.LabelSelector`` kept as given; matching lives in ``united.api.selector``."""
 
     match_labels: Mapping[str, str] = field(default_factory=dict)
     match_expressions: tuple[Json, ...] = ()
@@ -174,7 +173,7 @@ class Spec:
 
     @property
     def template(self) -> Template | None:
-        """The variant the controller uses: the first set one in the reference's order."""
+        """The variant the controller uses: the first set one in OpenKruise's order."""
         for variant in TEMPLATE_VARIANTS:
             for t in self.templates:
                 if t.variant == variant:

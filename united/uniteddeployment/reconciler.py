@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import datetime
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,21 +22,24 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from united.api.conditions import Problem
+from united.api.decode import Undecodable
 from united.api.field import ManifestError
+from united.api.mergepatch import identified, merge_patch
+from united.api.selector import parse as parse_selector
+from united.api.timestamp import format_time, now_rfc3339, parse_time
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, PODS
-from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
 from united.multicluster.lastknown import LastKnown, last_known
-from united.placement.selector import parse as parse_selector
-from united.runtime.controller import RetryableError
+from united.runtime.controller import Result, RetryableError
 from united.runtime.metrics import SubsetReplicas
 from united.uniteddeployment import adaptive, history, revision, rollout
 from united.uniteddeployment.admission import admission
 from united.uniteddeployment.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
 from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, name_of, strays, uid_of
-from united.uniteddeployment.diff import child_patch, identified, immutable_changes, merge_patch
+from united.uniteddeployment.diff import child_patch, immutable_changes
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
     DEPLOYMENT,
@@ -53,7 +55,7 @@ from united.uniteddeployment.render import render as render_child
 from united.uniteddeployment.render.blueprints import Blueprints
 from united.uniteddeployment.resources import resource_of
 from united.uniteddeployment.shift import Holding, Shift, shift
-from united.uniteddeployment.status import UPDATED, ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
+from united.uniteddeployment.status import UPDATED, ChildView, Facts, compute, hpa_selector, observe, stalled
 
 if TYPE_CHECKING:
     from united.multicluster.identity import RemoteKeys
@@ -128,19 +130,12 @@ class Site:
     detail: str = ""
     remote: RemoteKeys | None = None
     suspect: Callable[[], None] | None = None
-
-
-@dataclass(frozen=True)
-class Result:
-    requeue_after: float | None = None
+    create_namespaces: bool = False
+    """The member's ``Cluster`` lets the controller create a missing namespace there."""
 
 
 class OwnerChangedError(Exception):
     """The UnitedDeployment read afresh is being deleted or is another object: end the pass."""
-
-
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 SETTLE_SECONDS = 30.0
@@ -288,7 +283,7 @@ class Reconciler:
             children, _ = member.stores(variant)
             health = member.health
             if not health.ready:
-                blocked.append(f"{cluster} unreachable since {adaptive.format_time(health.since)}: {health.message}")
+                blocked.append(f"{cluster} unreachable since {format_time(health.since)}: {health.message}")
                 continue
             if not member.usable(variant) or member.client is None:
                 remaining += 1  # reachable, its caches syncing: soon
@@ -451,6 +446,16 @@ class Reconciler:
         )
         self._written[key] = (_rv(answer), status)
         return True
+
+
+POD_SECURITY_PREFIX = "pod-security.kubernetes.io/"
+
+
+def pod_security_labels(namespace: Mapping[str, Any]) -> dict[str, str]:
+    """The Pod Security admission labels (``pod-security.kubernetes.io/*``) of a host namespace,
+    for the namespace the controller creates in a member: its pods must meet the same level."""
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    return {k: str(v) for k, v in labels.items() if isinstance(k, str) and k.startswith(POD_SECURITY_PREFIX)}
 
 
 def _finalizers(obj: Mapping[str, Any]) -> list[str]:
@@ -737,8 +742,7 @@ class _Pass:
         remote = members.remote if members is not None else None
         if member is None or remote is None:
             return Site(cluster, None, None, None, usable=False, synced=False, reason=CLUSTER_NOT_FOUND)
-        allowed = member.spec.namespaces
-        if allowed is not None and self.namespace not in allowed:
+        if not member.spec.allows(self.namespace):
             return Site(cluster, None, None, None, usable=False, synced=False, reason=NAMESPACE_NOT_ALLOWED)
         member.ensure(variant)
         children, pods = member.stores(variant)
@@ -758,6 +762,7 @@ class _Pass:
             detail="" if health.ready else health.message,
             remote=remote,
             suspect=member.suspect,
+            create_namespaces=member.spec.create_namespaces,
         )
 
     def cluster_down(
@@ -797,18 +802,26 @@ class _Pass:
 
     async def create(self, site: Site, resource: Resource, body: Json) -> Any:
         """Create ``body`` in ``site``; in a member whose namespace is missing, create the
-        namespace first (labelled with our host identity; never deleted) unless that is off."""
+        namespace first (labelled with our host identity; never deleted) when both the controller
+        (``--create-member-namespaces``) and the member's ``Cluster`` (``createNamespaces``) allow
+        it. The host namespace's Pod Security labels go with it: a namespace the controller makes
+        must not admit pods its host namespace would refuse."""
         assert site.client is not None
         try:
             return await site.client.create(resource, body, namespace=self.namespace)
         except NotFound as e:
             if site.remote is None or (e.body.get("details") or {}).get("kind") != "namespaces":
                 raise
-            if not self.r.create_member_namespaces:
-                raise ApiError(
-                    f"namespace {self.namespace} does not exist there (namespace creation is off)", status=404
-                ) from None
-        labels = {self.keys.created_by_cluster: site.remote.host_id}
+            if not (self.r.create_member_namespaces and site.create_namespaces):
+                why = (
+                    "the controller's namespace creation is off"
+                    if site.create_namespaces
+                    else f"Cluster {site.cluster} does not set createNamespaces: true"
+                )
+                raise ApiError(f"namespace {self.namespace} does not exist there ({why})", status=404) from None
+        host_namespace = await self.r.client.get(NAMESPACES, self.namespace)
+        labels = pod_security_labels(host_namespace)
+        labels[self.keys.created_by_cluster] = site.remote.host_id
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace, "labels": labels}}
         with contextlib.suppress(AlreadyExists):
             await site.client.create(NAMESPACES, namespace)
@@ -870,7 +883,7 @@ class _Pass:
         updated_since = None
         for c in self.previous.get("conditions") or ():
             if isinstance(c, dict) and c.get("type") == UPDATED:
-                updated_since = adaptive.parse_time(c.get("lastTransitionTime"))
+                updated_since = parse_time(c.get("lastTransitionTime"))
         out = {}
         for subset in self.ud.spec.subsets:
             child = by_subset.get(subset.name)
@@ -900,7 +913,7 @@ class _Pass:
         seconds: float,
     ) -> Plan:
         """Reservation: a recovered subset that grows keeps its substitutes until its new pods
-        prove ready (reference 8.7.4); allocate again with its new pods counted as reserved."""
+        prove ready; allocate again with its new pods counted as reserved."""
         previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
         grown = False
         for name, d in list(decisions.items()):
@@ -1072,7 +1085,7 @@ class _Pass:
         decisions: Mapping[str, adaptive.Decision],
     ) -> dict[str, int]:
         """Reservation: how many pods a rollout of each unschedulable subset may take down, so
-        its reserved (pending) pods can be replaced by the new revision (reference 8.7.5)."""
+        its reserved (pending) pods can be replaced by the new revision."""
         if settings is None or not settings.reserve:
             return {}
         out = {}

@@ -1,6 +1,6 @@
 """Revisions: a stable name for "this version of the workload template".
 
-Algorithm (reference section 6, restated):
+Algorithm (OpenKruise's, restated):
 
 1. **Data**: ``{"spec": {"template": {<variant>: {metadata, spec}, "$patch": "replace"}}}``
    encoded as JSON the way Go's ``encoding/json`` does for generic maps: keys sorted at

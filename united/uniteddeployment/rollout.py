@@ -36,8 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.placement.intstr import IntOrStr, is_percent, resolve, scaled
-from united.uniteddeployment.adaptive import parse_time
+from united.api.intstr import IntOrStr, is_percent, resolve, scaled
+from united.api.timestamp import parse_time
 from united.uniteddeployment.model import Progressive
 
 Json = dict[str, Any]

@@ -1,4 +1,4 @@
-"""Capacity-safe shifts of replicas between subsets (issue 13, item 2), decided from data.
+"""Capacity-safe shifts of replicas between subsets, decided from data.
 
 When an allocation moves replicas — a subset removed, a percentage edited — the receivers grow
 at once and the donors (a removed subset's child included) shrink only as far as the pods

@@ -1,12 +1,12 @@
-"""UnitedDeployment status, computed from plain facts (reference section 12, plus ours).
+"""UnitedDeployment status, computed from plain facts (OpenKruise's fields, plus ours).
 
-The status carries the reference's fields (counts, revisions, ``labelSelector`` for HPA,
+The status carries OpenKruise's fields (counts, revisions, ``labelSelector`` for HPA,
 the v1alpha1 ``updateStatus`` and ``subsetReplicas`` maps) and what users asked for and
 no peer gives: per-subset ``subsetStatuses`` that say how many replicas a subset should
 have and **why** (the allocator's reason and message), whether its partition is really held,
 and kstatus conditions (``Ready``, ``Reconciling``, ``Stalled``) that GitOps tools read.
 
-Unlike the reference, entries of removed subsets disappear, and the status is computed (and
+Unlike OpenKruise, entries of removed subsets disappear, and the status is computed (and
 written) even when a reconcile fails part-way, so a failure is visible where users look.
 """
 
@@ -16,15 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.placement.selector import EQUALS, Requirement, Selector
-from united.placement.selector import parse as parse_selector
+from united.api.conditions import READY, RECONCILING, STALLED, Problem, kstatus
+from united.api.selector import EQUALS, Requirement, Selector
+from united.api.selector import parse as parse_selector
 from united.uniteddeployment.allocation import Plan
 
 Json = dict[str, Any]
 
-READY = "Ready"
-RECONCILING = "Reconciling"
-STALLED = "Stalled"
 UPDATED = "UnitedDeploymentUpdated"
 
 
@@ -42,15 +40,6 @@ class ChildView:
     reserved: int = 0
     current: bool = True
     """The child's controller has observed the child's latest generation."""
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Why a UnitedDeployment cannot progress (``stalled``) or why this pass failed."""
-
-    reason: str
-    message: str
-    stalled: bool = True
 
 
 @dataclass(frozen=True)
@@ -262,34 +251,6 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
     )
     values = {READY: ready_c, RECONCILING: reconciling_c, STALLED: stalled_c, UPDATED: updated_c}
     return kstatus(previous, values, generation=facts.generation, now=facts.now)
-
-
-def kstatus(
-    previous: Mapping[Any, Mapping[str, Any]],
-    values: Mapping[str, tuple[bool, str, str]],
-    *,
-    generation: int,
-    now: str,
-) -> list[Json]:
-    """Conditions from ``type -> (status, reason, message)``, in that order; a condition's
-    ``lastTransitionTime`` moves only when its status does (``previous``: the old ones by type).
-    Every kind's status builds its conditions here."""
-    out = []
-    for kind, (value, reason, message) in values.items():
-        state = "True" if value else "False"
-        before = previous.get(kind) or {}
-        since = before.get("lastTransitionTime") if before.get("status") == state else None
-        out.append(
-            {
-                "type": kind,
-                "status": state,
-                "observedGeneration": generation,
-                "lastTransitionTime": since or now,
-                "reason": reason,
-                "message": message,
-            }
-        )
-    return out
 
 
 def stalled(previous: Mapping[str, Any], *, generation: int, problem: Problem, now: str) -> Json:

@@ -1,23 +1,23 @@
-"""Validation, as OpenKruise's validating webhook does it (reference sections 4.2 to 4.4).
+"""Validation, as OpenKruise's validating webhook does it.
 
 Run on a *defaulted* model (:mod:`united.uniteddeployment.defaults`), like the webhook after the mutating
-one. Every rule reports a :class:`~united.api.field.FieldError`. The reference's quirks are
+one. Every rule reports a :class:`~united.api.field.FieldError`. OpenKruise's quirks are
 fixed and the fixes named here:
 
-* messages print the real ``spec.replicas`` (the reference prints a memory address);
+* messages print the real ``spec.replicas`` (OpenKruise prints a memory address);
 * the Advanced StatefulSet label error uses its own path;
 * a tolerations change is reported once;
-* CloneSet templates are validated too (the reference accepts any CloneSet template, then
+* CloneSet templates are validated too (OpenKruise accepts any CloneSet template, then
   creates children its own selector cannot find, forever);
 * derived names must fit: the revision label and StatefulSet/CloneSet pod labels have a
-  63-character limit that the reference leaves to fail at pod creation;
+  63-character limit that OpenKruise leaves to fail at pod creation;
 * a subset patch must apply, and may not move pods out of their child's selector or touch
   the pod template's name, namespace or owner references;
-* ``topology.rounding`` and ``subsets[].weight`` are ours (issue 13); with ``Monotone`` the
+* ``topology.rounding`` and ``subsets[].weight`` are ours; with ``Monotone`` the
   replica sums are checked with the monotone numbers, not the half-up ones;
-* ``subsets[].cluster`` is ours (issue 12), in our group only; whether that ``Cluster`` exists is
+* ``subsets[].cluster`` is ours, in our group only; whether that ``Cluster`` exists is
   the controller's to say (``ClusterNotFound``): offline validation cannot know;
-* what one UnitedDeployment may ask is bounded (:mod:`united.api.limits`): the reference
+* what one UnitedDeployment may ask is bounded (:mod:`united.api.limits`): OpenKruise
   merges any number of patches of any size on its one reconcile loop.
 
 :func:`checks` runs the rules in steps of bounded cost, so that the controller can let its
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from united.api import selector as label_selector
 from united.api.field import (
     FieldError,
     Path,
@@ -39,6 +40,8 @@ from united.api.field import (
     too_long,
     too_many,
 )
+from united.api.groups import GROUP
+from united.api.intstr import INT32_MAX, resolve
 from united.api.limits import (
     MAX_PATCH_BYTES,
     MAX_PLACEMENT_BYTES,
@@ -55,9 +58,7 @@ from united.api.names import (
     dns_label_errors,
     dns_subdomain_errors,
 )
-from united.placement import selector as label_selector
 from united.placement.constraints import node_selector_term_errors, toleration_errors
-from united.placement.intstr import INT32_MAX, resolve
 from united.placement.patch import PatchError
 from united.placement.podtemplate import items, pod_template_errors
 from united.placement.subset import place
@@ -69,7 +70,6 @@ from united.uniteddeployment.model import (
     CLONE_SET,
     DEPLOYMENT,
     FIXED,
-    GROUP,
     HALF_UP,
     MANUAL,
     MONOTONE,
@@ -133,7 +133,7 @@ def checks(ud: UnitedDeployment) -> Iterator[list[FieldError]]:
 
 
 def validate_update(old: UnitedDeployment, new: UnitedDeployment) -> list[FieldError]:
-    """Update rules on top of the create rules (reference 4.4).
+    """Update rules on top of the create rules.
 
     The controller itself has no old object to compare with (there is no webhook); these
     rules serve ``united validate --old`` in pipelines. Note that our controller rolls out
@@ -277,7 +277,7 @@ def _claims(template: Template, tpath: Path, errors: list[FieldError]) -> set[st
 
 
 def _subset_replicas(spec: Spec) -> list[FieldError]:
-    """Reference 4.3 (``validateSubsetReplicasV1beta1``), with the real numbers in messages."""
+    """OpenKruise's subset replicas rule (``validateSubsetReplicasV1beta1``), with the real numbers in messages."""
     total = spec.replicas if spec.replicas is not None else -1
     errors: list[FieldError] = []
     fixed_sum, fixed_count, elastic, bounded = 0, 0, False, 0
@@ -614,7 +614,7 @@ def _held_back(template: Template) -> list[FieldError]:
 STATEFUL_SET_MUTABLE = frozenset(
     {"template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds", "ordinals", "replicas"}
 )
-"""StatefulSet spec fields an update may change (reference 4.4; the API server agrees)."""
+"""StatefulSet spec fields an update may change (as OpenKruise's webhook; the API server agrees)."""
 ADVANCED_STATEFUL_SET_MUTABLE = frozenset({"template", "updateStrategy", "replicas"})
 
 

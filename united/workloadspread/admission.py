@@ -1,7 +1,7 @@
 """The WorkloadSpread API's one entry point: parse and validate, as the webhook admits one.
 
 :func:`admit` is what every consumer calls — ``united validate`` and the controller alike —
-so that "valid" means the same offline and on a cluster. The reference has no defaulting
+so that "valid" means the same offline and on a cluster. OpenKruise has no defaulting
 webhook for WorkloadSpread, so nothing is defaulted.
 """
 

@@ -1,4 +1,4 @@
-"""Adopt pods that were created before the WorkloadSpread (or while its webhook was down) (reference 3.5).
+"""Adopt pods that were created before the WorkloadSpread (or while its webhook was down).
 
 A pod of the target without this spread's annotation is put in the subset its node fits best,
 if any. A subset *fits* when the node's every taint (any effect) is tolerated by the pod's
@@ -11,7 +11,7 @@ version: the subset's ``maxReplicas`` (no maximum: unbounded) minus its annotate
 the webhook's bookings still pending in that version's status, and minus each pod adopted
 into it.
 
-Difference from the reference: a subset without quota does not fit at all. The reference
+Difference from OpenKruise: a subset without quota does not fit at all. OpenKruise
 adopts into it anyway (quota only breaks ties), so pods admitted while the webhook was down
 could push a subset past its maximum; here they stay unplaced and are removed first on
 scale-in. The reconciler writes the status that counts them before it patches the pods, so a
@@ -24,7 +24,7 @@ cannot change). The patch names the pod's ``uid`` and ``resourceVersion``, so it
 the pod changed meanwhile.
 
 Pods that are not scheduled yet, whose node is unknown or that fit no subset stay unplaced.
-Difference from the reference: finished or terminating pods are not adopted (a patch that
+Difference from OpenKruise: finished or terminating pods are not adopted (a patch that
 changes nothing they do).
 """
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from united.placement.intstr import INT32_MAX
+from united.api.intstr import INT32_MAX
 from united.placement.patch import POD, PatchError, strategic_merge
 from united.workloadspread.booking import resolve
 from united.workloadspread.injection import Matched, annotation, matched

@@ -4,7 +4,7 @@ Both are pure functions of (the WorkloadSpread with its status, the pod, the tim
 caller writes the returned status with the spread's ``resourceVersion`` and, on a conflict,
 re-reads and books again, so two webhook processes can never both take the last slot.
 
-Creation (reference section 2.3-2.5), against the status list of the pod's version
+Creation (as OpenKruise books it), against the status list of the pod's version
 (:mod:`united.workloadspread.version`), created from the spec when absent:
 
 * a pod whose name is already in a subset's ``creatingPods`` is re-admitted there (a retried
@@ -24,9 +24,9 @@ Creation (reference section 2.3-2.5), against the status list of the pod's versi
 Never over-fill: a slot is freed only by the controller's recount, when it sees the pod
 terminating or gone. Deleting or evicting a pod records it in ``deletingPods`` but frees
 nothing, because the request may still be refused after this webhook (a PodDisruptionBudget,
-another webhook); the reference frees the slot at once and over-fills the subset for up to
-15 s when that happens (EDGE-9). Nor is a re-created pod whose name is still in
-``deletingPods`` let in without a booking (EDGE-11). Each rule holds however stale the
+another webhook); OpenKruise frees the slot at once and over-fills the subset for up to
+15 s when that happens. Nor is a re-created pod whose name is still in
+``deletingPods`` let in without a booking. Each rule holds however stale the
 ``missingReplicas`` is, since the count bounds it.
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from united.placement.intstr import INT32_MAX, IntOrStr, int_value, scaled
+from united.api.intstr import INT32_MAX, IntOrStr, int_value, scaled
 from united.workloadspread.injection import matched
 from united.workloadspread.matching import controller_ref, is_active
 from united.workloadspread.model import Status, Subset, SubsetStatus, WorkloadSpread
@@ -134,7 +134,7 @@ def book_delete(ws: WorkloadSpread, pod: Json, *, now: datetime) -> Booking:
 
 def versioned(ws: WorkloadSpread, version: str, *, replicas: int) -> tuple[SubsetStatus, ...]:
     """The version's status list in spec order; subsets it lacks (a new version, a subset added
-    to the spec) start empty with their whole maximum free, as in the reference; entries of
+    to the spec) start empty with their whole maximum free, as in OpenKruise; entries of
     subsets no longer in the spec are kept after them, untouched."""
     current = {s.name: s for s in ws.status.versioned.get(version) or ()}
     out = [current.get(s.name) or initial(s, replicas=replicas) for s in ws.spec.subsets]
@@ -185,7 +185,7 @@ def choose(candidates: list[Slot], *, returning: str | None = None) -> Slot | No
 
 def resolve(value: IntOrStr | None, *, replicas: int) -> int | None:
     """A ``maxReplicas``/``minReplicas`` against the workload's replicas (percentages rounded up,
-    strict parsing; a value that does not parse counts as 0, as in the reference)."""
+    strict parsing; a value that does not parse counts as 0, as in OpenKruise)."""
     if value is None:
         return None
     try:

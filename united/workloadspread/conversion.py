@@ -1,5 +1,5 @@
 """Conversion between OpenKruise's two WorkloadSpread versions, and the CRD conversion webhook's
-answer (reference 1.4).
+answer.
 
 ``apps.kruise.io`` serves ``v1alpha1`` and ``v1beta1`` (stored); they differ in two subset field
 names and in the shape of status conditions, so the compat CRD needs a conversion webhook

@@ -1,4 +1,4 @@
-"""Pod deletion cost: which pods the target removes first when it scales in (reference 3.6).
+"""Pod deletion cost: which pods the target removes first when it scales in.
 
 The workload controllers (ReplicaSet since Kubernetes 1.21, CloneSet) remove the pods with the
 lowest ``controller.kubernetes.io/pod-deletion-cost`` first. Only Deployment, ReplicaSet and
@@ -14,7 +14,7 @@ subsets first while new pods fill them):
 * ``-100 * (n + 1)`` for pods that belong to no subset (unplaced: admitted while the webhook
   was down, or their subset was removed), the lowest of all, so they go first.
 
-Ours (kruise#877): when ``maxReplicas`` are percentages the reference's rule only marks the
+Ours (kruise#877): when ``maxReplicas`` are percentages OpenKruise's rule only marks the
 pods over the *current* limits, so scaling 10 pods of a 34/33/33 % spread down to 6 removes
 the last subset's pods first and leaves 4/2/0. Here the pods of each version are ranked so
 that for *every* count ``m``, the ``m`` pods of highest cost are split as the percentages
@@ -34,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from united.placement.intstr import legacy_scaled
-from united.uniteddeployment.adaptive import parse_time
+from united.api.intstr import legacy_scaled
+from united.api.timestamp import parse_time
 from united.workloadspread.matching import is_active
 from united.workloadspread.model import DELETION_COST_ANNOTATION, FAKE_SUBSET, Subset, WorkloadSpread
 

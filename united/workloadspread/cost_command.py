@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from united.api.field import FieldError, ManifestError, Path, invalid, required
+from united.api.timestamp import parse_time
 from united.output import print_json
-from united.uniteddeployment.adaptive import parse_time
 from united.workloadspread.admission import admit
 from united.workloadspread.commands import documents
 from united.workloadspread.cost import KINDS, costs

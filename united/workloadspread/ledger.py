@@ -195,20 +195,25 @@ class Ledger:
         return fresh if fresh is not None else ws
 
 
-def _book_all(ws: WorkloadSpread, batch: list[_Request]) -> tuple[WorkloadSpread, list[Booking]]:
+def _book_all(ws: WorkloadSpread, batch: list[_Request]) -> tuple[WorkloadSpread, list[Booking | None]]:
     """Each request booked against the status the previous one left; a dry run sees the
-    others' bookings but leaves none."""
-    bookings = []
+    others' bookings but leaves none. A request whose booking raises gets none (its pod goes
+    unplaced) and the others are booked as if it had not come: one bad review costs one pod."""
+    bookings: list[Booking | None] = []
     end = ws
     for r in batch:
-        booking = r.book(end)
+        try:
+            booking: Booking | None = r.book(end)
+        except Exception:
+            log.exception("booking failed; pod admitted unplaced", workloadspread=f"{ws.namespace}/{ws.name}")
+            booking = None
         bookings.append(booking)
-        if booking.status is not None and not r.dry_run:
+        if booking is not None and booking.status is not None and not r.dry_run:
             end = dataclasses.replace(end, status=booking.status)
     return end, bookings
 
 
-def _answer(batch: list[_Request], bookings: list[Booking]) -> None:
+def _answer(batch: list[_Request], bookings: list[Booking | None]) -> None:
     for r, b in zip(batch, bookings, strict=True):
         if not r.answer.done():
             r.answer.set_result(b)

@@ -2,14 +2,15 @@
 
 A pod is targeted when its controller, or its controller's controller and so on
 (Pod -> ReplicaSet -> Deployment), is a WorkloadSpread's ``targetRef`` (group, kind and name;
-the version is ignored). The owners come from the caller's cache through ``owner``: admission
+the version is ignored), each link proven: ``owner`` must find the object a reference names,
+with the reference's uid. The owners come from the caller's cache through ``owner``: admission
 makes no API call, and a pod in a namespace without WorkloadSpreads is answered before any
 lookup, so untargeted pods cost almost nothing.
 
-Differences from the reference: an owner missing from the cache means "not targeted" (the
-reference rejects the pod creation, EDGE-3: a cold cache must not block a namespace's pods);
-a ``targetFilter`` without a selector selects every pod, as the controller counts them (the
-reference's webhook selects none, BUG-5, so no pod of such a spread was ever placed).
+Differences from OpenKruise: an owner missing from the cache means "not targeted" (OpenKruise
+rejects the pod creation; a cold cache must not block a namespace's pods);
+a ``targetFilter`` without a selector selects every pod, as the controller counts them (OpenKruise's
+webhook selects none, so no pod of such a spread was ever placed).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from united.api import selector
 from united.api.field import Path
-from united.placement import selector
 from united.workloadspread.model import TargetRef, WorkloadSpread, group_of
 
 Json = dict[str, Any]
@@ -76,8 +77,9 @@ def is_active(pod: Json) -> bool:
 
 
 def controller_ref(obj: Json) -> Json | None:
-    for ref in _meta(obj).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
+    refs = _meta(obj).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
             return dict(ref)
     return None
 
@@ -96,12 +98,17 @@ def _owned(target: TargetRef, seen: list[Json], chain: Iterator[Json]) -> bool:
 
 
 def _chain(namespace: str, ref: Json, owner: Owner) -> Iterator[Json]:
+    """The controller refs up from ``ref``, each one proven: ``owner`` found the object it
+    names with its uid. The first unproven ref ends the chain, itself excluded — a review
+    naming a target it does not carry the uid of books nothing."""
     for _ in range(MAX_DEPTH):
-        yield ref
         if (group_of(str(ref.get("apiVersion") or "")), ref.get("kind")) not in WORKLOADS:
             return
         obj = owner(namespace, ref)
-        parent = controller_ref(obj) if obj is not None else None
+        if obj is None:
+            return
+        yield ref
+        parent = controller_ref(obj)
         if parent is None:
             return
         ref = parent

@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united.api.field import ManifestError, Path, invalid, not_supported, required
+from united.api.groups import GROUP, KRUISE_GROUP
+from united.api.intstr import IntOrStr
 from united.api.reader import Reader
-from united.placement.intstr import IntOrStr
 
-GROUP = "apps.united.io"
 VERSION = "v1alpha1"
-KRUISE_GROUP = "apps.kruise.io"
 KRUISE_ALPHA = f"{KRUISE_GROUP}/v1alpha1"
 KRUISE_BETA = f"{KRUISE_GROUP}/v1beta1"
 KIND = "WorkloadSpread"
@@ -91,7 +90,7 @@ class Subset:
 @dataclass(frozen=True, slots=True)
 class ScheduleStrategy:
     type: str = ""
-    #: ``adaptive`` was given (the reference's rules depend on its presence, not its content).
+    #: ``adaptive`` was given (OpenKruise's rules depend on its presence, not its content).
     adaptive: bool = False
     reschedule_critical_seconds: int | None = None
     disable_simulation_schedule: bool = False

@@ -1,4 +1,4 @@
-"""Which pods a WorkloadSpread manages, and how many replicas its target wants (reference 3.3, 3.4).
+"""Which pods a WorkloadSpread manages, and how many replicas its target wants.
 
 The pods are those whose controller is the target — for a Deployment, those of the
 ReplicaSets it controls (a Deployment's own pods only when it controls none) — in the spread's
@@ -6,7 +6,7 @@ namespace, kept by ``targetFilter.selector`` (no selector: every pod). Inactive 
 included: the status recount needs them to drop a ``creatingPods`` record of a pod that has
 already finished.
 
-Difference from the reference: a workload scaled to zero still shows its pods. The reference's
+Difference from OpenKruise: a workload scaled to zero still shows its pods. OpenKruise's
 pod finder answers "no pods" when the target's replicas are 0, so the pods still terminating
 (or never deleted) vanish from the status and get no deletion cost; here they are counted
 until they are gone.
@@ -109,6 +109,84 @@ def _at(workload: Json, dotted: str, path: Path) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ManifestError([invalid(path, dotted, f"the value there is not an integer: {value!r}")])
     return value
+
+
+_REF_STRINGS = ("apiVersion", "kind", "name", "uid")
+_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def malformed(pod: Any) -> str | None:
+    """What makes ``pod`` unlike any pod the API server sends (``field: why``), or None.
+
+    The API server decodes a pod into its typed form before it asks a webhook, so a real
+    review always passes; a forged one may hold anything. Checked before any booking: every
+    field booking, matching and injection read has the shape they expect, so none of them
+    raises after a slot was taken."""
+    if not isinstance(pod, dict):
+        return "object: must be an object"
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict):
+        return "metadata: must be an object"
+    for key in _META_STRINGS:
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            return f"metadata.{key}: must be a string"
+    for key in ("labels", "annotations"):
+        if not _string_map(meta.get(key)):
+            return f"metadata.{key}: must map strings to strings"
+    refs = meta.get("ownerReferences")
+    if refs is not None and not isinstance(refs, list):
+        return "metadata.ownerReferences: must be a list"
+    for i, ref in enumerate(refs or ()):
+        if not isinstance(ref, dict):
+            return f"metadata.ownerReferences[{i}]: must be an object"
+        if any(ref.get(k) is not None and not isinstance(ref[k], str) for k in _REF_STRINGS):
+            return f"metadata.ownerReferences[{i}]: apiVersion, kind, name and uid must be strings"
+        if ref.get("controller") is not None and not isinstance(ref["controller"], bool):
+            return f"metadata.ownerReferences[{i}].controller: must be a boolean"
+    status = pod.get("status")
+    if status is not None and (not isinstance(status, dict) or not _optional(status.get("phase"), str)):
+        return "status: must be an object whose phase is a string"
+    return _malformed_spec(pod.get("spec"))
+
+
+def _malformed_spec(spec: Any) -> str | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        return "spec: must be an object"
+    if not _optional(spec.get("priorityClassName"), str):
+        return "spec.priorityClassName: must be a string"
+    if not _list_of_objects(spec.get("tolerations")):
+        return "spec.tolerations: must be a list of objects"
+    affinity = spec.get("affinity")
+    if not _optional(affinity, dict):
+        return "spec.affinity: must be an object"
+    node = (affinity or {}).get("nodeAffinity")
+    if not _optional(node, dict):
+        return "spec.affinity.nodeAffinity: must be an object"
+    if not _list_of_objects((node or {}).get(_PREFERRED)):
+        return f"spec.affinity.nodeAffinity.{_PREFERRED}: must be a list of objects"
+    required = (node or {}).get(_REQUIRED)
+    if not _optional(required, dict) or not _list_of_objects((required or {}).get("nodeSelectorTerms")):
+        return f"spec.affinity.nodeAffinity.{_REQUIRED}: must be an object with a list of nodeSelectorTerms"
+    for term in (required or {}).get("nodeSelectorTerms") or ():
+        if not all(_list_of_objects(term.get(key)) for key in ("matchExpressions", "matchFields")):
+            return f"spec.affinity.nodeAffinity.{_REQUIRED}.nodeSelectorTerms: must hold lists of objects"
+    return None
+
+
+def _optional(value: Any, kind: type) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def _string_map(value: Any) -> bool:
+    return value is None or (isinstance(value, dict) and all(isinstance(v, str) for v in value.values()))
+
+
+def _list_of_objects(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(item, dict) for item in value))
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

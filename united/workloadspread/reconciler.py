@@ -1,4 +1,4 @@
-"""The WorkloadSpread controller: informers, event mapping (reference 3.1) and the pass.
+"""The WorkloadSpread controller: informers, event mapping and the pass.
 
 A pass is level-triggered and reads only the caches: admit the spread (invalid, or a second
 spread on the same workload: a ``Stalled`` condition and a Warning Event, nothing else
@@ -9,7 +9,7 @@ into a slot booked meanwhile), then pod deletion costs and adoptions (merge patc
 the pod's uid, only what differs), Adaptive deletions (uid precondition), Events. A pass with
 nothing to change writes nothing.
 
-Events that concern a spread (reference 3.1, plus StatefulSet scale, which it forgot): the
+Events that concern a spread (as OpenKruise's controller, plus StatefulSet scale, which it forgot): the
 spread itself; a pod of its target (owner chain) or naming it in its annotation; its target
 workload's spec or replica count, or a ReplicaSet of a target Deployment; a Node's labels,
 taints or schedulability (adoption of unplaced pods goes by node).
@@ -19,33 +19,23 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from united.api.field import ManifestError
+from united.api.groups import GROUP, KRUISE_GROUP
+from united.api.mergepatch import identified, merge_patch
 from united.kube import ApiError, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS
+from united.kube.discovery import served
 from united.kube.errors import namespace_terminating
-from united.runtime.controller import Controller, Host, Stores
+from united.runtime.controller import Controller, Host, Result, Stores
 from united.runtime.informer import MODIFIED, Informer
-from united.uniteddeployment.controller import served
-from united.uniteddeployment.diff import identified, merge_patch
 from united.workloadspread import matching
 from united.workloadspread.admission import admit
 from united.workloadspread.injection import matched
-from united.workloadspread.model import (
-    DELETION_COST_ANNOTATION,
-    GROUP,
-    KRUISE_GROUP,
-    PLURAL,
-    Spec,
-    Status,
-    WorkloadSpread,
-    group_of,
-    parse,
-)
+from united.workloadspread.model import DELETION_COST_ANNOTATION, PLURAL, Spec, Status, WorkloadSpread, group_of, parse
 from united.workloadspread.status import stalled
 from united.workloadspread.sync import sync
 from united.workloadspread.validation import conflicts
@@ -116,11 +106,6 @@ def _stub(obj: Json) -> WorkloadSpread:
     )
 
 
-@dataclass(frozen=True)
-class Result:
-    requeue_after: float | None = None
-
-
 class Caches:
     """What the pass and the webhook read: spreads (admitted once per resourceVersion), pods,
     workloads by kind, nodes."""
@@ -144,7 +129,7 @@ class Caches:
         return known[1]
 
     def spreads_in(self, namespace: str) -> list[WorkloadSpread]:
-        """The namespace's valid spreads, oldest first (the reference's order for two claimants)."""
+        """The namespace's valid spreads, oldest first (OpenKruise's order for two claimants)."""
         objs = sorted(
             self.spreads.list(namespace),
             key=lambda o: (str((o.get("metadata") or {}).get("creationTimestamp") or ""), key_of(o)),
@@ -155,12 +140,15 @@ class Caches:
         self._admitted.pop(key, None)
 
     def owner(self, namespace: str, ref: Json) -> Json | None:
-        """The owner object ``ref`` names, from the caches (None: not cached)."""
-        store = self.workloads.get((group_of(str(ref.get("apiVersion") or "")), str(ref.get("kind") or "")))
-        if store is None:
+        """The owner object ``ref`` names, from the caches; None when it is not cached or when
+        ``ref`` does not prove it: a reference without the owner's uid (the API server never
+        stores one; a forged review does) is not looked up by name."""
+        uid, name = ref.get("uid"), ref.get("name")
+        if not uid or not isinstance(uid, str) or not isinstance(name, str):
             return None
-        obj = store.get(f"{namespace}/{ref.get('name')}")
-        if obj is not None and ref.get("uid") and (obj.get("metadata") or {}).get("uid") != ref.get("uid"):
+        store = self.workloads.get((group_of(str(ref.get("apiVersion") or "")), str(ref.get("kind") or "")))
+        obj = store.get(f"{namespace}/{name}") if store is not None else None
+        if obj is None or _uid(obj) != uid:
             return None
         return obj
 
@@ -235,14 +223,20 @@ class WorkloadSpreadController(Controller):
             self.queue.add_after(key, POD_EVENT_DELAY)
 
     def _spreads_of_pod(self, pod: Json) -> set[str]:
-        meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
+        """The spreads a pod event concerns. The namespace comes first: every pod event of the
+        cluster passes here, and one in a namespace without spreads costs a dictionary lookup,
+        not a parse of what its owner wrote in its annotations."""
+        meta = pod.get("metadata")
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        if not isinstance(namespace, str):
+            return set()
+        spreads = {key_of(o) for o in self.caches.spreads.list(namespace)}
+        if not spreads:
+            return set()
         keys = set()
         m = matched(pod)
-        if m is not None:
+        if m is not None and f"{namespace}/{m.name}" in spreads:
             keys.add(f"{namespace}/{m.name}")
-        if not self.caches.spreads.list(namespace):
-            return keys
         ref = matching.controller_ref(pod)
         for _ in range(matching.MAX_DEPTH):
             if ref is None:
@@ -448,4 +442,4 @@ def _older(a: WorkloadSpread, b: WorkloadSpread) -> bool:
     return (ca, a.name) < (cb, b.name)
 
 
-__all__ = ["KRUISE_GROUP", "Caches", "Reconciler", "Result", "WorkloadSpreadController", "ws_resource"]
+__all__ = ["KRUISE_GROUP", "Caches", "Reconciler", "WorkloadSpreadController", "ws_resource"]

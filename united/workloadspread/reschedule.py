@@ -1,4 +1,4 @@
-"""Adaptive scheduling: mark a subset whose pods cannot be scheduled, and move those pods (reference 3.9).
+"""Adaptive scheduling: mark a subset whose pods cannot be scheduled, and move those pods.
 
 On with ``scheduleStrategy.type: Adaptive`` and ``adaptive.rescheduleCriticalSeconds > 0``;
 otherwise every subset's ``Schedulable`` condition is removed. For each subset but the last:
@@ -14,7 +14,7 @@ otherwise every subset's ``Schedulable`` condition is removed. For each subset b
 
 The last subset is never rescheduled: it is ``Schedulable=True`` always.
 
-Differences from the reference (kruise#1088), for clusters that add nodes on demand:
+Differences from OpenKruise (kruise#1088), for clusters that add nodes on demand:
 
 * the clock starts when the scheduler first found the pod unschedulable (the ``PodScheduled``
   condition's ``lastTransitionTime``; its creation time when that is missing), not at the
@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from united.uniteddeployment.adaptive import format_time, parse_time
+from united.api.timestamp import format_time, parse_time
 from united.workloadspread.injection import matched
 from united.workloadspread.model import WorkloadSpread
 
@@ -43,9 +43,9 @@ SCHEDULABLE = "Schedulable"
 UNSCHEDULABLE = "PodUnschedulable"
 SUFFICIENT = "Sufficient"
 RECOVER_EVENT = "RecoverSchedulable"
-#: The reference's ``MaxScheduledFailedDuration``: the shortest recovery window, seconds.
+#: OpenKruise's ``MaxScheduledFailedDuration``: the shortest recovery window, seconds.
 RECOVERY_WINDOW = 300.0
-#: Slack the reference leaves in its cap (``300 - 5``), kept in the longer window.
+#: Slack OpenKruise leaves in its cap (``300 - 5``), kept in the longer window.
 WINDOW_SLACK = 5.0
 
 
@@ -104,7 +104,7 @@ def assess(ws: WorkloadSpread, index: int, pods: Sequence[Json], old: Sequence[J
 
 
 def delete_failed(ws: WorkloadSpread, pod: Mapping[str, Any]) -> tuple[str, str, str]:
-    """The Warning Event when deleting a failed pod did not work (the reference's wording)."""
+    """The Warning Event when deleting a failed pod did not work (OpenKruise's wording)."""
     found = matched(dict(pod))
     subset = found.subset if found is not None else ""
     name = (pod.get("metadata") or {}).get("name")
@@ -131,7 +131,7 @@ def unschedulable_since(pod: Mapping[str, Any]) -> float | None:
 
 
 def _set(previous: Json | None, value: bool, reason: str, message: str, now: float) -> Json:
-    """The reference's setter: same status and reason keep the old condition; same status, other
+    """OpenKruise's setter: same status and reason keep the old condition; same status, other
     reason keep its time; a new status starts now."""
     status = "True" if value else "False"
     if previous is not None and previous.get("status") == status:

@@ -1,4 +1,4 @@
-"""WorkloadSpread status, recounted from the live pods (reference 3.7), plus what users asked for.
+"""WorkloadSpread status, recounted from the live pods, plus what users asked for.
 
 Per subset, in spec order (entries of removed subsets disappear), once over all versions
 (``subsetStatuses``) and once per pod version (``versionedSubsetStatuses``, what the webhook
@@ -16,7 +16,7 @@ books against):
 
 The pass asks to run again at the exact second the earliest record expires.
 
-Beyond the reference:
+Beyond OpenKruise:
 
 * each ``subsetStatuses[]`` entry says **why** it looks as it does, in ``reason`` and
   ``message`` (``Unschedulable``, ``OverMaximum``, ``Full``, ``BelowMinimum``, ``Skipped``,
@@ -27,7 +27,7 @@ Beyond the reference:
 * kstatus conditions ``Ready``, ``Reconciling`` and ``Stalled`` (:func:`stalled` builds the
   status of a spread the controller cannot act on);
 * every versioned list carries the subset's ``Schedulable`` condition as the aggregate has it,
-  so pods of every version avoid a subset marked unschedulable (the reference judges each
+  so pods of every version avoid a subset marked unschedulable (OpenKruise judges each
   version by its own pods only).
 
 Times are RFC 3339 strings with whole seconds; ``now`` is passed in as epoch seconds.
@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from united.api.conditions import READY, RECONCILING, STALLED, Problem, kstatus
 from united.api.field import FieldError
-from united.uniteddeployment.adaptive import format_time, parse_time
-from united.uniteddeployment.status import READY, RECONCILING, STALLED, Problem, kstatus
+from united.api.timestamp import format_time, parse_time
 from united.workloadspread.booking import resolve
 from united.workloadspread.injection import matched
 from united.workloadspread.matching import is_active

@@ -1,9 +1,9 @@
-"""One controller pass over a WorkloadSpread, as a pure function of what the caches hold (reference 3.2).
+"""One controller pass over a WorkloadSpread, as a pure function of what the caches hold.
 
 :func:`sync` takes the spread, the namespace's pods, the target workload (``None``: not
 found), its ReplicaSets and the nodes, and ``now``; it returns everything the reconciler
 writes: the status, the deletion costs and adoption patches to apply to pods, the pods to
-delete (Adaptive), the Events, and when to run again. The steps are the reference's:
+delete (Adaptive), the Events, and when to run again. The steps are OpenKruise's:
 the target's pods, adoption of unplaced pods whose node fits a subset, deletion costs, the
 status recount, Adaptive rescheduling.
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from united.api.conditions import Problem
 from united.api.field import ManifestError
-from united.uniteddeployment.status import Problem
 from united.workloadspread import cost
 from united.workloadspread.adoption import adopt, adopted_subset
 from united.workloadspread.model import Status, WorkloadSpread

@@ -1,6 +1,6 @@
-"""Validation of a WorkloadSpread, as OpenKruise's validating webhook does it (reference 1.5).
+"""Validation of a WorkloadSpread, as OpenKruise's validating webhook does it.
 
-The rules, their order and their messages are the reference's (R1 to R6), with the error
+The rules, their order and their messages are OpenKruise's, with the error
 paths in ``v1beta1`` spelling whatever the manifest's version, as upstream reports them.
 Where we differ, on purpose:
 
@@ -9,9 +9,9 @@ Where we differ, on purpose:
 * the patch is checked against a pod, not the cached workload (offline there is none): it must
   merge, leave the pod's name, generateName, namespace and ownerReferences alone, and give a
   pod that passes the pod rules (:mod:`united.placement.podtemplate`);
-* ``maxReplicas: "50"`` (no ``%``) is refused: the reference's validation reads it as 50 %
-  and its webhook then as an error (BUG-6);
-* every subset is checked (the reference stops at the first bad ``maxReplicas``), and values
+* ``maxReplicas: "50"`` (no ``%``) is refused: OpenKruise's validation reads it as 50 %
+  and its webhook then as an error;
+* every subset is checked (OpenKruise stops at the first bad ``maxReplicas``), and values
   are printed as they were written (upstream prints Go structs);
 * no ``295 / (n - 1)`` cap on ``rescheduleCriticalSeconds`` (kruise#1088): see
   :data:`MAX_RESCHEDULE_CRITICAL_SECONDS`;
@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
+from united.api import selector as label_selector
 from united.api.field import FieldError, Path, forbidden, invalid, required, show, too_long, too_many
+from united.api.intstr import IntOrStr, scaled
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, size
 from united.api.names import dns_label_errors, dns_subdomain_errors
-from united.placement import selector as label_selector
 from united.placement.constraints import node_selector_term_errors, preferred_terms_errors, toleration_errors
-from united.placement.intstr import IntOrStr, scaled
 from united.placement.patch import PatchError
 from united.placement.podtemplate import RESTART_ALWAYS, RESTART_POLICIES, pod_template_errors
 from united.placement.subset import place
@@ -53,7 +53,7 @@ TARGET_KINDS: Final[Mapping[str, tuple[str, ...]]] = {
 MAX_RESCHEDULE_CRITICAL_SECONDS: Final = 3600
 """Upper bound of ``rescheduleCriticalSeconds``, whatever the number of subsets.
 
-The reference caps it at ``295 / (n - 1)`` so that a pod can try every subset within the
+OpenKruise caps it at ``295 / (n - 1)`` so that a pod can try every subset within the
 300 s a subset stays marked unschedulable; with four subsets that is 98 s, less than a
 cluster autoscaler needs to bring up a node (kruise#1088). Our controller instead keeps a
 subset unschedulable for ``max(300, (n - 1) * rescheduleCriticalSeconds + 5)`` seconds, so
@@ -75,7 +75,7 @@ _PROBE_META: Final[Json] = {
 
 
 def validate(ws: WorkloadSpread) -> list[FieldError]:
-    """Create rules (R1-R4); an empty list means valid."""
+    """Create rules; an empty list means valid."""
     spec = ws.spec
     return [
         *_metadata(ws),
@@ -157,7 +157,7 @@ def _target_ref(ref: TargetRef | None) -> list[FieldError]:
 
 
 def _subsets(spec: Spec) -> list[FieldError]:
-    """R2: each subset's name, placement, patch and replica bounds, in the reference's order."""
+    """R2: each subset's name, placement, patch and replica bounds, in OpenKruise's order."""
     if not spec.subsets:
         return [required(SUBSETS, "subsets number must >= 1 in WorkloadSpread")]
     if len(spec.subsets) > MAX_SUBSETS:
@@ -311,7 +311,7 @@ def _bound_problem(field: str, value: IntOrStr, typed: IntOrStr | None, kind: st
 
 
 def _schedule(spec: Spec) -> list[FieldError]:
-    """R3, without the reference's ``295 / (n - 1)`` cap (see :data:`MAX_RESCHEDULE_CRITICAL_SECONDS`)."""
+    """R3, without OpenKruise's ``295 / (n - 1)`` cap (see :data:`MAX_RESCHEDULE_CRITICAL_SECONDS`)."""
     strategy = spec.schedule_strategy
     errors: list[FieldError] = []
     if strategy.type not in ("", FIXED, ADAPTIVE):

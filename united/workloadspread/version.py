@@ -2,7 +2,7 @@
 
 The webhook books each pod against the status list of its own version, so a rolling update
 fills the subsets afresh for the new revision while the old pods drain: the split is kept
-across the update. The reference versions only Deployment and ReplicaSet pods; every other
+across the update. OpenKruise versions only Deployment and ReplicaSet pods; every other
 kind shares one ``versionIgnored`` list, so surge pods of a CloneSet update find the subsets
 full of old pods (kruise#834). Here the pods of every kind are versioned by the label their
 controller stamps: ``pod-template-hash`` (ReplicaSet), else the hash after the last ``-`` of
@@ -45,8 +45,8 @@ def workload_version(
       the Deployment's (compared without that label, as the Deployment controller does);
       ``None`` until that ReplicaSet exists.
     * ReplicaSet: its own ``pod-template-hash``; a standalone ReplicaSet without one makes
-      ``versionIgnored`` pods, so that is its version (the reference answers ``""`` there and
-      orders every pod as old, EDGE-16).
+      ``versionIgnored`` pods, so that is its version (OpenKruise answers ``""`` there and
+      orders every pod as old).
     * CloneSet, StatefulSet: the hash of ``status.updateRevision``; ``None`` while the controller
       has not observed the latest generation (the revision it reports is the previous one).
     * Job: ``versionIgnored`` (its pods carry no revision label).

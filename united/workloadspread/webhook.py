@@ -12,14 +12,21 @@ When no booking can be written the pod is allowed unplaced (the controller repor
 it gets the lowest deletion cost), as when the webhook is down: admission never blocks pod
 creation on our account.
 
-``/validate-pods`` (pod DELETE, ``pods/eviction`` CREATE): the reference's bookkeeping
+``/validate-pods`` (pod DELETE, ``pods/eviction`` CREATE): OpenKruise's bookkeeping
 (:func:`~united.workloadspread.booking.book_delete` notes the pod in ``deletingPods``).
-Always allowed: the reference denies only when its status write fails, which would turn a
+Always allowed: OpenKruise denies only when its status write fails, which would turn a
 transient conflict into a failed ``kubectl delete`` or a stuck drain; a missed note costs
 nothing here, since our booking frees slots only on the controller's recount. Dry runs
 write nothing.
 
 ``/convert``: the compat CRD's conversion (:func:`~united.workloadspread.conversion.review`).
+
+A review is a claim anyone who reaches the port can make, so nothing is written on its word
+alone (docs/security.md): its namespace must agree with its object's; a pod must have the
+shape the API server sends (:func:`~united.workloadspread.pods.malformed`) before it is
+booked; every owner up to the target must be proven by its uid; a deletion is noted only for
+a pod cached under the review's namespace, name and (for a DELETE) uid, and the cached copy
+is what is noted.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
 from united.workloadspread.ledger import Ledger
 from united.workloadspread.model import WorkloadSpread, group_of
-from united.workloadspread.pods import replicas_of
+from united.workloadspread.pods import malformed, replicas_of
 from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler
 from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
 
@@ -74,18 +81,23 @@ class PodWebhook:
         return conversion.review(review)
 
     async def mutate(self, review: Json) -> Json:
-        request = review.get("request") or {}
-        uid = str(request.get("uid") or "")
-        pod = request.get("object")
+        request = _request(review)
+        uid = _uid(request)
         found = self.controller()
-        if found is None or not isinstance(pod, dict) or request.get("operation") != "CREATE":
+        if found is None or request.get("operation") != "CREATE":
             return allow(uid)
         caches, reconciler = found
-        namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "")
-        pod = {**pod, "metadata": {**(pod.get("metadata") or {}), "namespace": namespace}}
-        spreads = caches.spreads_in(namespace)
-        if not spreads:
+        obj = request.get("object")
+        pod: Json = obj if isinstance(obj, dict) else {}
+        namespace = _namespace(request, pod)
+        spreads = caches.spreads_in(namespace) if namespace is not None else []
+        if namespace is None or not spreads:
             return allow(uid)
+        problem = malformed(pod)
+        if problem is not None:
+            log.info("pod review not placed: malformed pod", uid=uid, namespace=namespace, error=problem)
+            return allow(uid)
+        pod = {**pod, "metadata": {**pod["metadata"], "namespace": namespace}}
         ws = await self._spread_for(caches, pod, spreads)
         if ws is None:
             return allow(uid)
@@ -110,21 +122,16 @@ class PodWebhook:
             return allow(uid)
 
     async def validate(self, review: Json) -> Json:
-        request = review.get("request") or {}
-        uid = str(request.get("uid") or "")
+        request = _request(review)
+        uid = _uid(request)
         found = self.controller()
         if found is None or request.get("dryRun"):
             return allow(uid)
         caches, reconciler = found
-        namespace = str(request.get("namespace") or "")
-        if request.get("operation") == "DELETE" and not request.get("subResource"):
-            pod = request.get("oldObject")
-        elif request.get("operation") == "CREATE" and request.get("subResource") == "eviction":
-            pod = caches.pods.get(f"{namespace}/{request.get('name')}")
-        else:
+        pod = _deleted(caches, request)
+        if pod is None:
             return allow(uid)
-        if not isinstance(pod, dict):
-            return allow(uid)
+        namespace = pod["metadata"]["namespace"]
         spreads = caches.spreads_in(namespace)
         if not spreads:
             return allow(uid)
@@ -135,39 +142,45 @@ class PodWebhook:
 
     async def _spread_for(self, caches: Caches, pod: Json, spreads: list[WorkloadSpread]) -> WorkloadSpread | None:
         """The pod's spread from the caches; an owner the cache lacks (a ReplicaSet created a
-        moment ago) is read once from the API server — only in a namespace with spreads."""
+        moment ago) is read once from the API server — only in a namespace with spreads, and
+        only for a reference carrying a uid, which the object read must have."""
         missing: list[Json] = []
-        fetched: dict[tuple[str, str], Json | None] = {}
+        fetched: dict[str, Json | None] = {}
 
         def owner(namespace: str, ref: Json) -> Json | None:
             cached = caches.owner(namespace, ref)
             if cached is not None:
                 return cached
-            key = (str(ref.get("kind")), str(ref.get("name")))
-            if key in fetched:
-                return fetched[key]
+            ref_uid = ref.get("uid")
+            if not ref_uid or not isinstance(ref_uid, str) or not isinstance(ref.get("name"), str):
+                return None
+            if ref_uid in fetched:
+                return fetched[ref_uid]
             missing.append(ref)
             return None
 
+        namespace = pod["metadata"]["namespace"]
         for _ in range(matching.MAX_DEPTH):
             ws = matching.spread_for(pod, spreads, owner)
             if ws is not None or not missing:
                 return ws
-            namespace = str((pod.get("metadata") or {}).get("namespace") or "")
             for ref in missing:
-                fetched[(str(ref.get("kind")), str(ref.get("name")))] = await self._get_owner(caches, namespace, ref)
+                fetched[ref["uid"]] = await self._get_owner(namespace, ref)
             missing.clear()
         return None
 
-    async def _get_owner(self, caches: Caches, namespace: str, ref: Json) -> Json | None:
+    async def _get_owner(self, namespace: str, ref: Json) -> Json | None:
+        """The owner ``ref`` names, read from the API server; None unless it has ``ref``'s uid."""
         store_kind = (group_of(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""))
         resource = WORKLOADS.get(store_kind)
         if resource is None:
             return None
         try:
-            return await self.client.get(resource, str(ref.get("name")), namespace=namespace)
+            obj = await self.client.get(resource, str(ref["name"]), namespace=namespace)
         except ApiError:
             return None
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        return obj if isinstance(meta, dict) and meta.get("uid") == ref.get("uid") else None
 
     @staticmethod
     def _replicas(caches: Caches, ws: WorkloadSpread) -> int:
@@ -194,6 +207,63 @@ class PodWebhook:
             return None
         outcome = found[0].admitted(obj)
         return outcome if isinstance(outcome, WorkloadSpread) else None
+
+
+def _request(review: Json) -> Json:
+    request = review.get("request") if isinstance(review, dict) else None
+    return request if isinstance(request, dict) else {}
+
+
+def _uid(request: Json) -> str:
+    uid = request.get("uid")
+    return uid if isinstance(uid, str) else ""
+
+
+def _namespace(request: Json, obj: Any) -> str | None:
+    """The review's namespace, when the object agrees with it (an object without one takes it);
+    None when either is missing or they differ: such a review is answered, never booked."""
+    namespace = request.get("namespace")
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    own = meta.get("namespace") if isinstance(meta, dict) else None
+    if not namespace or not isinstance(namespace, str) or own not in (None, "", namespace):
+        return None
+    return namespace
+
+
+def _deleted(caches: Caches, request: Json) -> Json | None:
+    """The cached pod a DELETE or an eviction review concerns, when the review agrees with it:
+    same namespace and name, and for a DELETE the uid of ``oldObject``. The cached pod, not the
+    review's copy, is what gets noted, so a forged review can name only a pod that exists, and
+    cannot change what is noted of it."""
+    name = request.get("name")
+    if request.get("operation") == "DELETE" and not request.get("subResource"):
+        claimed = request.get("oldObject")
+    elif request.get("operation") == "CREATE" and request.get("subResource") == "eviction":
+        claimed = request.get("object")
+    else:
+        return None
+    namespace = _namespace(request, claimed)
+    if namespace is None or not name or not isinstance(name, str) or not isinstance(claimed, dict):
+        return None
+    meta = claimed.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name") not in (None, "", name):
+        return None
+    pod = caches.pods.get(f"{namespace}/{name}")
+    if pod is None or malformed(pod) is not None or pod["metadata"].get("namespace") != namespace:
+        return None
+    cached_uid = pod["metadata"].get("uid")
+    deleting = request.get("operation") == "DELETE"
+    claimed_uid = meta.get("uid") if deleting else (_precondition(claimed) or cached_uid)
+    if not cached_uid or claimed_uid != cached_uid:
+        return None
+    return pod
+
+
+def _precondition(eviction: Json) -> Any:
+    """The pod uid an eviction is conditional on, if any."""
+    options = eviction.get("deleteOptions")
+    preconditions = options.get("preconditions") if isinstance(options, dict) else None
+    return preconditions.get("uid") if isinstance(preconditions, dict) else None
 
 
 __all__ = ["PodWebhook"]

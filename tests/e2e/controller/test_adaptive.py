@@ -1,10 +1,10 @@
-"""Adaptive scheduling and reservation on the local control plane (issue #5).
+"""Adaptive scheduling and reservation on the local control plane.
 
-The four sequences OpenKruise's e2e suite asserts (reference 8.8, ``test/e2e/apps/v1beta1/
-uniteddeployment.go``), step by step, with the pod counts per subset. Subsets ``s0``, ``s1``,
-``s2`` live in zones ``zone-a``, ``zone-b``, ``zone-c`` of the node simulator; a subset that is
-"never schedulable" is a zone made full (allocatable pods 0), so the real kube-scheduler marks
-its pods ``PodScheduled=False/Unschedulable``. Windows are a few seconds; every wait is an
+The four sequences OpenKruise's UnitedDeployment e2e test asserts, step by step, with the pod
+counts per subset. Subsets ``s0``, ``s1``, ``s2`` live in zones ``zone-a``, ``zone-b``,
+``zone-c`` of the node simulator; a subset that is "never schedulable" is a zone made full
+(allocatable pods 0), so the real kube-scheduler marks its pods
+``PodScheduled=False/Unschedulable``. Windows are a few seconds; every wait is an
 ``eventually`` with a generous timeout, because the machine is shared.
 """
 
@@ -30,11 +30,11 @@ from tests.e2e.controller.helpers import (
     ud,
     zone,
 )
+from united.api.timestamp import parse_time
 from united.devcluster.nodes import NodeSpec
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
-from united.uniteddeployment.adaptive import parse_time
 
 pytestmark = pytest.mark.e2e
 
@@ -181,7 +181,7 @@ async def first_unschedulable_pod(kube: KubeClient, namespace: str, doc: JSON, s
 async def test_adaptive_basic_sequence(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """Reference 8.8, first sequence: s0{max 2}, s1{max 2, never schedulable}, s2{}. Also a
+    """OpenKruise's first sequence: s0{max 2}, s1{max 2, never schedulable}, s2{}. Also a
     subset added while s1 is unschedulable, the timing of the first move, and the Events."""
     critical, window = 5, 20
     await sim.set_zone_full("zone-b")
@@ -277,7 +277,7 @@ async def test_adaptive_basic_sequence(
 async def test_adaptive_unschedulable_subset_keeps_its_minimum(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """Reference 8.8, second sequence: s0{min 1, max 2, unschedulable (cordoned)}, s1{}."""
+    """OpenKruise's second sequence: s0{min 1, max 2, unschedulable (cordoned)}, s1{}."""
     critical, window = 5, 15
     await sim.cordon_zone("zone-a")  # the other way to be never schedulable
     doc = adaptive_ud(
@@ -343,10 +343,10 @@ async def wait_images(kube: KubeClient, namespace: str, doc: JSON, image: str) -
 async def create_marked_together(kube: KubeClient, namespace: str, doc: JSON, subsets: tuple[str, ...]) -> None:
     """Create ``doc`` so that the first pods of ``subsets`` share a creation second.
 
-    A pod's pending timeout runs from its ``creationTimestamp`` (whole seconds). The
-    reference's fourth sequence has ``s0`` and ``s1`` marked in the same pass; when their pods
+    A pod's pending timeout runs from its ``creationTimestamp`` (whole seconds). OpenKruise's
+    fourth sequence has ``s0`` and ``s1`` marked in the same pass; when their pods
     are created across a second boundary, ``s0`` is marked a second earlier and its substitute
-    lands in ``s1`` — the reference allocator's correct answer to a different sequence (unit
+    lands in ``s1`` — OpenKruise's allocator's correct answer to a different sequence (unit
     test ``test_reserved_subsets_keep_their_minimum``), not the one asserted here. So the UD is
     created just after a second begins, and created again (after its pods are gone) until the
     pods share their second."""
@@ -385,7 +385,7 @@ async def reservation_sequence(
     *,
     together: tuple[str, ...] = (),
 ) -> None:
-    """The reference's two reservation sequences share their steps; only the shapes differ
+    """OpenKruise's two reservation sequences share their steps; only the shapes differ
     (and which subsets must be marked in one pass, ``together``)."""
     critical, window = 5, 2
     doc["spec"]["topology"]["scheduleStrategy"] = adaptive(critical, window, reserve=True)
@@ -447,7 +447,7 @@ async def reservation_sequence(
 
 
 async def test_reservation_sequence(controller: Controller, sim: Simulation, kube: KubeClient, namespace: str) -> None:
-    """Reference 8.8, third sequence: s0 and s1 unschedulable, s2 fine."""
+    """OpenKruise's third sequence: s0 and s1 unschedulable, s2 fine."""
     doc = ud("reserve", [zone("s0", "zone-a"), zone("s1", "zone-b"), zone("s2", "zone-c")], replicas=2)
     shapes = {
         "2": (2, 2, 2),
@@ -463,7 +463,7 @@ async def test_reservation_sequence(controller: Controller, sim: Simulation, kub
 async def test_reservation_with_minimums(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """Reference 8.8, fourth sequence: s0{min 1} and s1{min 1} unschedulable, s2{}."""
+    """OpenKruise's fourth sequence: s0{min 1} and s1{min 1} unschedulable, s2{}."""
     doc = ud(
         "reserve-min",
         [zone("s0", "zone-a", minReplicas=1), zone("s1", "zone-b", minReplicas=1), zone("s2", "zone-c")],

@@ -1,4 +1,4 @@
-"""`united run` against the local control plane: the behaviours issue #4 lists, end to end.
+"""`united run` against the local control plane: the controller's documented behaviours, end to end.
 
 The controller runs as a subprocess under its own ServiceAccount (shipped ClusterRole),
 the built-in controllers and the scheduler do their parts, the simulators play kubelets

@@ -1,4 +1,4 @@
-"""Template changes a child cannot take (issue 15, item 6) on the local control plane: the
+"""Template changes a child cannot take on the local control plane: the
 API server refuses a patch touching an immutable field as a whole, so such fields are never
 sent — scaling and the rest of the template go through — and the UnitedDeployment reports
 ``Stalled`` naming the field."""

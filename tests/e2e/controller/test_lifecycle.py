@@ -32,10 +32,10 @@ import pytest
 from tests.chaos.support import proxy_for, token_of
 from tests.e2e.controller.conftest import LOG_DIR, free_port
 from tests.e2e.controller.helpers import CLONESETS, UD, condition, ud, wait_ready, zone
+from tests.support.faultproxy import ThreadedFaultProxy
 from united.controller.manager import STOP_WITHIN
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import render_kubeconfig, write_kubeconfig
-from united.devcluster.faultproxy import ThreadedFaultProxy
 from united.devcluster.installation import SYSTEM
 from united.devcluster.wait import eventually
 from united.kube.client import (

@@ -1,7 +1,7 @@
 """Monotone rounding on the local control plane: an HPA-like scale-up 10 → 20 through ``/scale``
-never shrinks a subset's child (issue 13 item 3).
+never shrinks a subset's child.
 
-The spec is one where the reference's half-up rounding does shrink a subset on the way (three
+The spec is one where OpenKruise's half-up rounding does shrink a subset on the way (three
 15 % subsets and two others: at 16 → 17 the percentages round up together and the others lose
 2); the children are watched for the whole sequence, so a transient shrink is caught too.
 """

@@ -154,7 +154,7 @@ async def test_the_api_server_refuses_a_patch_or_delete_naming_another_object(ku
 async def test_a_relabelled_child_keeps_its_subset_and_gets_its_label_back(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """Issue 15, item 5, on the real API server: both children survive (same uids) and the
+    """On the real API server: both children survive (same uids) and the
     edited label is restored; the controller never sends the selector patch it would refuse."""
     doc = ud("relabel", [zone("a", "zone-a"), zone("b", "zone-b")], replicas=2)
     await kube.create(UD, doc, namespace=namespace)
@@ -184,7 +184,7 @@ async def test_a_relabelled_child_keeps_its_subset_and_gets_its_label_back(
 async def test_a_child_whose_subset_label_was_removed_gets_it_back_and_no_second_child(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """Issue 15, item 5: removing the label (kubectl's merge patch to null) takes the child out
+    """Removing the label (kubectl's merge patch to null) takes the child out
     of the label-filtered watch, which reports it DELETED; the controller must find it, write
     the label back (same uid) and never create a second Deployment for its subset."""
     doc = ud("unlabel", [zone("a", "zone-a"), zone("b", "zone-b")], replicas=2)

@@ -1,4 +1,4 @@
-"""Progressive rollouts on the local control plane (issue 13, item 1).
+"""Progressive rollouts on the local control plane.
 
 Three subsets in zones ``zone-a`` … ``zone-c`` of the node simulator, 3 replicas each, a budget
 of 2 unavailable pods. Every pod event is counted (:mod:`tests.e2e.controller.availability`),

@@ -1,4 +1,4 @@
-"""One UnitedDeployment nobody can read must not blind the controller (issue 15, item 2).
+"""One UnitedDeployment nobody can read must not blind the controller.
 
 Pod templates are schemaless: a tenant can store a UnitedDeployment nested 1,500 levels deep,
 which ``json.loads`` cannot decode (RecursionError on CPython 3.11 and 3.12). Before the fix the

@@ -92,7 +92,13 @@ async def join(
     a fault proxy in front of it, told whose token it forwards)."""
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as host:
         for name, plane in members.items():
-            membership = Membership(name, endpoint(plane.admin_kubeconfig, context=None), probe=PROBE)
+            membership = Membership(
+                name,
+                endpoint(plane.admin_kubeconfig, context=None),
+                probe=PROBE,
+                all_namespaces=True,
+                create_namespaces=True,
+            )
             async with await plane.client() as member:
                 await apply(member, MEMBER_ROLE)
                 token = await request_token(member, namespace=MEMBER_NAMESPACE, name=MEMBER_SA)

@@ -32,6 +32,7 @@ from united.devcluster.installation import apply, documents
 from united.devcluster.wait import eventually
 from united.kube.client import EVENTS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, KubeClient, PatchType
 from united.kube.errors import Forbidden, NotFound
+from united.multicluster.join import credential_grant, granted_secrets
 from united.multicluster.resource import CLUSTERS
 
 pytestmark = pytest.mark.e2e
@@ -95,6 +96,8 @@ class Members:
         body = {"metadata": {"name": name}, "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
         await self.kube.create(SECRETS, body, namespace=namespace)
         self.made.append((namespace, name))
+        if namespace == HOME:  # the shipped Role grants the Secrets it names, as united join keeps it
+            await apply(self.kube, credential_grant(HOME, {*await granted_secrets(self.kube, HOME), name}))
 
     async def set_secret(self, name: str, data: dict[str, bytes]) -> None:
         body = {"data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
@@ -106,7 +109,7 @@ class Members:
             "apiVersion": "apps.united.io/v1alpha1",
             "kind": "Cluster",
             "metadata": {"name": name},
-            "spec": {"kubeconfigSecretRef": ref, "probe": PROBE},
+            "spec": {"kubeconfigSecretRef": ref, "probe": PROBE, "allNamespaces": True, "createNamespaces": True},
         }
         await self.kube.create(CLUSTERS, body)
         self.made.append(("", name))

@@ -1,9 +1,9 @@
-"""What each member cluster costs the controller (issue 12's report): memory (the controller
+"""What each member cluster costs the controller: memory (the controller
 process's ``VmRSS``), the watches it keeps open there (``united_member_watches``) and the
 requests it makes to an idle member (``united_member_requests_total``).
 
 A figure, not a goal: printed, and written to ``$UNITED_E2E_LOGS/multicluster-footprint.json``.
-The assertions hold what the design promises — exactly one watch for pods and one per child
+The assertions hold what ``docs/concepts/multicluster.md`` promises — exactly one watch for pods and one per child
 kind in use per member, none before a UnitedDeployment places a subset there, no tight loop
 against an idle member — and loose bounds on memory, so a leak of a member's worth shows.
 """

@@ -5,8 +5,8 @@ What it proves: one command makes the member usable (the ``Cluster`` turns ``Rea
 UnitedDeployment's subset there converges); running it again changes nothing but the token — the
 member's old token stops working, the host's Secret holds the new one, the controller keeps
 serving without a restart, still one ``Cluster``, one Secret, one child; the token is never
-printed; a member whose token controller does not fill the token Secret gets a TokenRequest
-token, and the command says when it expires.
+printed; it is a TokenRequest token bound to a Secret of the join's own in the member (deleting
+that Secret revokes it), and the command says when it expires.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import asyncio
 import base64
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ from united.multicluster.resource import CLUSTERS
 pytestmark = pytest.mark.e2e
 
 MEMBER = "member-1"
-CONTROLLER_MANAGER = "kube-controller-manager"
 
 
 @pytest.fixture
@@ -66,7 +65,8 @@ async def leaves(kube: KubeClient, controller: Controller) -> AsyncIterator[None
 async def united_join(kubeconfig: Path, *extra: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "united", "join", MEMBER, "--member-context", "member",
-        "--member-kubeconfig", str(kubeconfig), "--host-kubeconfig", str(kubeconfig), "--wait", "120", *extra,
+        "--member-kubeconfig", str(kubeconfig), "--host-kubeconfig", str(kubeconfig), "--wait", "120",
+        "--all-namespaces", "--create-namespaces", *extra,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), timeout=300)
@@ -147,25 +147,24 @@ async def test_join_then_rejoin_rotates_the_token(
     assert controller.proc is not None and controller.proc.pid == pid, "the controller restarted"
 
 
-@pytest.fixture
-def token_controller_down(members: dict[str, Plane]) -> Iterator[None]:
-    """member-1 without its controller manager: nobody fills token Secrets (nor runs its
-    Deployments) until the test ends."""
-    plane = members[MEMBER].cluster
-    plane.stop_component(CONTROLLER_MANAGER)
-    try:
-        yield
-    finally:
-        plane.start_component(CONTROLLER_MANAGER)
-
-
-async def test_a_member_that_fills_no_token_secret_gets_a_token_request_token(
-    contexts: Path, leaves: None, token_controller_down: None, kube: KubeClient
+async def test_the_token_expires_and_dies_with_its_secret(
+    contexts: Path, leaves: None, kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
 ) -> None:
-    code, out, err = await united_join(contexts)
+    code, out, err = await united_join(contexts, "--token-days", "30")
     assert code == 0, err
     assert out.startswith(f"Cluster {MEMBER}: Ready=True (Reachable: "), out
-    assert "note: the member's token controller did not fill Secret united-system/united-member-token" in err
-    assert "expires at " in err and "run united join again before then" in err
-    printed = token_of(await stored_kubeconfig(kube)) in out + err
+    assert "note: the member's token expires at " in err and "(in 30 days)" in err, err
+    stored = await stored_kubeconfig(kube)
+    printed = token_of(stored) in out + err
     assert not printed, "the token was printed"
+    member = member_kube[MEMBER]
+    (anchor,) = (await member.list(SECRETS, namespace="united-system", label_selector=f"{JOINED_AS}={MEMBER}")).items
+    assert anchor["type"] == "Opaque" and "token" not in (anchor.get("data") or {})
+    await member.delete(SECRETS, anchor["metadata"]["name"], namespace="united-system")
+    async with await KubeClient.from_kubeconfig_data(stored, where="the joined kubeconfig") as joined:
+
+        async def refused() -> None:
+            with pytest.raises(Unauthorized):
+                await joined.list(PODS, namespace=namespace)
+
+        await eventually(refused, within=30, what="the token refused", retry_on=(pytest.fail.Exception,))

@@ -1,7 +1,7 @@
 """Least privilege in members: the controller's member credentials are bound only to the shipped
 ``manifests/member`` role (``joined`` applies it; every module of this package runs so). A whole
 life — converge, ``/scale``, a subset removed, an orphan collected, deletion — has no member
-request refused, and every request it sends a member is one the role grants. The README's kubectl
+request refused, and every request it sends a member is one the role grants. The documented kubectl
 recipe turns the role's token Secret into a self-contained kubeconfig with exactly those rights;
 the member overlays render as kubectl's own kustomize does."""
 
@@ -157,7 +157,7 @@ def kubectl(cluster: LocalCluster, kubeconfig: Path, *args: str) -> str:
 async def test_the_join_recipe_makes_a_self_contained_kubeconfig_with_the_role_only(
     joined: dict[str, Plane], cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    """The README's recipe, step by step (``--kubeconfig`` of the member's admin for ``--context
+    """The documented recipe, step by step (``--kubeconfig`` of the member's admin for ``--context
     member``), on member-2's token Secret."""
     plane = joined["member-2"]
     admin = plane.admin_kubeconfig

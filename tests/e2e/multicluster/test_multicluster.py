@@ -1,5 +1,5 @@
 """Subsets in member clusters, end to end: the session's host, two member planes joined through
-kubeconfig Secrets (a ServiceAccount token per member, bound to the member role of design §5),
+kubeconfig Secrets (a ServiceAccount token per member, bound to the member role of ``manifests/member``),
 and the session's controller (shipped RBAC, leader election), which picks the ``Cluster`` objects
 up by discovery.
 

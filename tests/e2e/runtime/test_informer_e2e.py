@@ -1,7 +1,7 @@
 """The informer against the real API server: list, watch, label selection, owner
 index, stripping; a store that equals a fresh LIST after churn across many watch
 reconnects; bookmarks moving the resume point; and, through the fault-injecting
-proxy (``united.devcluster.faultproxy``) in front of the same API server, a 410 on
+proxy (``tests.support.faultproxy``) in front of the same API server, a 410 on
 connect and in the stream (re-list, synthesised deletes) and a stalled stream (the
 inactivity timeout).
 
@@ -22,11 +22,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.support.faultproxy import FaultProxy
+from united.api.decode import Undecodable
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import FaultProxy
 from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, CONTROLLER_REVISIONS, JSON, KubeClient, PatchType
-from united.kube.decode import Undecodable
 from united.kube.errors import AlreadyExists, NotFound
 from united.runtime.informer import ADDED, DELETED, LAST_APPLIED_ANNOTATION, MODIFIED, Informer, object_key
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.faultproxy import FaultProxy
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.faultproxy import FaultProxy
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, LEASES, KubeClient, Resource
 from united.kube.errors import ApiError

@@ -1,7 +1,7 @@
 """A ``united run`` serving the WorkloadSpread webhooks (``--webhook-url https://127.0.0.1:PORT``:
 it creates its own webhook configurations, trusted through its own CA) against the local
 control plane, with the CRDs installed. It runs with the admin kubeconfig: the shipped
-role's WorkloadSpread rules are stream F's, tested by the least-privilege suite."""
+role's WorkloadSpread rules are tested by the least-privilege suite."""
 
 from __future__ import annotations
 

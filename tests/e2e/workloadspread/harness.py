@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.e2e.controller.conftest import LOG_DIR, free_port
 from tests.e2e.workloadspread.occupancy import Occupancy
+from united.api.groups import GROUP
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import install_controller
@@ -19,7 +20,6 @@ from united.devcluster.nodes import ZONE_LABEL
 from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, NAMESPACES, KubeClient, PatchType
 from united.kube.errors import NotFound
-from united.uniteddeployment.model import GROUP
 from united.workloadspread.reconciler import ws_resource
 from united.workloadspread.webhookconfig import NAME
 

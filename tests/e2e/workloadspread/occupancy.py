@@ -3,7 +3,7 @@ than its ``maxReplicas``.
 
 :class:`Occupancy` is pure: fed every pod event in order, it keeps each pod's subset (the
 ``matched-workloadspread`` annotation) and whether it is active (not terminating, not
-finished — the pods the reference counts), and after *every* event checks the per-subset
+finished — the pods OpenKruise counts), and after *every* event checks the per-subset
 counts against the maxima, so a moment of over-fill between two polls cannot go unseen.
 :func:`watching` feeds it from the API server: one LIST, then watches continuing from the
 list's ``resourceVersion`` (a ``Gone`` ends the run with an error instead of re-listing,

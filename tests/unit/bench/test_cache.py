@@ -1,4 +1,4 @@
-"""``python -m bench.cache``: what one cached pod and child cost in-process, against issue 14's
+"""``python -m bench.cache``: what one cached pod and child cost in-process, against the goal of
 4 KB each (RSS adds the allocator's share: the memory scenario measures that)."""
 
 from __future__ import annotations

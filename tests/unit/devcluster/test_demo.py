@@ -6,7 +6,6 @@ package database lacks the packages, on a system without dpkg, or with an unwrit
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,17 +14,24 @@ from pathlib import Path
 
 import pytest
 
-NOBODY = 65534
+from tests.support.unprivileged import nobody_argv
 
 
-def _demo(env: dict[str, str], *, as_nobody: bool = False) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "united", "demo"]
-    if as_nobody:
-        setpriv = shutil.which("setpriv")
-        assert setpriv, "util-linux's setpriv is needed to run as an unprivileged user"
-        argv = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+def _demo(
+    env: dict[str, str], *, nobody_site: Path | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``united demo``; as the unprivileged user when given the site it imports from."""
+    args = ("-m", "united", "demo")
+    argv = [sys.executable, *args] if nobody_site is None else nobody_argv(*args)
+    if nobody_site is not None:
+        env = {**env, "PYTHONPATH": str(nobody_site)}
     result = subprocess.run(
-        argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[3]
+        argv,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd or Path(__file__).parents[3],
     )
     assert "Traceback" not in result.stderr, result.stderr
     return result
@@ -59,14 +65,14 @@ def cache(home: Path) -> Path:
 
 
 @pytest.mark.as_nobody
-def test_not_root_and_packages_missing(home: Path, cache: Path) -> None:
+def test_not_root_and_packages_missing(home: Path, cache: Path, nobody_site: Path) -> None:
     """A user without root on a system lacking the packages (an empty dpkg database, read by
     the real dpkg-query): the paragraph names the packages and says how to install them."""
     if os.geteuid() != 0:
         pytest.fail("this test switches to an unprivileged user, so it must start as root")
     dpkg = _world_writable(home / "dpkg")
     (dpkg / "status").write_text("")
-    result = _demo({"XDG_CACHE_HOME": str(cache), "DPKG_ADMINDIR": str(dpkg)}, as_nobody=True)
+    result = _demo({"XDG_CACHE_HOME": str(cache), "DPKG_ADMINDIR": str(dpkg)}, nobody_site=nobody_site, cwd=home)
     assert result.returncode == 1, result.stderr
     paragraph = _paragraph(result.stderr)
     build_log = cache / "united" / "kube-1.20.2" / "build.log"
@@ -94,13 +100,13 @@ def test_no_dpkg(tmp_path: Path, cache: Path) -> None:
 
 
 @pytest.mark.as_nobody
-def test_cache_not_writable(home: Path) -> None:
+def test_cache_not_writable(home: Path, nobody_site: Path) -> None:
     """An unprivileged user whose cache directory belongs to someone else."""
     if os.geteuid() != 0:
         pytest.fail("this test switches to an unprivileged user, so it must start as root")
     locked = home / "locked"
     locked.mkdir(mode=0o755)
-    result = _demo({"XDG_CACHE_HOME": str(locked)}, as_nobody=True)
+    result = _demo({"XDG_CACHE_HOME": str(locked)}, nobody_site=nobody_site, cwd=home)
     assert result.returncode == 1, result.stderr
     first, todo, _ = _paragraph(result.stderr)
     assert first.endswith(f"cannot provision into {locked / 'united' / 'kube-1.20.2'}: Permission denied.")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from kubernetes_asyncio.config import kube_config
 
-from united.kube.client import KubeClient
+from united.kube.client import MEMBER_MAX_ANSWER, KubeClient
 from united.kube.errors import ConfigError
 from united.kube.kubeconfig import check_inline
 from united.runtime.certificates import issue
@@ -83,6 +83,39 @@ def test_skipping_tls_verification_is_refused_but_false_is_fine() -> None:
         "clusters[0].cluster.insecure-skip-tls-verify: Forbidden: the server must be verified"
     )
     check_inline(config(cluster={**insecure, "insecure-skip-tls-verify": False}), WHERE)
+
+
+@pytest.mark.parametrize("value", [True, "true", 1, "false", "False", 0, None, "", "no"])
+def test_verification_can_only_be_on(value: object) -> None:
+    """The library reads any non-empty value, even the string ``'false'``, as "skip": only the
+    boolean ``false`` (or no key) is accepted."""
+    insecure = {"server": "https://10.0.0.7:6443", "insecure-skip-tls-verify": value}
+    assert refusal(config(cluster=insecure)) == (
+        "clusters[0].cluster.insecure-skip-tls-verify: Forbidden: the server must be verified"
+    )
+
+
+def test_a_proxy_only_where_the_cluster_allows_it() -> None:
+    proxied = config(cluster={"server": "https://10.0.0.7:6443", "proxy-url": "http://proxy:3128"})
+    assert refusal(proxied) == (
+        "clusters[0].cluster.proxy-url: Forbidden: no proxy unless the Cluster sets allowProxy: true"
+    )
+    check_inline(proxied, WHERE, allow_proxy=True)
+
+
+@pytest.mark.parametrize("server", ["http://10.0.0.7:8080", "HTTP://m", "ftp://m", "10.0.0.7:6443"])
+def test_only_https(server: str) -> None:
+    message = refusal(config(cluster={"server": server}))
+    assert message == "clusters[0].cluster.server: Forbidden: only https:// (the token must not travel in clear)"
+
+
+async def test_a_member_client_is_untrusted_and_bounded() -> None:
+    client = await KubeClient.from_kubeconfig_data(yaml.safe_dump(config()).encode(), where=WHERE)
+    try:
+        assert client.untrusted and client.max_answer == MEMBER_MAX_ANSWER
+        assert client._api.configuration.verify_ssl
+    finally:
+        await client.close()
 
 
 def test_every_entry_is_checked_not_only_the_current_context() -> None:

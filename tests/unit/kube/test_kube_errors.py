@@ -73,6 +73,20 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def test_a_members_error_keeps_only_a_clipped_status_message() -> None:
+    """A member may be hostile: a raw body (a redirect target's JSON, credentials included) must
+    never become the message that lands in the Cluster's condition."""
+    leak = {"token": "secret-value", "items": ["x"] * 3}
+    error = error_from_status(500, leak, message_only=20)
+    assert (error.message, error.body) == ("500 error: HTTP 500", {})
+    error = error_from_status(302, "<html>moved to http://10.0.0.1/secret-value</html>", message_only=20)
+    assert error.message == "302 error: HTTP 302: a redirect (not followed)"
+    status = {"kind": "Status", "reason": "NotFound", "message": "a\nvery long message " * 5, "extra": leak}
+    error = error_from_status(404, status, message_only=20)
+    assert error.message == "404 NotFound: a very long message…"
+    assert "secret-value" not in repr(error.body) and isinstance(error, NotFound)
+
+
 async def test_a_closed_port_is_connection_refused_in_words() -> None:
     port = _closed_port()
     async with KubeClient.for_server(f"https://127.0.0.1:{port}") as client:

@@ -144,3 +144,23 @@ async def test_a_narrower_predicate_retries_only_what_it_accepts() -> None:
 async def test_attempts_must_be_positive() -> None:
     with pytest.raises(ValueError):
         await retrying(FlakyCall(), attempts=0)
+
+
+async def test_the_first_attempt_needs_no_retry_machinery(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request goes through ``retrying``: success costs one await, no tenacity object."""
+    import united.kube.retry as retry
+
+    built: list[object] = []
+    real = retry.AsyncRetrying
+
+    def counting(*args: object, **kwargs: object) -> object:
+        built.append(kwargs)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(retry, "AsyncRetrying", counting)
+    assert await retrying(FlakyCall(), sleep=Sleeps()) == "done"
+    assert built == []
+    flaky = FlakyCall(TransientError("reset"), TransientError("reset"))
+    assert await retrying(flaky, attempts=3, sleep=Sleeps()) == "done"
+    assert len(built) == 1
+    assert flaky.calls == 3

@@ -151,7 +151,7 @@ async def test_children_of_another_host_are_never_suspects() -> None:
 
 
 async def test_undecodable_owners_count_as_live() -> None:
-    from united.kube.decode import Undecodable
+    from united.api.decode import Undecodable
 
     collector, _, uds, *_ = setup()
     stub = {"kind": "UnitedDeployment", "metadata": {"name": "deep", "namespace": "shop", "uid": "deep-uid"}}

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from united.api.timestamp import parse_time
 from united.multicluster.health import (
     CREDENTIALS_UNAVAILABLE,
     FORBIDDEN,
@@ -23,7 +24,6 @@ from united.multicluster.health import (
     cluster_status,
     condition,
 )
-from united.uniteddeployment.adaptive import parse_time
 
 T0 = parse_time("2026-11-24T16:00:00Z") or 0.0
 REFUSED = "cannot reach https://10.0.0.7:6443: connection refused"

@@ -36,11 +36,35 @@ def test_defaults() -> None:
         name="member-1",
         secret_ref=SecretRef("united-clusters", "member-1", "kubeconfig"),
         probe=Probe(period_seconds=10, timeout_seconds=3),
-        namespaces=None,
         generation=3,
     )
     assert str(spec.secret_ref) == "united-clusters/member-1"
-    assert spec.allows("anything")
+    assert (spec.all_namespaces, spec.create_namespaces, spec.allow_proxy) == (False, False, False)
+
+
+def test_a_cluster_that_names_no_namespace_admits_none() -> None:
+    spec = ClusterSpec.parse(cluster())
+    assert not spec.allows("anything") and not spec.allows("default")
+
+
+def test_all_namespaces_must_be_said() -> None:
+    spec = ClusterSpec.parse(cluster(allNamespaces=True, createNamespaces=True, allowProxy=True))
+    assert spec.allows("anything") and spec.create_namespaces and spec.allow_proxy
+    assert not ClusterSpec.parse(cluster(allNamespaces=False)).allows("anything")
+
+
+def test_all_namespaces_and_a_list_exclude_each_other() -> None:
+    assert errors(cluster(allNamespaces=True, namespaces=["shop"])) == [
+        "spec.namespaces: Forbidden: may not be set together with spec.allNamespaces"
+    ]
+
+
+def test_the_flags_are_booleans() -> None:
+    assert errors(cluster(allNamespaces="true", createNamespaces=1, allowProxy="yes")) == [
+        'spec.allNamespaces: Invalid value: "true": must be a boolean',
+        "spec.createNamespaces: Invalid value: 1: must be a boolean",
+        'spec.allowProxy: Invalid value: "yes": must be a boolean',
+    ]
 
 
 def test_every_field() -> None:

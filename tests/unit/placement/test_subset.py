@@ -1,4 +1,4 @@
-"""Placing a pod template into a subset: node affinity, tolerations, then the patch (reference 10.3, 10.4)."""
+"""Placing a pod template into a subset: node affinity, tolerations, then the patch."""
 
 from __future__ import annotations
 

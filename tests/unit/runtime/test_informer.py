@@ -13,8 +13,8 @@ from typing import Any, Self, cast
 
 import pytest
 
+from united.api.decode import Undecodable
 from united.kube.client import CONFIG_MAPS, JSON, KubeClient, ObjectList, WatchEvent
-from united.kube.decode import Undecodable
 from united.kube.errors import Forbidden, Gone, TooManyRequests, TransientError
 from united.runtime.informer import (
     ADDED,
@@ -143,7 +143,7 @@ def test_store_get_list_and_the_owner_index_follow_upserts_and_removals() -> Non
 
 def test_the_owner_index_answers_per_namespace() -> None:
     """An ownerReference is namespace-local; a uid written into an object elsewhere must not
-    make it a child (issue 15, item 1)."""
+    make it a child."""
     store = Store()
     store.upsert(obj("a", owner="p"))
     store.upsert(obj("a", namespace="elsewhere", owner="p"))

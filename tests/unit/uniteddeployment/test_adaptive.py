@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from united.api.timestamp import format_time, parse_time
 from united.kube.client import ObjectList
 from united.uniteddeployment.adaptive import (
     Condition,
@@ -18,10 +19,8 @@ from united.uniteddeployment.adaptive import (
     Settings,
     cluster_down,
     decide,
-    format_time,
     max_unavailable,
     override_max_unavailable,
-    parse_time,
     regrow,
     schedulable_condition,
     set_condition,
@@ -551,7 +550,7 @@ class TestReconcilerWiring:
         assert children["web-b"]["spec"] == {"replicas": 1}
 
 
-# --- a subset whose cluster cannot be seen (issue 12) ---------------------------------------------
+# --- a subset whose cluster cannot be seen ---------------------------------------------
 
 
 def down(now: float, previous: Condition | None = None, settings: Settings = DEFAULT, **kw: Any) -> Decision:

@@ -1,4 +1,4 @@
-"""Allocation: the reference's exact arithmetic, its documented sequences, and properties."""
+"""Allocation: OpenKruise's exact arithmetic, its documented sequences, and properties."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from united.placement.intstr import INT32_MAX
+from united.api.intstr import INT32_MAX
 from united.uniteddeployment import defaults
 from united.uniteddeployment.allocation import (
     ADAPTIVE,
@@ -149,7 +149,7 @@ class TestElastic:
 
 
 class TestAdaptive:
-    """The sequences of the reference's e2e suite (reference 8.8), driven through states."""
+    """The sequences of OpenKruise's e2e suite, driven through states."""
 
     def test_capped_subset_moves_replicas_on_and_back(self) -> None:
         subsets = (S("s0", max_replicas=2), S("s1", max_replicas=2), S("s2"))
@@ -353,7 +353,7 @@ def test_specified_properties(total: int, values: list[int | str | None]) -> Non
 
 
 class TestClusterFailover:
-    """A subset whose member cluster is down past rescheduleCriticalSeconds (issue 12)."""
+    """A subset whose member cluster is down past rescheduleCriticalSeconds."""
 
     def test_cluster_failover(self) -> None:
         s = spec(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from united.placement.intstr import INT32_MAX
+from united.api.intstr import INT32_MAX
 from united.uniteddeployment.apportionment import Claim, _settle, apportion
 
 

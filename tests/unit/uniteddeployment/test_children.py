@@ -1,4 +1,4 @@
-"""Claiming children: keep, adopt, release, de-duplicate (reference section 7, fixed)."""
+"""Claiming children: keep, adopt, release, de-duplicate (OpenKruise's rules, fixed)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_a_subset_whose_only_child_terminates_waits() -> None:
 
 
 def test_objects_in_other_namespaces_are_never_children() -> None:
-    """Anyone may write our uid into an ownerReference elsewhere (issue 15, item 1): such an
+    """Anyone may write our uid into an ownerReference elsewhere: such an
     object is neither kept (then deleted as a removed subset), released nor adopted."""
     forged = [
         child("x", "zzz", namespace="tenant-b"),
@@ -112,7 +112,7 @@ def test_objects_in_other_namespaces_are_never_children() -> None:
 
 
 def test_a_relabelled_child_stays_the_child_of_the_subset_its_selector_names() -> None:
-    """A user edits a child's subset label to another subset's name (issue 15, item 5): its
+    """A user edits a child's subset label to another subset's name: its
     immutable selector still names its subset, so the other subset's child is not a duplicate
     and nothing is deleted; the label is written back by the diff."""
     relabelled = child("web-a", "b", created="2025-01-01T00:00:00Z")
@@ -132,7 +132,7 @@ def unlabelled(name: str, subset: str, **kw: Any) -> dict[str, Any]:
 
 
 def test_strays_are_our_unlabelled_children_of_the_subsets_without_one() -> None:
-    """Issue 15, item 5: a child whose subset label was removed left the informers' view; of
+    """A child whose subset label was removed left the informers' view; of
     what a LIST finds, only our own (namespace, uid, selector, alive), oldest first, for a
     subset that has no child, is taken back — never another tenant's or a forged one."""
     elsewhere = unlabelled("x-elsewhere", "a", created="2020-01-01T00:00:00Z")

@@ -1,4 +1,4 @@
-"""Defaults, as OpenKruise's mutating webhook applies them (reference 4.1), in memory and idempotent."""
+"""Defaults, as OpenKruise's mutating webhook applies them, in memory and idempotent."""
 
 from __future__ import annotations
 

@@ -8,8 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from united.api.mergepatch import identified, merge_patch
 from united.uniteddeployment.admission import admit
-from united.uniteddeployment.diff import child_patch, identified, immutable_changes, merge_patch
+from united.uniteddeployment.diff import child_patch, immutable_changes
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.render import KINDS, render
 
@@ -125,7 +126,7 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
 
 def test_a_patch_names_the_object_it_was_computed_from() -> None:
     """The API server refuses a patch whose uid is not the object's (the name was reused), and
-    with a resourceVersion one decided from a state that has changed since (issue 15, item 1)."""
+    with a resourceVersion one decided from a state that has changed since."""
     live = {"metadata": {"name": "web-a", "uid": "u9", "resourceVersion": "12"}}
     patch = {"metadata": {"labels": {"x": "1"}}, "spec": {"replicas": 2}}
     assert identified(patch, live) == {"metadata": {"labels": {"x": "1"}, "uid": "u9"}, "spec": {"replicas": 2}}
@@ -144,7 +145,7 @@ def changed(desired: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 class TestImmutableFields:
     """A patch touching an immutable field is refused whole, replicas included, so the child
-    could never be scaled again (issue 15, item 6): such fields are reported, never sent."""
+    could never be scaled again: such fields are reported, never sent."""
 
     def test_a_statefulset_keeps_scaling_and_updating_when_its_service_name_changes(self) -> None:
         kind = KINDS["statefulSetTemplate"]

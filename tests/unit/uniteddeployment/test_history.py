@@ -94,7 +94,7 @@ def orphan(image: str, number: int, **meta: Any) -> dict[str, Any]:
 
 
 class TestOrphansAndTakenNames:
-    """Issue 15, item 9: orphans are adopted as the reference does, and a name someone else's
+    """Orphans are adopted as OpenKruise does, and a name someone else's
     revision holds is never assumed to be ours."""
 
     def test_a_matching_orphan_is_adopted_and_reused(self) -> None:

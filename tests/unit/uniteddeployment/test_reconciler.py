@@ -184,7 +184,7 @@ class KeywordClient(FakeClient):
 
 async def test_every_child_write_names_the_object_it_read() -> None:
     """Writes go by name; the uid (and for adoption/release the resourceVersion) makes the API
-    server refuse one whose name now belongs to another object (issue 15, item 1)."""
+    server refuse one whose name now belongs to another object."""
     c = Cluster({}, replicas=3, a=(1, 1), b=(1, 1))
     for i, child in enumerate(c.children):
         child["metadata"].update(uid=f"uid-{i}", resourceVersion=str(10 + i))
@@ -216,7 +216,7 @@ async def test_no_second_child_while_a_create_is_unobserved_by_a_cache_lagging_m
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """API Priority and Fairness can hold the child cache back far longer than 15 s: every pass
-    meanwhile must still see the children it created (issue 15, item 8)."""
+    meanwhile must still see the children it created."""
     from united.kube import Resource
     from united.uniteddeployment import reconciler as module
     from united.uniteddeployment.reconciler import Caches, Reconciler
@@ -239,7 +239,7 @@ async def test_no_second_child_while_a_create_is_unobserved_by_a_cache_lagging_m
 
 
 class TestStatusWrites:
-    """A status is written only over the version it was computed from (issue 15, items 1/4)."""
+    """A status is written only over the version it was computed from."""
 
     async def test_the_status_patch_carries_the_resource_version_it_was_computed_from(self) -> None:
         c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
@@ -272,7 +272,7 @@ class TestStatusWrites:
 
 
 async def test_a_relabelled_child_gets_its_label_back_and_no_sibling_is_deleted() -> None:
-    """Issue 15, item 5: the relabelled child keeps its subset (its selector says which), its
+    """The relabelled child keeps its subset (its selector says which), its
     label is restored, its immutable selector is not patched, and its healthy sibling stays."""
     c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
     c.children[0]["metadata"]["labels"][KEYS.subset_name] = "b"
@@ -288,7 +288,7 @@ async def test_a_relabelled_child_gets_its_label_back_and_no_sibling_is_deleted(
 
 
 async def test_a_child_that_lost_its_subset_label_gets_it_back_and_no_second_is_created() -> None:
-    """Issue 15, item 5: with its subset label removed, a child leaves the label-filtered child
+    """With its subset label removed, a child leaves the label-filtered child
     cache (a DELETED event); the pass that would create finds it with one LIST of our
     selector's unlabelled workloads and writes the label back instead."""
     c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
@@ -363,7 +363,7 @@ def orphaned_revision(c: Cluster) -> dict[str, Any]:
 
 
 class TestAdoption:
-    """Issue 15, item 9: orphaned revisions are adopted, only after the owner read afresh is
+    """Orphaned revisions are adopted, only after the owner read afresh is
     neither being deleted nor replaced (client-go's RecheckDeletionTimestamp)."""
 
     async def test_an_orphaned_revision_is_adopted_and_used(self) -> None:
@@ -410,8 +410,8 @@ def c_obj() -> dict[str, Any]:
 
 async def test_an_undecodable_ud_gets_a_warning_event_and_a_stalled_status_once() -> None:
     from tests.unit.uniteddeployment.test_adaptive import FakeRecorder
+    from united.api.decode import Undecodable
     from united.kube import Resource
-    from united.kube.decode import Undecodable
     from united.uniteddeployment.reconciler import Caches, Reconciler
 
     reason = "spec: nested deeper than 100 levels, more than the controller reads"

@@ -24,7 +24,14 @@ SINCE = 1_700_000_000.0
 
 @dataclass
 class Spec:
-    namespaces: tuple[str, ...] | None = None
+    """What the reconciler reads of a ``ClusterSpec`` (its ``allows`` as the real one's)."""
+
+    namespaces: tuple[str, ...] = ()
+    all_namespaces: bool = True
+    create_namespaces: bool = True
+
+    def allows(self, namespace: str) -> bool:
+        return self.all_namespaces or namespace in self.namespaces
 
 
 @dataclass
@@ -83,6 +90,13 @@ class NamingClient(FakeClient):
     def __init__(self) -> None:
         super().__init__()
         self.made: list[dict[str, Any]] = []
+        self.namespaces: dict[str, dict[str, Any]] = {"ns": {"metadata": {"name": "ns"}}}
+        """What a GET of a namespace answers (the host's)."""
+
+    async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        assert resource.plural == "namespaces", resource
+        self.calls.append(("get", resource.plural, name, None))
+        return copy.deepcopy(self.namespaces[name])
 
     async def create(self, resource: Any, body: Any, *, namespace: str | None = None) -> Any:
         made = copy.deepcopy(await super().create(resource, body, namespace=namespace or ""))
@@ -287,7 +301,7 @@ async def test_a_missing_cluster_stalls_but_the_host_subsets_converge() -> None:
 
 
 async def test_a_namespace_allowlist_is_honoured() -> None:
-    m1 = FakeMember("member-1", spec=Spec(namespaces=("shop",)))
+    m1 = FakeMember("member-1", spec=Spec(namespaces=("shop",), all_namespaces=False))
     world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), m1)
     await world.reconcile()
     assert m1.client.calls == [] and m1.ensured == []
@@ -365,6 +379,44 @@ async def test_a_missing_member_namespace_is_created_then_the_child() -> None:
     assert made[1][1]["metadata"] == {"name": "ns", "labels": {KEYS.created_by_cluster: HOST_ID}}
 
 
+async def test_a_member_namespace_gets_the_host_namespaces_pod_security_labels() -> None:
+    m1 = FakeMember("member-1", client=MissingNamespaceClient())
+    world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), m1)
+    world.client.namespaces["ns"]["metadata"]["labels"] = {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "team": "shop",
+    }
+    await world.reconcile()
+    made = [b for v, w, _, b in m1.client.calls if (v, w) == ("create", "namespaces")]
+    assert made[0]["metadata"]["labels"] == {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        KEYS.created_by_cluster: HOST_ID,
+    }
+
+
+async def test_a_cluster_without_create_namespaces_gets_no_namespace() -> None:
+    m1 = FakeMember("member-1", client=MissingNamespaceClient(), spec=Spec(create_namespaces=False))
+    world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), m1)
+    try:
+        await world.reconcile()
+    except Exception as e:  # the pass is retried: RetryableError
+        assert "(Cluster member-1 does not set createNamespaces: true)" in str(e)
+    else:
+        raise AssertionError("the pass must fail")
+    assert [w for v, w, _, _ in m1.client.calls if v == "create"] == ["deployments"]
+    assert world.client.writes("get", "namespaces") == []
+
+
+async def test_a_cluster_admitting_no_namespace_gets_nothing() -> None:
+    m1 = FakeMember("member-1", spec=Spec(all_namespaces=False))
+    world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), m1)
+    await world.reconcile()
+    assert m1.client.calls == [] and m1.ensured == []
+    assert status_of(world)["subsetStatuses"][1]["conditions"][0]["reason"] == "NamespaceNotAllowed"
+
+
 async def test_with_namespace_creation_off_the_create_fails_and_says_why() -> None:
     m1 = FakeMember("member-1", client=MissingNamespaceClient())
     world = World(ud({"name": "h"}, {"name": "a", "cluster": "member-1"}), m1)
@@ -372,7 +424,8 @@ async def test_with_namespace_creation_off_the_create_fails_and_says_why() -> No
     try:
         await world.reconcile()
     except Exception as e:  # the pass is retried: RetryableError
-        assert "create a in cluster member-1: namespace ns does not exist there (namespace creation is off)" in str(e)
+        off = "namespace ns does not exist there (the controller's namespace creation is off)"
+        assert f"create a in cluster member-1: {off}" in str(e)
     else:
         raise AssertionError("the pass must fail")
     assert [w for v, w, _, _ in m1.client.calls if v == "create"] == ["deployments"]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from united.api.timestamp import parse_time
 from united.uniteddeployment import rollout
-from united.uniteddeployment.adaptive import parse_time
 from united.uniteddeployment.model import Progressive, Wave, duration_seconds
 from united.uniteddeployment.rollout import Counts, SubsetFacts, decide
 

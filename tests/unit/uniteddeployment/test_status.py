@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from united.api.conditions import Problem
 from united.uniteddeployment.allocation import Allocation, Plan
-from united.uniteddeployment.status import ChildView, Facts, Problem, compute, hpa_selector, observe, stalled
+from united.uniteddeployment.status import ChildView, Facts, compute, hpa_selector, observe, stalled
 
 RESERVED_LABEL = "apps.united.io/united-deployment-reserved-pod"
 

@@ -1,4 +1,4 @@
-"""Adopting pods created before the WorkloadSpread (reference 3.5)."""
+"""Adopting pods created before the WorkloadSpread."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_preferred_weights_outscore_patch_and_quota() -> None:
 
 
 def test_a_subset_without_quota_never_adopts() -> None:
-    """The reference adopts into a full subset when it scores best; that over-fills it."""
+    """OpenKruise adopts into a full subset when it scores best; that over-fills it."""
     prefer = [{"weight": 5, "preference": zone("a")}]
     ws = spread(subsets=[{"name": "y", "maxReplicas": 1, "preferredNodeSelector": prefer}])
     pods = [pod("placed", "y", node="na"), pod("p", node="na")]

@@ -224,7 +224,7 @@ def test_statefulset_pods_go_by_ordinal() -> None:
 
 
 def test_delete_notes_the_pod_but_frees_no_slot() -> None:
-    """EDGE-9: the deletion may still be refused (a PDB on eviction), so the slot stays taken
+    """The deletion may still be refused (a PDB on eviction), so the slot stays taken
     until the controller sees the pod terminating."""
     st_ = status({"name": "a", "replicas": 1, "missingReplicas": 0}, {"name": "b", "missingReplicas": -1})
     ws = spread({"name": "a", "maxReplicas": 1}, {"name": "b"}, status=st_)
@@ -257,7 +257,7 @@ def test_delete_without_anything_to_note() -> None:
 
 
 def test_a_pod_recreated_under_a_deleting_name_is_booked_again() -> None:
-    """EDGE-11: the reference lets it in without a booking; here it takes a slot, in its old
+    """OpenKruise lets it in without a booking; here it takes a slot, in its old
     subset when that has room, and its deleting record goes."""
     st_ = status(
         {"name": "a", "replicas": 0, "missingReplicas": 2},
@@ -283,7 +283,7 @@ def test_booking_is_pure() -> None:
 
 
 # The property: a world of pods, the webhook booking against the status, and a controller
-# recounting it as the reference does (including its deletingPods slot release, the worst
+# recounting it as OpenKruise does (including its deletingPods slot release, the worst
 # case). Whatever the interleaving, no subset ever holds more than its maximum.
 
 FIXED = {"a": 2, "b": 1, "c": None}
@@ -302,7 +302,7 @@ class Pod:
 
 
 def recount(ws: WorkloadSpread, pods: list[Pod], now: datetime, replicas: int) -> WorkloadSpread:
-    """The reference's per-subset status computation (section 3.7) over the simulated pods."""
+    """OpenKruise's per-subset status computation over the simulated pods."""
     versioned = {}
     for version in VERSIONS:
         old = {s.name: s for s in ws.status.versioned.get(version, ())}

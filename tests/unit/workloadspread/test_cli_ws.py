@@ -1,4 +1,4 @@
-"""``united plan`` and ``united admit`` for a WorkloadSpread (README "The command line")."""
+"""``united plan`` and ``united admit`` for a WorkloadSpread (``docs/reference/cli.md``)."""
 
 from __future__ import annotations
 

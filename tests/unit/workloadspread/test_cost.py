@@ -1,4 +1,4 @@
-"""Deletion cost: the reference's formula (3.6), our percentage ranking (kruise#877), unplaced pods."""
+"""Deletion cost: OpenKruise's formula, our percentage ranking (kruise#877), unplaced pods."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_delete_order_is_stable_for_equal_pods() -> None:
 
 
 def test_percentages_keep_the_split_on_scale_in() -> None:
-    """kruise#877: 34/33/33 % with 4/3/3 pods scaled to 6 keeps 2/2/2 (the reference removes c's pods: 4/2/0)."""
+    """kruise#877: 34/33/33 % with 4/3/3 pods scaled to 6 keeps 2/2/2 (OpenKruise removes c's pods: 4/2/0)."""
     ws = spread("34%", "33%", "33%")
     result = costs(ws, {"v1": by_subset(a=4, b=3, c=3)}, replicas=10, latest="v1")
     assert sorted(result.values()) == list(range(1, 11))

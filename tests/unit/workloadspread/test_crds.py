@@ -3,7 +3,7 @@ committed files equal the generator and holds the schema helpers used here).
 
 * our group serves v1alpha1 with the v1beta1 field names; the compat group serves Kruise's two
   versions, v1beta1 stored, converted by our webhook at the Service of manifests/base;
-* every version is structural, has the status subresource and the reference's printer columns;
+* every version is structural, has the status subresource and OpenKruise's printer columns;
 * everything the webhook and the controller write to ``status`` (the model's ``Status.to_dict``,
   our kstatus conditions, per-subset reason/message) validates and survives pruning;
 * a valid manifest, and the conversion of one, validates in every version without pruning.

@@ -184,3 +184,19 @@ async def test_only_the_most_recent_spreads_written_are_remembered(monkeypatch: 
     for name in ("a", "b", "c", "b"):
         ledger._remember(f"shop/{name}", {"metadata": {"name": name}})
     assert list(ledger._written) == ["shop/c", "shop/b"]
+
+
+async def test_a_booking_that_raises_costs_its_own_request_and_the_batch_is_written() -> None:
+    """One review whose pod cannot be booked (labels a list) fails only itself: the others
+    queued with it are booked and written in the same status write."""
+    api, ledger, model = setup(spread(30))
+    bad_pod = {"metadata": {"name": "bad", "namespace": "shop", "labels": ["app"]}}
+    bad = ledger.book(RESOURCE, model, lambda w: book_create(w, bad_pod, replicas=40, now=NOW, new_uid=lambda: "x"),
+                      dry_run=False)  # fmt: skip
+    answers = await asyncio.gather(
+        ledger.book(RESOURCE, model, create("p-0"), dry_run=False),
+        bad,
+        ledger.book(RESOURCE, model, create("p-1"), dry_run=False),
+    )
+    assert [a.subset if a is not None else None for a in answers] == ["a", None, "a"]
+    assert booked(api) == {"p-0", "p-1"} and len(api.patches) == 1

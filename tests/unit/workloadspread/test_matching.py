@@ -1,4 +1,5 @@
-"""Which WorkloadSpread targets a pod: the owner chain through the cache, filters, cheap misses."""
+"""Which WorkloadSpread targets a pod: the owner chain through the cache, each link proven by
+the owner's uid, filters, cheap misses."""
 
 from __future__ import annotations
 
@@ -24,8 +25,13 @@ def pod(owner: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
     return {"metadata": {"namespace": "ns", "labels": {"app": "web"}, "ownerReferences": refs, **meta}}
 
 
+def owned(kind: str, name: str, *refs: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": kind, "metadata": {"name": name, "uid": f"uid-{name}", "ownerReferences": list(refs)}}
+
+
 class Cache:
-    """The owners the caller's informer cache holds; records every lookup."""
+    """The owners the caller's informer cache holds, found by name and uid as the caches find
+    them; records every lookup."""
 
     def __init__(self, *objects: dict[str, Any]) -> None:
         self.objects = {(o["kind"], o["metadata"]["name"]): o for o in objects}
@@ -33,32 +39,47 @@ class Cache:
 
     def __call__(self, namespace: str, reference: dict[str, Any]) -> dict[str, Any] | None:
         self.lookups.append((namespace, reference["name"]))
-        return self.objects.get((reference["kind"], reference["name"]))
+        found = self.objects.get((reference["kind"], reference["name"]))
+        return found if found is not None and found["metadata"]["uid"] == reference.get("uid") else None
 
 
-RS = {"kind": "ReplicaSet", "metadata": {"name": "web-abc", "ownerReferences": [ref("Deployment", "web")]}}
+RS = owned("ReplicaSet", "web-abc", ref("Deployment", "web"))
+DEPLOY = owned("Deployment", "web")
 
 
 def test_deployment_pod_matched_through_its_replicaset() -> None:
     ws = spread()
-    assert spread_for(pod(ref("ReplicaSet", "web-abc")), [ws], Cache(RS)) is ws
+    assert spread_for(pod(ref("ReplicaSet", "web-abc")), [ws], Cache(RS, DEPLOY)) is ws
 
 
-def test_direct_target_needs_no_lookup() -> None:
-    cache = Cache()
+def test_a_direct_target_is_proven_by_one_lookup() -> None:
+    cache = Cache(RS)
     ws = spread(kind="ReplicaSet", target="web-abc")
     assert spread_for(pod(ref("ReplicaSet", "web-abc")), [ws], cache) is ws
-    assert cache.lookups == []
+    assert cache.lookups == [("ns", "web-abc")]
+
+
+def test_a_reference_without_the_owners_uid_proves_nothing() -> None:
+    """A forged review names the target, or the target's ReplicaSet, without its uid or with
+    another: neither the target itself nor anything above the unproven link matches."""
+    direct = spread(kind="ReplicaSet", target="web-abc")
+    through = spread()
+    cache = Cache(RS, DEPLOY)
+    for forged in ({**ref("ReplicaSet", "web-abc"), "uid": "guessed"}, {**ref("ReplicaSet", "web-abc"), "uid": None}):
+        assert spread_for(pod(forged), [direct], cache) is None
+        assert spread_for(pod(forged), [through], cache) is None
+    assert spread_for(pod(ref("Deployment", "web") | {"uid": "other"}), [through], cache) is None
 
 
 def test_version_of_the_api_is_ignored_group_is_not() -> None:
     clone = spread(kind="CloneSet", target="cs")
-    assert spread_for(pod(ref("CloneSet", "cs", "apps.kruise.io/v1beta1")), [clone], Cache()) is clone
-    assert spread_for(pod(ref("CloneSet", "cs", "other.io/v1alpha1")), [clone], Cache()) is None
+    cache = Cache(owned("CloneSet", "cs"))
+    assert spread_for(pod(ref("CloneSet", "cs", "apps.kruise.io/v1beta1")), [clone], cache) is clone
+    assert spread_for(pod(ref("CloneSet", "cs", "other.io/v1alpha1")), [clone], cache) is None
 
 
 def test_missing_owner_is_not_targeted_rather_than_refused() -> None:
-    """EDGE-3 deviation: the reference rejects the pod creation; here the pod is just not matched."""
+    """Unlike OpenKruise, which rejects the pod creation, the pod is just not matched."""
     assert spread_for(pod(ref("ReplicaSet", "web-abc")), [spread()], Cache()) is None
 
 
@@ -72,15 +93,15 @@ def test_untargeted_namespace_answers_without_a_lookup() -> None:
 
 
 def test_one_walk_serves_every_spread() -> None:
-    cache = Cache(RS)
+    cache = Cache(RS, DEPLOY)
     wanted = spread("c")
     spreads = [spread("a", target="api"), spread("b", target="db"), wanted]
     assert spread_for(pod(ref("ReplicaSet", "web-abc")), spreads, cache) is wanted
-    assert cache.lookups == [("ns", "web-abc"), ("ns", "web")]  # each owner once; the Deployment is not cached
+    assert cache.lookups == [("ns", "web-abc"), ("ns", "web")]  # each owner once
 
 
 def test_owners_of_unknown_kinds_are_not_walked() -> None:
-    cache = Cache({"kind": "GameServer", "metadata": {"name": "g", "ownerReferences": [ref("Deployment", "web")]}})
+    cache = Cache(owned("GameServer", "g", ref("Deployment", "web")))
     assert spread_for(pod(ref("GameServer", "g", "game.io/v1")), [spread()], cache) is None
     assert cache.lookups == []
 
@@ -102,20 +123,20 @@ def test_skipped_pods_and_spreads() -> None:
 def test_target_filter_selects_pods() -> None:
     owner = ref("ReplicaSet", "web-abc")
     chosen = spread(targetFilter={"selector": {"matchLabels": {"role": "worker"}}})
-    assert spread_for(pod(owner), [chosen], Cache(RS)) is None
+    assert spread_for(pod(owner), [chosen], Cache(RS, DEPLOY)) is None
     worker = pod(owner)
     worker["metadata"]["labels"]["role"] = "worker"
-    assert spread_for(worker, [chosen], Cache(RS)) is chosen
+    assert spread_for(worker, [chosen], Cache(RS, DEPLOY)) is chosen
 
 
 def test_target_filter_without_selector_selects_every_pod() -> None:
-    """BUG-5 deviation: the reference's webhook selects none, its controller counts all."""
+    """OpenKruise's webhook selects none here, while its controller counts all."""
     ws = spread(targetFilter={"replicasPathList": ["spec.replicas"]})
-    assert spread_for(pod(ref("ReplicaSet", "web-abc")), [ws], Cache(RS)) is ws
+    assert spread_for(pod(ref("ReplicaSet", "web-abc")), [ws], Cache(RS, DEPLOY)) is ws
 
 
 def test_an_owner_cycle_ends() -> None:
-    loop = {"kind": "ReplicaSet", "metadata": {"name": "r", "ownerReferences": [ref("ReplicaSet", "r")]}}
+    loop = owned("ReplicaSet", "r", ref("ReplicaSet", "r"))
     cache = Cache(loop)
     assert spread_for(pod(ref("ReplicaSet", "r")), [spread()], cache) is None
     assert len(cache.lookups) <= 8

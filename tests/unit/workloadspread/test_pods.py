@@ -1,4 +1,4 @@
-"""Which pods a spread manages and its target's replicas (reference 3.3, 3.4)."""
+"""Which pods a spread manages and its target's replicas."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_missing_or_deleting_workload_has_no_pods() -> None:
 
 
 def test_scaled_to_zero_still_counts_its_pods() -> None:
-    """The reference shows no pods when replicas are 0; terminating pods are still real."""
+    """OpenKruise shows no pods when replicas are 0; terminating pods are still real."""
     ws = spread(2, None)
     pods = [pod("leaving", deleting=True), pod("stays")]
     assert names(pods_of(ws, workload=deployment(0), replicasets=[replicaset()], pods=pods)) == ["leaving", "stays"]

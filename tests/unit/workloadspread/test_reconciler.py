@@ -1,4 +1,4 @@
-"""Which WorkloadSpread keys a change queues (reference 3.1, plus StatefulSet scale), and the
+"""Which WorkloadSpread keys a change queues (as OpenKruise's controller, plus StatefulSet scale), and the
 admission of cached spreads; the passes themselves run against the control plane in
 tests/e2e/workloadspread."""
 
@@ -46,7 +46,8 @@ def obj(api_version: str, kind: str, name: str, *, owner: Json | None = None, **
     meta: Json = {"name": name, "namespace": NS, "uid": f"uid-{name}"}
     if owner is not None:
         ref = {k: owner[k] for k in ("apiVersion", "kind")}
-        meta["ownerReferences"] = [{**ref, "name": owner["metadata"]["name"], "controller": True}]
+        owner_meta = owner["metadata"]
+        meta["ownerReferences"] = [{**ref, "name": owner_meta["name"], "uid": owner_meta["uid"], "controller": True}]
     return {"apiVersion": api_version, "kind": kind, "metadata": meta, **fields}
 
 
@@ -80,9 +81,12 @@ def test_a_pod_of_an_untargeted_workload_queues_nothing() -> None:
 
 def test_a_pod_naming_its_spread_in_the_annotation_queues_it_even_when_its_owner_is_gone() -> None:
     c = controller()
+    put(c, ws("spread", "Deployment", "web"))
     pod = obj("v1", "Pod", "web-1-x", owner=obj("apps/v1", "ReplicaSet", "web-1"))
     pod["metadata"]["annotations"] = {"apps.kruise.io/matched-workloadspread": '{"Name":"spread","Subset":"a"}'}
     assert c._spreads_of_pod(pod) == {f"{NS}/spread"}
+    pod["metadata"]["annotations"] = {"apps.kruise.io/matched-workloadspread": '{"Name":"gone","Subset":"a"}'}
+    assert c._spreads_of_pod(pod) == set()  # no such spread: nothing to queue
 
 
 async def test_statefulset_scale_queues_its_spread_and_a_status_only_change_of_another_kind_does_not() -> None:

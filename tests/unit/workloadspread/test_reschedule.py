@@ -1,11 +1,11 @@
-"""Adaptive rescheduling (reference 3.9) with our clock (kruise#1088): conditions, failed pods, recovery."""
+"""Adaptive rescheduling with our clock (kruise#1088): conditions, failed pods, recovery."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tests.unit.workloadspread.factories import pod, spread
-from united.uniteddeployment.adaptive import format_time, parse_time
+from united.api.timestamp import format_time, parse_time
 from united.workloadspread.model import WorkloadSpread
 from united.workloadspread.reschedule import RECOVERY_WINDOW, assess, delete_failed, unschedulable_since, window
 from united.workloadspread.status import compute
@@ -71,7 +71,7 @@ def test_pod_failing_past_the_critical_seconds_marks_and_is_deleted() -> None:
 
 
 def test_clock_starts_when_first_unschedulable_not_at_creation() -> None:
-    """Created an hour ago, unschedulable for 30 s: not failed yet (the reference would delete it)."""
+    """Created an hour ago, unschedulable for 30 s: not failed yet (OpenKruise would delete it)."""
     ws = adaptive(1, None, seconds=60)
     a = assess(ws, 0, [stuck("p", created="2026-03-01T09:00:00Z")], [], now=NOW + 30)
     assert a.failed == ()

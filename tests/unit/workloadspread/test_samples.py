@@ -1,4 +1,4 @@
-"""The WorkloadSpread samples (issue 11, item 9): each file holds the target workload and its
+"""The WorkloadSpread samples: each file holds the target workload and its
 WorkloadSpread, parses, and is what ``united samples`` lists and ``united demo --sample`` runs."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from united import data
+from united.api.groups import GROUP
 from united.devcluster.demo import split_sample
-from united.workloadspread.model import GROUP, VERSION, parse
+from united.workloadspread.model import VERSION, parse
 
 REPO = Path(__file__).resolve().parents[3]
 DIRECTORY = REPO / "manifests" / "samples" / "workloadspread"

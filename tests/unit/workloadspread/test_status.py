@@ -1,4 +1,4 @@
-"""Status recount (reference 3.7): counts, expiry to the second, requeue, reasons, unplaced pods, kstatus."""
+"""Status recount: counts, expiry to the second, requeue, reasons, unplaced pods, kstatus."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 from typing import Any
 
 from tests.unit.workloadspread.factories import pod, spread
+from united.api.conditions import Problem
 from united.api.field import FieldError
-from united.uniteddeployment.adaptive import parse_time
-from united.uniteddeployment.status import Problem
+from united.api.timestamp import parse_time
 from united.workloadspread.model import FAKE_SUBSET, Status
 from united.workloadspread.status import compute, stalled
 

@@ -1,4 +1,4 @@
-"""Every WorkloadSpread validation rule (reference 1.5, R1-R6, and ours), each with a manifest
+"""Every WorkloadSpread validation rule (OpenKruise's and ours), each with a manifest
 that breaks it and the exact error lines."""
 
 from __future__ import annotations
@@ -327,7 +327,7 @@ CASES: list[tuple[str, Callable[[Doc], object], list[str]]] = [
         ['spec.subsets[0].maxReplicas: Invalid value: "50.2%": maxReplicas is not valid for subset'],
     ),
     (
-        "percentage without % (BUG-6: the reference accepts it)",
+        "percentage without % (OpenKruise accepts it)",
         percent("50", None),
         [
             'spec.subsets[0].maxReplicas: Invalid value: "50": maxReplicas is not valid for subset: '

@@ -1,6 +1,6 @@
 """Render child workloads: one per subset, exactly as the controller creates them.
 
-Everything common to all kinds lives here (reference section 10): ``generateName``
+Everything common to all kinds lives here: ``generateName``
 ``<ud>-<subset>-``, labels (template labels, selector labels, subset name, revision), the
 child selector (the UnitedDeployment selector plus the subset-name label), the controller
 owner reference, the pod template placed into its subset (:mod:`united.placement.subset`), replicas,

@@ -1,7 +1,7 @@
 """OpenKruise Advanced StatefulSet (``apps.kruise.io/v1beta1``) children.
 
 Same partition field as apps/v1 StatefulSet, but an empty update-strategy type stays empty
-(Kruise defaults it server-side), as the reference renders it.
+(Kruise defaults it server-side), as OpenKruise renders it.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def rolling_partition(spec: Json, partition: int, *, set_type: bool) -> bool:
     """StatefulSet-style partition: only for ``RollingUpdate`` (or unset) strategies.
 
     ``set_type`` fills an empty type with ``RollingUpdate`` (apps/v1 does, Advanced
-    StatefulSet leaves it empty, reference 10.2).
+    StatefulSet leaves it empty, as OpenKruise does).
     """
     strategy = spec.get("updateStrategy") or {}
     kind = strategy.get("type") or ""

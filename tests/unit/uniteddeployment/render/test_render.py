@@ -1,4 +1,4 @@
-"""Rendering children: golden files for every kind, plus focused assertions on each rule (reference section 10).
+"""Rendering children: golden files for every kind, plus focused assertions on each rule.
 
 Regenerate the goldens with
 ``UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/uniteddeployment/render`` and review the

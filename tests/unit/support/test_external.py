@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from united.devcluster.credentials import StaticUser, render_kubeconfig
-from united.devcluster.external import (
+from tests.support.external import (
     LOCAL_FIXTURES,
     LOCAL_ONLY,
     LOCAL_TESTS,
@@ -21,6 +20,7 @@ from united.devcluster.external import (
     resolve,
     target,
 )
+from united.devcluster.credentials import StaticUser, render_kubeconfig
 
 REPO = Path(__file__).resolve().parents[3]
 TOKEN = "s3cr3t-token"

@@ -106,6 +106,21 @@ def within(value: Any, levels: int = MAX_DEPTH) -> bool:
     return True
 
 
+def small(data: bytes | str, *, levels: int = MAX_DEPTH) -> Any:
+    """One short JSON value someone else wrote (an annotation), nested at most ``levels`` deep.
+
+    Raises ``ValueError`` for what is not JSON and for what is nested deeper, never
+    ``RecursionError``: such a value is one bad field, not a traceback in whoever reads it.
+    The caller bounds the length; this bounds the nesting."""
+    try:
+        value = loads(data)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {levels} levels") from None
+    if _brackets(data) > levels and not within(value, levels):
+        raise ValueError(f"nested deeper than {levels} levels")
+    return value
+
+
 def _reason(too_deep: list[str], levels: int) -> str:
     fields = ", ".join(too_deep) or "the object"
     return f"{fields}: nested deeper than {levels} levels, more than the controller reads"
@@ -363,6 +378,7 @@ __all__ = [
     "dumps",
     "list_page",
     "loads",
+    "small",
     "watch_event",
     "within",
 ]

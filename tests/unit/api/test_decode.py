@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from united.kube.decode import MAX_DEPTH, Undecodable, bound, document, dumps, list_page, loads, watch_event, within
+from united.api.decode import MAX_DEPTH, Undecodable, bound, document, dumps, list_page, loads, watch_event, within
 
 UNREADABLE = 20_000
 """Deep enough for ``json.loads`` to raise RecursionError on CPython 3.11, 3.12 and 3.13 (which

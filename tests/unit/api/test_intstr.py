@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from united.placement.intstr import int_value, legacy_scaled, scaled
+from united.api.intstr import int_value, legacy_scaled, scaled
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ def resolve(total: int, value: IntOrStr) -> int:
     """Resolve ``value`` against ``total`` (``-1`` when ``spec.replicas`` is unset).
 
     Percentages round half up, each on its own: ``floor((total * n + 50) / 100)``. Raises
-    ``ValueError`` with the reference's wording; callers decide whether that is fatal.
+    ``ValueError`` with OpenKruise's wording; callers decide whether that is fatal.
     """
     if isinstance(value, int):
         if value < 0:

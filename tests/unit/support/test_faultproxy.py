@@ -18,8 +18,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from united.devcluster.cluster import free_ports
-from united.devcluster.faultproxy import (
+from tests.support.faultproxy import (
     DROP,
     FaultProxy,
     RequestLog,
@@ -29,6 +28,7 @@ from united.devcluster.faultproxy import (
     is_watch_request,
     token_identity,
 )
+from united.devcluster.cluster import free_ports
 from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, RETRY_ATTEMPTS, KubeClient, PatchType, WatchEvent, WatchStream
 from united.kube.errors import ApiError, Conflict, Gone, NotFound, TooManyRequests, TransientError

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from united.api.field import Path
-from united.placement.selector import EQUALS, Requirement, Selector, errors, parse, parse_text, text_errors
+from united.api.selector import EQUALS, Requirement, Selector, errors, parse, parse_text, text_errors
 
 
 def expr(key: str, operator: str, *values: str) -> dict[str, Any]:
