@@ -210,11 +210,15 @@ class Manager:
         return found is not None and bool(found[0].spreads.list(namespace))
 
     async def _serve_webhooks(self) -> None:
+        """Serve, then last as long as the webhook server and its certificate loop do: liveness
+        watches this task, so it must not end while they run (nor go unnoticed if they end)."""
         screens = {MUTATE_PATH: self._has_spreads, VALIDATE_PATH: self._has_spreads}
         self._webhooks = await serve_webhooks(
             self.webhook.client, self.settings, self.webhook.routes(), metrics=self.metrics, screens=screens
         )
         log.info("serving webhooks", port=self._webhooks.server.port)
+        await self._webhooks.wait()
+        raise RuntimeError("the webhook server or its certificate loop has ended")
 
     # -- what controllers get (runtime.controller.Host) --------------------------------------
 

@@ -336,6 +336,13 @@ class WebhookService:
             await self.stop()  # cancelled while waiting (shutdown at start-up), or the port is taken
             raise
 
+    async def wait(self) -> None:
+        """Until the certificate loop or the server's thread ends: neither should before
+        :meth:`stop`, so the caller's liveness may follow this."""
+        running: set[asyncio.Future[Any]] = {f for f in (self._task, self.server.ended) if f is not None}
+        if running:
+            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+
     async def stop(self) -> None:
         """Stop serving and the loop (idempotent)."""
         task, self._task = self._task, None

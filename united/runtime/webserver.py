@@ -364,6 +364,8 @@ class WebhookServer:
         """The server's own event loop (while it runs)."""
         self._owner: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self.ended: asyncio.Future[None] | None = None
+        """Done once the server's thread has ended (set on the loop that started it)."""
         self._stopping: asyncio.Event | None = None
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.router.add_get("/healthz", self._healthz)
@@ -455,6 +457,7 @@ class WebhookServer:
         if self.tls.loaded is None:
             raise RuntimeError("webhook server has no certificate yet")
         self._owner = asyncio.get_running_loop()
+        self.ended = self._owner.create_future()
         started: concurrent.futures.Future[int] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._run, args=(started,), name="webhook-server", daemon=True)
         self._thread.start()
@@ -472,6 +475,9 @@ class WebhookServer:
             loop.run_until_complete(self._main(started))
         finally:
             loop.close()
+            if self._owner is not None and self.ended is not None:
+                with contextlib.suppress(RuntimeError):  # the owner's loop has ended first
+                    self._owner.call_soon_threadsafe(_finish, self.ended)
 
     async def _main(self, started: concurrent.futures.Future[int]) -> None:
         self._stopping = asyncio.Event()
@@ -506,6 +512,11 @@ class WebhookServer:
             with contextlib.suppress(RuntimeError):  # its loop has ended already
                 loop.call_soon_threadsafe(stopping.set)
         await asyncio.to_thread(thread.join)
+
+
+def _finish(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _protocol(runner: web.AppRunner) -> Any:

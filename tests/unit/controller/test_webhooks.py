@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import NoReturn
 
 import pytest
 
 from united.controller.webhooks import Options, Webhooks, WebhookService, _covers
 from united.kube.errors import TransientError
+from united.runtime.certificates import issue
 from united.runtime.webserver import TLS, WebhookServer
 
 
@@ -45,3 +47,27 @@ async def test_a_start_cancelled_while_waiting_for_the_certificate_stops_the_loo
         await start
     assert task.cancelled()
     assert service.task is None
+
+
+async def test_wait_lasts_while_the_server_serves_and_ends_with_its_thread() -> None:
+    """The manager's liveness follows :meth:`WebhookService.wait`: it must not end while the
+    server runs, and must end when the server's thread does."""
+
+    class Issued(Webhooks):
+        async def run(self) -> None:
+            bundle = issue(["127.0.0.1"], now=datetime.now(UTC))
+            self.tls.load(bundle.cert_pem, bundle.key_pem)
+            self.ready.set()
+            await asyncio.Event().wait()
+
+    webhooks = Issued(None, Options(namespace="ops"), TLS())  # type: ignore[arg-type]
+    service = WebhookService(webhooks, WebhookServer(host="127.0.0.1", port=0, tls=webhooks.tls, routes={}))
+    await service.start()
+    try:
+        waiting = asyncio.create_task(service.wait())
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        await service.server.stop()  # as if the server's thread had died
+        await asyncio.wait_for(waiting, 20)
+    finally:
+        await service.stop()
