@@ -397,6 +397,19 @@ def render(results: JSON) -> str:
                     _mark(ok),
                 )
             )
+    for case, f in (results.get("limits") or {}).items():
+        rows.append(
+            (
+                f"A pass at the limits, {case} ({f['subsets']} subsets, template {f['template_bytes'] // 1024} KiB)",
+                "longest the loop is held, first / steady pass (both passes in all, turns of the loop)",
+                f"{f['first_longest_ms']:.1f} / {f['steady_longest_ms']:.1f} ms CPU "
+                f"({f['cpu_ms']:.0f} ms, {f['turns']} turns)",
+                "",
+                "",
+                "",
+                _mark(None),
+            )
+        )
     sweep = results.get("floor_sweep")
     if sweep:
         rows.insert(

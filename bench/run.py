@@ -25,7 +25,9 @@ from bench.scenarios import Context, log, run_all
 from united.kube.client import KubeClient
 from united.log import configure_logging
 
-SCENARIOS = ("scaleout", "admission", "cold", "scale", "resync", "growth", "memory", "allocation")
+SCENARIOS = ("scaleout", "admission", "cold", "scale", "resync", "growth", "memory", "allocation", "limits")
+IN_PROCESS = ("allocation", "limits")
+"""Scenarios that need no cluster."""
 HERE = Path(__file__).resolve().parent
 
 
@@ -170,14 +172,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"config": config}
     start_machine = report.machine()
     started = time.monotonic()
-    if any(s != "allocation" for s in scenarios):
+    if any(s not in IN_PROCESS for s in scenarios):
         compile_sources(args.source)  # only runs that spawn a controller and a floor need it
         log("starting the local control plane (no workload controllers)")
         with local_cluster(profiling=bool(args.server_profile)) as cluster:
             bench_cluster = asyncio.run(BenchCluster.prepare(cluster, owned=True))
             results.update(asyncio.run(bench(bench_cluster, config, scenarios, args.out)))
     else:
-        results.update(asyncio.run(bench_allocation_only(config)))
+        results.update(in_process_only(scenarios))
     results["machine"] = {**report.machine(), "load_average_start": start_machine["load_average"]}
     results["seconds"] = time.monotonic() - started
     raw = args.out / "cold-start.raw"
@@ -199,10 +201,16 @@ def compile_sources(source: Path | None) -> None:
                 compileall.compile_dir(tree / package, quiet=1)
 
 
-async def bench_allocation_only(config: dict[str, Any]) -> dict[str, Any]:
+def in_process_only(scenarios: list[str]) -> dict[str, Any]:
+    from bench.limits import limits_bench
     from bench.scenarios import allocation_bench
 
-    return {"allocation": allocation_bench()}
+    out: dict[str, Any] = {}
+    if "allocation" in scenarios:
+        out["allocation"] = allocation_bench()
+    if "limits" in scenarios:
+        out["limits"] = limits_bench()
+    return out
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -825,4 +825,9 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
     if "allocation" in scenarios:
         log("allocation")
         results["allocation"] = allocation_bench(config.get("allocation_sizes", (10, 100, 1000)))
+    if "limits" in scenarios:
+        from bench.limits import limits_bench
+
+        log("limits: a pass at the limits, in-process")
+        results["limits"] = limits_bench()
     return results

@@ -31,6 +31,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bench.limits import manifest
 from tests.chaos.figures import record
 from tests.chaos.invariants import KEYS, scale, storm_doc, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for, raw_create
@@ -39,7 +40,6 @@ from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, UD, children, condition, get_ud, subset_of, wait_ready
 from tests.e2e.controller.test_ownership import deployment, forged_owner
 from tests.e2e.controller.test_undecodable import DEEP, deep_ud, reported
-from tests.unit.uniteddeployment.test_worst_case import manifest
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, MAX_TEMPLATE_BYTES, size
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
@@ -60,7 +60,7 @@ async def hostile(kube: KubeClient, namespace: str) -> AsyncIterator[str]:
 
 
 def at_the_limit(name: str, **limits: int) -> JSON:
-    """The worst-case test's manifest (``tests/unit/controller/test_worst_case.py``) as a new
+    """The worst-case manifest (``bench/limits.py``, the worst-case unit test's) as a new
     object ``name`` with no replicas (its subsets select no node: pods would never schedule)."""
     doc: JSON = json.loads(json.dumps(manifest(**limits)).replace('"web"', f'"{name}"'))
     doc["metadata"] = {"name": name}

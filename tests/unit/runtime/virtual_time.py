@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-import time
+import sys
 from collections.abc import Awaitable, Callable
+from types import FrameType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -60,22 +61,51 @@ def now() -> float:
     return asyncio.get_running_loop().time()
 
 
-class CpuTimeLoop(VirtualTimeLoop):
-    """A virtual clock that also advances with this process's CPU time: waits cost nothing,
-    work costs what it costs. Timeouts then measure how long code holds the loop, and a
-    loaded machine (other processes' CPU) cannot change the outcome."""
+class Operations:
+    """Counts the function calls (Python and builtin) this thread makes while entered: a
+    measure of work that neither the machine's speed nor its load changes (``sys.setprofile``;
+    a tracer such as coverage, ``sys.settrace``, is not in the way)."""
 
     def __init__(self) -> None:
+        self.count = 0
+        self._previous: Any = None
+
+    def _profile(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" or event == "c_call":
+            self.count += 1
+
+    def __enter__(self) -> Operations:
+        self._previous = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.setprofile(self._previous)
+
+
+class WorkClockLoop(VirtualTimeLoop):
+    """A virtual clock that also advances by a fixed price per operation counted: waits cost
+    nothing, work costs what it would on a machine making ``1 / seconds_per_operation`` calls a
+    second — the same on every machine, loaded or not. Timeouts then measure how much work
+    code does while it holds the loop."""
+
+    def __init__(self, operations: Operations, seconds_per_operation: float) -> None:
         super().__init__()
-        self._cpu0 = time.process_time()
+        self.operations = operations
+        self.seconds_per_operation = seconds_per_operation
 
     def time(self) -> float:
-        return self.now + time.process_time() - self._cpu0
+        return self.now + self.operations.count * self.seconds_per_operation
 
 
-def run_cpu_timed(main: Callable[[], Awaitable[T]]) -> T:
+def run_work_timed(main: Callable[[], Awaitable[T]], operations: Operations, *, seconds_per_operation: float) -> T:
+    """``main()`` on a :class:`WorkClockLoop`, counting ``operations`` throughout."""
+
     async def wrapper() -> T:
         return await main()
 
-    with asyncio.Runner(loop_factory=CpuTimeLoop) as runner:
+    def factory() -> WorkClockLoop:
+        return WorkClockLoop(operations, seconds_per_operation)
+
+    with operations, asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(wrapper())
