@@ -142,6 +142,12 @@ def _parser() -> argparse.ArgumentParser:
         help="Ignore (default): pods are created while no replica answers; Fail: they are refused",
     )
     r.add_argument(
+        "--webhook-client-ca",
+        metavar="FILE",
+        help="serve the webhooks only to clients presenting a certificate this PEM CA signed "
+        "(the API server's, from its admission configuration); default: any client",
+    )
+    r.add_argument(
         "--discovery-interval",
         type=float,
         default=_DEFAULTS.discovery_interval,
@@ -408,6 +414,7 @@ def _run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         webhook_url=args.webhook_url,
         webhook_failure_policy=args.webhook_failure_policy,
+        webhook_client_ca=args.webhook_client_ca,
         cluster_id=args.cluster_id,
         create_member_namespaces=args.create_member_namespaces,
     )
@@ -440,6 +447,15 @@ def _run_flag_errors(args: argparse.Namespace) -> list[FieldError]:
             errors.append(invalid(Path("--webhook-url"), args.webhook_url, problem))
         elif args.webhook_port is None:
             errors.append(FieldError("--webhook-url", "needs --webhook-port (the server the URL reaches)"))
+    if args.webhook_client_ca is not None:
+        from united.controller.webhooks import client_ca
+
+        try:
+            client_ca(args.webhook_client_ca)
+        except ValueError as exc:
+            errors.append(invalid(Path("--webhook-client-ca"), args.webhook_client_ca, str(exc)))
+        if args.webhook_port is None:
+            errors.append(FieldError("--webhook-client-ca", "needs --webhook-port (the server it protects)"))
     if args.leader_elect:
         errors += dns_label_errors(args.leader_election_namespace, Path("--leader-election-namespace"))
         errors += dns_subdomain_errors(args.leader_election_id, Path("--leader-election-id"))

@@ -9,12 +9,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.support.unprivileged import nobody_argv
+from united.runtime.certificates import issue
 
 CONFIG = {
     "apiVersion": "v1",
@@ -156,11 +158,23 @@ def test_in_cluster_without_a_service_account_token() -> None:
          '--webhook-url: Invalid value: "https://127.0.0.1:99999": Port out of range 0-65535'),
         (("--webhook-url", "https://127.0.0.1:9443"), "--webhook-url: needs --webhook-port"),
         (("--controller-namespace", "Sys"), '--controller-namespace: Invalid value: "Sys"'),
+        (("--webhook-port", "9443", "--webhook-client-ca", "/nonexistent/ca.pem"),
+         '--webhook-client-ca: Invalid value: "/nonexistent/ca.pem": cannot read it: No such file or directory'),
     ],
 )  # fmt: skip
 def test_bad_flag_values(tmp_path: Path, flags: tuple[str, ...], expected: str) -> None:
     [line] = united_run("--kubeconfig", str(kubeconfig(tmp_path / "config")), *flags)
     assert line.startswith(expected), line
+
+
+def test_a_webhook_client_ca_must_be_a_pem_ca_and_needs_the_webhook_server(tmp_path: Path) -> None:
+    config, ca = str(kubeconfig(tmp_path / "config")), tmp_path / "ca.pem"
+    ca.write_text("not a certificate\n")
+    [line] = united_run("--kubeconfig", config, "--webhook-port", "9443", "--webhook-client-ca", str(ca))
+    assert line.startswith(f'--webhook-client-ca: Invalid value: "{ca}": not a PEM CA certificate')
+    ca.write_bytes(issue(["127.0.0.1"], now=datetime.now(UTC)).ca_bundle)
+    [line] = united_run("--kubeconfig", config, "--webhook-client-ca", str(ca))
+    assert line == "--webhook-client-ca: needs --webhook-port (the server it protects)"
 
 
 def test_http_port_in_use(tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ from united.uniteddeployment.controller import UnitedDeploymentController
 from united.uniteddeployment.model import PLURAL
 from united.workloadspread.reconciler import Caches, Reconciler, WorkloadSpreadController, ws_resource
 from united.workloadspread.webhook import PodWebhook
+from united.workloadspread.webhookconfig import MUTATE_PATH, VALIDATE_PATH
 
 log = structlog.get_logger(__name__)
 C = TypeVar("C", bound=Controller)
@@ -97,7 +98,9 @@ class Manager:
         self.client = client
         self.settings = settings
         self.metrics = metrics or Metrics()
-        self.health = HealthServer(registry=self.metrics.registry)
+        self.health = HealthServer(
+            registry=self.metrics.registry, closed=lambda reason: self.metrics.connection_closed("http", reason)
+        )
         self.recorder = EventRecorder(client, component="united-controller", metrics=self.metrics)
         self.namespaces: list[str | None] = list(settings.namespaces) or [None]
         self.informers: list[Informer] = []
@@ -200,11 +203,22 @@ class Manager:
             return None
         return spreads.caches, spreads.spreads
 
+    def _has_spreads(self, namespace: str) -> bool:
+        """Whether a pod review from ``namespace`` may concern a WorkloadSpread (the webhook
+        server decodes no other): the kind is served and synced and the namespace has one."""
+        found = self._spread_caches()
+        return found is not None and bool(found[0].spreads.list(namespace))
+
     async def _serve_webhooks(self) -> None:
+        """Serve, then last as long as the webhook server and its certificate loop do: liveness
+        watches this task, so it must not end while they run (nor go unnoticed if they end)."""
+        screens = {MUTATE_PATH: self._has_spreads, VALIDATE_PATH: self._has_spreads}
         self._webhooks = await serve_webhooks(
-            self.webhook.client, self.settings, self.webhook.routes(), metrics=self.metrics
+            self.webhook.client, self.settings, self.webhook.routes(), metrics=self.metrics, screens=screens
         )
         log.info("serving webhooks", port=self._webhooks.server.port)
+        await self._webhooks.wait()
+        raise RuntimeError("the webhook server or its certificate loop has ended")
 
     # -- what controllers get (runtime.controller.Host) --------------------------------------
 

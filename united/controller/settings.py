@@ -52,6 +52,9 @@ class Settings:
     """``https://host:port``: create/update the webhook configurations pointing at it; None:
     only patch the ``caBundle`` of the shipped ones (in-cluster, through the Service)."""
     webhook_failure_policy: Literal["Ignore", "Fail"] = "Ignore"
+    webhook_client_ca: str | None = None
+    """A PEM file of the CA whose certificates the webhook's clients must present (the API
+    server's client certificate for webhooks); None: any client is served."""
     cluster_id: str | None = None
     """This host's identity in member clusters (owner labels); None: the uid of its
     ``kube-system`` namespace, read at start (:func:`host_identity`)."""

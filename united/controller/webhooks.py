@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -53,7 +54,7 @@ from united.kube.errors import AlreadyExists, Conflict, NotFound
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, Policy
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import DEFAULT_REQUEST_TIMEOUT, TLS, Handler, WebhookServer
+from united.runtime.webserver import DEFAULT_REQUEST_TIMEOUT, TLS, Handler, Screen, WebhookServer
 from united.workloadspread import webhookconfig
 from united.workloadspread.webhookconfig import CONVERT_PATH, NAME, FailurePolicy
 
@@ -417,6 +418,13 @@ class WebhookService:
             await self.stop()  # cancelled while waiting (shutdown at start-up), or the port is taken
             raise
 
+    async def wait(self) -> None:
+        """Until the certificate loop or the server's thread ends: neither should before
+        :meth:`stop`, so the caller's liveness may follow this."""
+        running: set[asyncio.Future[Any]] = {f for f in (self._task, self.server.ended) if f is not None}
+        if running:
+            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+
     async def stop(self) -> None:
         """Stop serving and the loop (idempotent)."""
         task, self._task = self._task, None
@@ -439,6 +447,24 @@ class WebhookSettings(Protocol):
     def webhook_url(self) -> str | None: ...
     @property
     def webhook_failure_policy(self) -> FailurePolicy: ...
+    @property
+    def webhook_client_ca(self) -> str | None: ...
+
+
+def client_ca(path: str) -> bytes:
+    """The CA PEM in ``path``, checked to hold a certificate; ValueError says what is wrong."""
+    try:
+        with open(path, "rb") as file:
+            pem = file.read(1024 * 1024 + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
+    if len(pem) > 1024 * 1024:
+        raise ValueError("larger than 1 MiB")
+    try:
+        TLS().require_client_certificates(pem)
+    except (ssl.SSLError, ValueError) as exc:
+        raise ValueError(f"not a PEM CA certificate ({exc})") from None
+    return pem
 
 
 async def serve_webhooks(
@@ -449,17 +475,24 @@ async def serve_webhooks(
     metrics: Metrics | None = None,
     options: Options | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    screens: Mapping[str, Screen] | None = None,
 ) -> WebhookService:
     """Serve ``routes`` on ``settings.webhook_host:webhook_port`` with certificates kept as the module
     docstring says, once the first certificate is loaded; ``options`` overrides what ``settings`` would
-    give (tests shorten the validities). Returns the started service; ``stop()`` it."""
+    give (tests shorten the validities); ``screens`` as :class:`WebhookServer` takes them. With
+    ``settings.webhook_client_ca`` the admission routes serve only clients with a certificate
+    from that CA (the API server presents none to conversion webhooks: ``/convert`` stays open).
+    Returns the started service; ``stop()`` it."""
     if settings.webhook_port is None:
         raise ValueError("the webhook server needs a port")
     policy = settings.webhook_failure_policy
     opts = options or Options(namespace=settings.controller_namespace, url=settings.webhook_url, failure_policy=policy)
     tls = TLS()
+    if settings.webhook_client_ca is not None:
+        tls.require_client_certificates(client_ca(settings.webhook_client_ca))
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
-                           metrics=metrics, request_timeout=request_timeout)  # fmt: skip
+                           metrics=metrics, request_timeout=request_timeout, screens=screens,
+                           unauthenticated=[CONVERT_PATH])  # fmt: skip
     service = WebhookService(Webhooks(client, opts, tls), server)
     await service.start()
     return service
@@ -473,5 +506,6 @@ __all__ = [
     "WebhookService",
     "WebhookSettings",
     "Webhooks",
+    "client_ca",
     "serve_webhooks",
 ]

@@ -140,9 +140,16 @@ def etcd_args(*, name: str, data_dir: Path, ports: Ports) -> list[str]:
 
 
 def apiserver_args(
-    *, ports: Ports, certs: certs_mod.CertificateSet, token_file: Path, profiling: bool = False
+    *,
+    ports: Ports,
+    certs: certs_mod.CertificateSet,
+    token_file: Path,
+    profiling: bool = False,
+    admission_config: Path | None = None,
 ) -> list[str]:
-    """kube-apiserver 1.20's flags: TLS, static tokens, RBAC, ServiceAccount tokens."""
+    """kube-apiserver 1.20's flags: TLS, static tokens, RBAC, ServiceAccount tokens; with
+    ``admission_config``, its ``--admission-control-config-file``."""
+    extra = [f"--admission-control-config-file={admission_config}"] if admission_config is not None else []
     return [
         f"--advertise-address={HOST}",
         f"--bind-address={HOST}",
@@ -162,6 +169,7 @@ def apiserver_args(
         "--allow-privileged=true",
         f"--profiling={str(profiling).lower()}",
         "--v=1",
+        *extra,
     ]
 
 
@@ -276,9 +284,13 @@ class LocalCluster:
         startup_timeout: float = 90.0,
         log_root: Path | None = None,
         profiling: bool = False,
+        admission_config: Path | None = None,
     ) -> None:
         self.binaries = binaries
         self.profiling = profiling
+        self.admission_config = admission_config
+        """kube-apiserver's ``--admission-control-config-file`` (e.g. the client certificate it
+        presents to webhooks)."""
         """kube-apiserver serves ``/debug/pprof`` (the bench's ``--server-profile``)."""
         self.name = name
         self.admin = admin_user()
@@ -365,7 +377,8 @@ class LocalCluster:
         binaries = self.binaries
         etcd = etcd_args(name=self.name, data_dir=self._etcd_dir / "data", ports=self.ports)
         yield [self._spawn("etcd", [str(binaries.etcd), *etcd])]
-        apiserver = apiserver_args(ports=self.ports, certs=certs, token_file=token_file, profiling=self.profiling)
+        apiserver = apiserver_args(ports=self.ports, certs=certs, token_file=token_file, profiling=self.profiling,
+                                   admission_config=self.admission_config)  # fmt: skip
         yield [self._spawn("kube-apiserver", [str(binaries.kube_apiserver), *apiserver])]
         manager = controller_manager_args(
             ports=self.ports, kubeconfig=self.admin_kubeconfig, certs=certs, controllers=self.controllers

@@ -60,7 +60,7 @@ from typing import Any, Final, TypeAlias
 
 from united.placement.patchschema import POD, POD_TEMPLATE, ListSchema, ObjectSchema, ScalarSchema, Schema
 
-__all__ = ["POD", "POD_TEMPLATE", "PatchError", "strategic_merge"]
+__all__ = ["POD", "POD_TEMPLATE", "PatchError", "strategic_merge", "strategic_merge_touched"]
 
 Json: TypeAlias = "dict[str, Json] | list[Json] | str | int | float | bool | None"
 _Key: TypeAlias = tuple[str, str | int | float | bool | None]
@@ -104,6 +104,50 @@ def strategic_merge(
     ops = _copy_patch(patch, schema, "")
     assert isinstance(doc, dict) and isinstance(ops, dict)
     return _merge_map(doc, ops, schema, "")
+
+
+def strategic_merge_touched(
+    original: Mapping[str, Any],
+    patch: Mapping[str, Any],
+    *,
+    schema: ObjectSchema | None = POD_TEMPLATE,
+) -> dict[str, Any]:
+    """:func:`strategic_merge`, copying only what ``patch`` can change: the maps it names key by
+    key (down to a list, a value, or a map with a ``$`` directive, merged whole); the rest of
+    the result is ``original``'s own objects, shared. So the cost follows the patch, not the
+    document (a pod of many tolerations, patched in one container, is not copied), and a
+    comparison of the two finds the untouched parts identical at once. Neither is mutated."""
+    if not isinstance(original, Mapping) or not isinstance(patch, Mapping):
+        return strategic_merge(original, patch, schema=schema)
+    merged = strategic_merge(_touched(original, patch), patch, schema=schema)
+    grafted = _graft(original, merged, patch)
+    assert isinstance(grafted, dict)
+    return grafted
+
+
+def _narrow(original: object, patch: object) -> bool:
+    return isinstance(original, Mapping) and isinstance(patch, Mapping) and not any(k.startswith("$") for k in patch)
+
+
+def _touched(original: Any, patch: Any) -> Any:
+    """The part of ``original`` ``patch`` names (the same paths, so the same schema applies)."""
+    if not _narrow(original, patch):
+        return original
+    return {key: _touched(original[key], value) for key, value in patch.items() if key in original}
+
+
+def _graft(original: Any, merged: Any, patch: Any) -> Any:
+    """``merged`` (the merge of :func:`_touched`'s part) put back into ``original``."""
+    if not _narrow(original, patch) or not isinstance(merged, dict):
+        return merged
+    out = {}
+    for key, value in original.items():
+        if key not in patch:
+            out[key] = value
+        elif key in merged:
+            out[key] = _graft(value, merged[key], patch[key])
+    out.update((key, value) for key, value in merged.items() if key not in original)
+    return out
 
 
 # Copying: inputs become fresh dict/list trees, which the merge below may then change in

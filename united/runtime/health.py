@@ -21,9 +21,11 @@ they change, not on every probe. ``/metrics`` serves the dedicated registry of
 :class:`~united.runtime.metrics.Metrics` in the Prometheus text format through
 ``prometheus_client.aiohttp``.
 
-The server is an aiohttp ``AppRunner`` + ``TCPSite`` with ``handle_signals=False``:
-the manager owns SIGTERM and decides the shutdown order (readiness off first, the
-server closed last).
+The server is an aiohttp ``AppRunner`` with ``handle_signals=False`` (the manager owns
+SIGTERM and decides the shutdown order: readiness off first, the server closed last),
+accepting through a :class:`~united.runtime.connections.Listener`: any pod can reach this
+port, so connections are capped (:data:`HTTP_LIMITS`, overall and per peer) and must send
+their request within a deadline.
 """
 
 from __future__ import annotations
@@ -38,10 +40,14 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from united.runtime.connections import Closed, Limits, Listener
+
 Check = Callable[[], bool | Awaitable[bool]]
 """A probe check: returns (or awaits) True when healthy; False or an exception means unhealthy."""
 
 DEFAULT_CHECK_TIMEOUT = 5.0
+HTTP_LIMITS = Limits(max_connections=64, max_per_peer=16)
+"""Probes and scrapes: a kubelet and a Prometheus or two, a request at a time each."""
 
 _log = structlog.get_logger(__name__)
 
@@ -58,14 +64,24 @@ class CheckResult:
 class HealthServer:
     """Liveness, readiness and metrics over HTTP; see the module docstring."""
 
-    def __init__(self, *, registry: CollectorRegistry, check_timeout: float = DEFAULT_CHECK_TIMEOUT) -> None:
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry,
+        check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+        limits: Limits | None = None,
+        closed: Closed | None = None,
+    ) -> None:
+        self.limits = limits or HTTP_LIMITS
+        self._closed = closed
+        self.listener: Listener | None = None
         self._liveness: dict[str, Check] = {}
         self._readiness: dict[str, Check] = {}
         self._check_timeout = check_timeout
         self._shutting_down = False
         self._failing: dict[str, dict[str, str]] = {}
         self._runner: web.AppRunner | None = None
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[self._headers_read])
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/readyz", self._readyz)
         self.app.router.add_get("/metrics", make_aiohttp_handler(registry))
@@ -97,6 +113,15 @@ class HealthServer:
     def set_shutting_down(self) -> None:
         """Report not-ready from now on (the first step of a graceful shutdown)."""
         self._shutting_down = True
+
+    @web.middleware
+    async def _headers_read(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Every route is a GET: once its headers are in, the request's deadline ends."""
+        if self.listener is not None:
+            self.listener.read(request.protocol)
+        return await handler(request)
 
     # -- evaluation -------------------------------------------------------------------
 
@@ -150,22 +175,27 @@ class HealthServer:
         """Serve on ``host:port`` and return the bound port (``port=0`` picks a free one)."""
         if self._runner is not None:
             raise RuntimeError("health server already started")
-        runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0,
+                               keepalive_timeout=self.limits.idle_timeout)  # fmt: skip
         await runner.setup()
+        server = runner.server
+        assert server is not None
+        listener = Listener(server, name="http", limits=self.limits, closed=self._closed)
         try:
-            site = web.TCPSite(runner, host, port)
-            await site.start()
+            bound = await listener.start(host, port)
         except BaseException:
             await runner.cleanup()
             raise
-        self._runner = runner
-        bound = runner.addresses[0][1]
+        self._runner, self.listener = runner, listener
         _log.info("health server listening", host=host, port=bound)
         return int(bound)
 
     async def stop(self) -> None:
         """Stop serving (idempotent)."""
         runner, self._runner = self._runner, None
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            await listener.stop()
         if runner is not None:
             await runner.cleanup()
 

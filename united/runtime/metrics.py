@@ -369,6 +369,21 @@ class Metrics:
             registry=r,
         )
 
+        self.webhook_skipped_total = Counter(
+            "united_webhook_reviews_skipped_total",
+            "Admission reviews allowed unchanged without being decoded, by route and reason: "
+            "namespace (nothing there to place) or too_large (a pod over the size the webhook places)",
+            ["webhook", "reason"],
+            registry=r,
+        )
+        self.connections_closed_total = Counter(
+            "united_http_connections_closed_total",
+            "Connections refused or cut by the controller's servers, by server (webhook, http) and reason "
+            "(too_many_connections, too_many_from_peer, handshake_deadline, request_deadline)",
+            ["server", "reason"],
+            registry=r,
+        )
+
         # -- UnitedDeployments ----------------------------------------------------------------
         self._subsets: dict[tuple[str, str], dict[str, SubsetReplicas]] = {}
         r.register(_SubsetCollector(self._subsets))
@@ -423,6 +438,14 @@ class Metrics:
         """Count one webhook request on ``path`` answered with HTTP ``code`` after ``seconds``."""
         self.webhook_requests_total.labels(webhook=path, code=str(code)).inc()
         self.webhook_latency_seconds.labels(webhook=path).observe(max(seconds, 0.0))
+
+    def webhook_skipped(self, path: str, reason: str) -> None:
+        """Count one admission review on ``path`` allowed unchanged, undecoded, for ``reason``."""
+        self.webhook_skipped_total.labels(webhook=path, reason=reason).inc()
+
+    def connection_closed(self, server: str, reason: str) -> None:
+        """Count one connection to ``server`` refused or cut for ``reason``."""
+        self.connections_closed_total.labels(server=server, reason=reason).inc()
 
     # -- UnitedDeployment subsets -----------------------------------------------------------
 

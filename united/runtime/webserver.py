@@ -9,12 +9,22 @@ Why the rules here:
 * **Bounded input.** A body over :data:`MAX_BODY_BYTES` (3 MiB, the API server's own request
   limit) is refused with 413 before it is read; JSON nested deeper than the controller reads
   anywhere (``united.api.decode``) is refused with 400, so no handler ever walks it.
+* **A review costs what it asks for.** An admission review is first read only up to the pod
+  (:func:`head`): from a namespace that needs nothing (the route's :data:`Screen`), or over
+  :data:`MAX_PLACED_BYTES`, it is allowed unchanged without being decoded.
+* **Off the controller's loop.** Connections, TLS, reading and decoding run on the server's
+  own thread and loop, under :class:`~united.runtime.connections.Limits` (caps per server and
+  per peer, handshake, request and idle deadlines); only the handlers run on the loop that
+  started the server, at most ``concurrency`` at once.
+* **Callers can be authenticated.** With :meth:`TLS.require_client_certificates` a request to
+  a route not named ``unauthenticated`` is refused (401) unless the client presented a
+  certificate from that CA (the API server presents one to admission webhooks when its
+  admission configuration says so, never to CRD conversion webhooks; see docs/security.md).
 * **The reply speaks the request's version.** ``admission.k8s.io/v1beta1`` and ``v1``
   reviews have the same shape, so handlers build one (the helpers below) and the server
   stamps the request's ``apiVersion`` on it; the ``response.uid`` must echo the request's.
-* **Certificates rotate without a restart.** :class:`TLS` holds one ``ssl.SSLContext``;
-  :meth:`TLS.load` replaces its certificate in place, which every *new* connection uses
-  (OpenSSL copies the certificate into each connection when it starts). The PEM never
+* **Certificates rotate without a restart.** :meth:`TLS.load` makes a new ``ssl.SSLContext``,
+  which every *new* connection uses. The PEM never
   touches a file system: it goes through an anonymous ``memfd`` (the pod's root file
   system may be read-only), since Python can load certificates only from a path.
 """
@@ -23,26 +33,42 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import ssl
 import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import structlog
 from aiohttp import web
 
 from united.api.decode import MAX_DEPTH, within
+from united.runtime.connections import Limits, Listener
 from united.runtime.metrics import Metrics
 
 JSON = dict[str, Any]
 Handler = Callable[[JSON], Awaitable[JSON]]
 """Takes a review (the request body) and returns the review to answer (the response body)."""
+Screen = Callable[[str], bool]
+"""Whether an admission review from this namespace needs its handler (False: allowed unchanged);
+called on the loop the handlers run on, so it may read what they read."""
+T = TypeVar("T")
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
+MAX_PLACED_BYTES = 512 * 1024
+"""An admission review larger than this is allowed unchanged, undecoded: a pod that large is not
+placed (the cost of copying and comparing it would hold the handlers' loop)."""
+HEAD_BYTES = 64 * 1024
+"""How far :func:`head` looks for the request's namespace before giving up."""
+DEFAULT_CONCURRENCY = 16
+"""Reviews decoded and handled at once; the others wait (within their timeout) for a place."""
 DEFAULT_REQUEST_TIMEOUT = 10.0
 """Seconds a handler may take; the API server gives up after the configuration's
 ``timeoutSeconds`` (at most 30) anyway, so this only bounds work nobody waits for."""
@@ -80,9 +106,13 @@ def _escape(key: str) -> str:
 
 
 def json_patch(old: Any, new: Any, path: str = "") -> list[JSON]:
-    """An RFC 6902 patch turning ``old`` into ``new``: objects are compared key by key,
-    anything else (lists included) is replaced whole when it differs — coarse for lists,
-    and therefore never wrong about indexes."""
+    """An RFC 6902 patch turning ``old`` into ``new``: objects are compared key by key, a list
+    that only grew at its end gets its new elements appended, anything else (other lists
+    included) is replaced whole when it differs — coarse for lists, and therefore never wrong
+    about indexes. A part ``new`` shares with ``old`` (the same
+    object) is skipped unread."""
+    if old is new:
+        return []
     if isinstance(old, dict) and isinstance(new, dict):
         ops: list[JSON] = [{"op": "remove", "path": f"{path}/{_escape(k)}"} for k in old if k not in new]
         for key, value in new.items():
@@ -92,9 +122,22 @@ def json_patch(old: Any, new: Any, path: str = "") -> list[JSON]:
             else:
                 ops += json_patch(old[key], value, here)
         return ops
-    if old == new and type(old) is type(new):
+    if isinstance(old, list) and isinstance(new, list) and len(new) > len(old) and _same(old, new[: len(old)]):
+        return [{"op": "add", "path": f"{path}/-", "value": value} for value in new[len(old) :]]
+    if _same(old, new):
         return []
     return [{"op": "replace", "path": path, "value": new}]
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal as JSON (``1``, ``1.0`` and ``True`` differ there), at any depth."""
+    if type(old) is not type(new):
+        return False
+    if isinstance(old, dict):
+        return old.keys() == new.keys() and all(_same(old[k], new[k]) for k in old)
+    if isinstance(old, list):
+        return len(old) == len(new) and all(a is b or _same(a, b) for a, b in zip(old, new, strict=True))
+    return bool(old == new)
 
 
 def patched(uid: str, old: JSON, new: JSON) -> JSON:
@@ -128,20 +171,51 @@ def _pem_path(data: bytes) -> Iterator[str]:
 
 
 class TLS:
-    """The server's TLS settings: one context whose certificate can be replaced while serving."""
+    """The server's TLS settings: a context per certificate, swapped whole while serving.
+
+    A new certificate gets a new ``ssl.SSLContext`` and the reference to it is replaced; a
+    context is never changed once connections use it (the server's connections are set up on
+    another thread, and OpenSSL does not promise a context may change under a connection that
+    is starting). With :meth:`require_client_certificates` every context asks the client for a
+    certificate signed by that CA and refuses the handshake when one signed by another is
+    presented; whether a request without one is served is the server's decision, per route
+    (the API server presents no certificate to CRD conversion webhooks)."""
 
     def __init__(self) -> None:
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.context = self._new_context()
         self.loaded: bytes | None = None
         """The certificate PEM being served (None before the first :meth:`load`)."""
+        self.client_ca: bytes | None = None
+        """The CA the clients' certificates must chain to (None: clients are not authenticated)."""
+
+    def _new_context(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        return context
+
+    def require_client_certificates(self, ca_pem: bytes) -> None:
+        """Ask clients for a certificate ``ca_pem`` signed, and refuse one signed by another
+        (raises ``ssl.SSLError`` when ``ca_pem`` holds no certificate); call before :meth:`load`."""
+        probe = self._new_context()
+        try:
+            probe.load_verify_locations(cadata=ca_pem.decode("ascii", errors="replace"))
+        except ValueError as exc:  # no PEM block at all
+            raise ssl.SSLError(str(exc)) from None
+        if not probe.get_ca_certs():
+            raise ssl.SSLError("no CA certificate in it")
+        self.client_ca = ca_pem
 
     def load(self, cert_pem: bytes, key_pem: bytes) -> bool:
         """Serve ``cert_pem`` from the next connection on; False when it is already served."""
         if cert_pem == self.loaded:
             return False
+        context = self._new_context()
         with _pem_path(cert_pem) as cert, _pem_path(key_pem) as key:
-            self.context.load_cert_chain(cert, key)
+            context.load_cert_chain(cert, key)
+        if self.client_ca is not None:
+            context.load_verify_locations(cadata=self.client_ca.decode("ascii", errors="replace"))
+            context.verify_mode = ssl.CERT_OPTIONAL
+        self.context = context
         self.loaded = cert_pem
         return True
 
@@ -183,8 +257,81 @@ def _answer(review: JSON, reply: JSON) -> JSON:
     return {**reply, "apiVersion": review["apiVersion"]}
 
 
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What an API server's AdmissionReview says before the pod: Go serialises the request's
+    fields in order, ``uid``, ``namespace`` and ``operation`` before ``object``."""
+
+    kind: str
+    api_version: str
+    uid: str
+    namespace: str
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_decoder = json.JSONDecoder()
+
+
+def head(body: bytes) -> Head | None:
+    """The review's :class:`Head`, decoded from at most :data:`HEAD_BYTES` of ``body`` up to
+    the request's ``object``/``oldObject`` (None: not laid out as the API server lays it out)."""
+    text = body[:HEAD_BYTES].decode("utf-8", errors="ignore")
+    top: JSON = {}
+    request: JSON = {}
+    try:
+        inside, pos = top, _SPACE.match(text, 0).end()  # type: ignore[union-attr]
+        if text[pos] != "{":
+            return None
+        pos += 1
+        while True:
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] != '"':
+                return None
+            key, pos = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] != ":":
+                return None
+            pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+            if inside is request and key in ("object", "oldObject"):
+                break
+            if inside is top and key == "request":
+                if text[pos] != "{":
+                    return None
+                inside, pos = request, pos + 1
+                continue
+            inside[key], pos = _decoder.raw_decode(text, pos)
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] != ",":
+                return None
+            pos += 1
+    except (IndexError, ValueError, RecursionError):
+        return None
+    fields = (top.get("kind"), top.get("apiVersion"), request.get("uid"), request.get("namespace"))
+    if not all(isinstance(value, str) for value in fields):
+        return None
+    return Head(*(str(value) for value in fields))
+
+
+def _stub(found: Head) -> JSON:
+    """The review a skipped request is answered as (checked like :func:`_parse` checks one)."""
+    if found.kind != "AdmissionReview" or found.api_version not in ADMISSION_VERSIONS:
+        raise BadReviewError(f"not an AdmissionReview: {found.api_version}/{found.kind}")
+    return {"kind": found.kind, "apiVersion": found.api_version, "request": {"uid": found.uid}}
+
+
 class WebhookServer:
-    """Serves ``routes`` (path → :data:`Handler`) and ``/healthz`` over HTTPS."""
+    """Serves ``routes`` (path → :data:`Handler`) and ``/healthz`` over HTTPS, on its own thread.
+
+    The connections, TLS, reading and decoding run on a thread with its own event loop (and
+    decoding on a pool of ``concurrency`` threads); only the handlers run on the loop that
+    called :meth:`start` (they read the controller's caches and write through its client), at
+    most ``concurrency`` at once. So neither a slow client nor a large review delays what that
+    loop also runs: the Lease renewals, ``/healthz``, the informers.
+
+    A route with a :data:`Screen` is an admission route: its reviews are first read only up to
+    the pod (:func:`head`), and allowed unchanged without being decoded when the screen says the
+    namespace needs nothing, or when the body is over ``max_placed_bytes`` (counted in
+    ``united_webhook_reviews_skipped_total``)."""
 
     def __init__(
         self,
@@ -195,14 +342,31 @@ class WebhookServer:
         routes: Mapping[str, Handler],
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         metrics: Metrics | None = None,
+        screens: Mapping[str, Screen] | None = None,
+        max_placed_bytes: int = MAX_PLACED_BYTES,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        limits: Limits | None = None,
+        unauthenticated: Iterable[str] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.tls = tls
         self._routes = dict(routes)
+        self._screens = dict(screens or {})
+        self._unauthenticated = frozenset(unauthenticated)
         self._timeout = request_timeout
         self._metrics = metrics
-        self._runner: web.AppRunner | None = None
+        self._max_placed = max_placed_bytes
+        self._concurrency = concurrency
+        self.limits = limits or Limits(request_timeout=request_timeout)
+        self.listener: Listener | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The server's own event loop (while it runs)."""
+        self._owner: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self.ended: asyncio.Future[None] | None = None
+        """Done once the server's thread has ended (set on the loop that started it)."""
+        self._stopping: asyncio.Event | None = None
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.router.add_get("/healthz", self._healthz)
         for path in self._routes:
@@ -219,49 +383,154 @@ class WebhookServer:
             self._metrics.observe_webhook(route, response.status, time.perf_counter() - started)
         return response
 
+    def _skipped(self, route: str, reason: str) -> None:
+        if self._metrics is not None:
+            self._metrics.webhook_skipped(route, reason)
+
+    async def _owned(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the owner's loop; cancelled with the caller."""
+        assert self._owner is not None
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._owner))
+
+    async def _review(self, route: str, body: bytes) -> tuple[JSON, bool]:
+        """The review and whether to call its handler (False: allow it unchanged, unread)."""
+        screen = self._screens.get(route)
+        if screen is None:
+            return await self._decode(body), True
+        found = head(body)
+        if found is None:
+            if len(body) > self._max_placed:
+                raise BadReviewError(f"over {self._max_placed} bytes and not laid out as an API server's review")
+            return await self._decode(body), True
+        if found.namespace and not await self._owned(_screened(screen, found.namespace)):
+            self._skipped(route, "namespace")
+            return _stub(found), False
+        if len(body) > self._max_placed:
+            self._skipped(route, "too_large")
+            return _stub(found), False
+        return await self._decode(body), True
+
+    async def _decode(self, body: bytes) -> JSON:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, _parse, body)
+
     async def _respond(self, route: str, request: web.Request) -> web.Response:
+        if self.tls.client_ca is not None and route not in self._unauthenticated:
+            transport = request.transport
+            if transport is None or not transport.get_extra_info("peercert"):
+                return web.Response(status=401, text="a client certificate is required\n")
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return web.Response(status=413, text=f"request body larger than {MAX_BODY_BYTES} bytes\n")
         try:
-            review = _parse(await request.read())
+            body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return web.Response(status=413, text=f"request body larger than {MAX_BODY_BYTES} bytes\n")
-        except BadReviewError as exc:
-            _log.warning("webhook request refused", route=route, error=str(exc))
-            return web.Response(status=400, text=f"{exc}\n")
+        assert self.listener is not None
+        self.listener.read(request.protocol)
+        uid = "?"
         try:
-            async with asyncio.timeout(self._timeout):
-                reply = await self._routes[route](review)
+            async with asyncio.timeout(self._timeout), self._slots:
+                try:
+                    review, call = await self._review(route, body)
+                except BadReviewError as exc:
+                    _log.warning("webhook request refused", route=route, error=str(exc))
+                    return web.Response(status=400, text=f"{exc}\n")
+                uid = review["request"]["uid"]
+                reply = await self._owned(_handled(self._routes[route], review)) if call else allow(uid)
             answer = _answer(review, reply)
         except TimeoutError:
-            _log.error("webhook handler timed out", route=route, uid=review["request"]["uid"], seconds=self._timeout)
+            _log.error("webhook handler timed out", route=route, uid=uid, seconds=self._timeout)
             return web.Response(status=500, text=f"handler timed out after {self._timeout:g}s\n")
         except Exception as exc:
-            _log.exception("webhook handler failed", route=route, uid=review["request"]["uid"])
+            _log.exception("webhook handler failed", route=route, uid=uid)
             return web.Response(status=500, text=f"handler failed: {type(exc).__name__}: {exc}\n")
         return web.json_response(answer)
 
+    def _closed(self, reason: str) -> None:
+        if self._metrics is not None:
+            self._metrics.connection_closed("webhook", reason)
+
     async def start(self) -> int:
         """Serve (the TLS certificate must be loaded) and return the bound port (``port=0``: a free one)."""
-        if self._runner is not None:
+        if self._thread is not None:
             raise RuntimeError("webhook server already started")
         if self.tls.loaded is None:
             raise RuntimeError("webhook server has no certificate yet")
-        runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
+        self._owner = asyncio.get_running_loop()
+        self.ended = self._owner.create_future()
+        started: concurrent.futures.Future[int] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=self._run, args=(started,), name="webhook-server", daemon=True)
+        self._thread.start()
         try:
-            await web.TCPSite(runner, self.host, self.port, ssl_context=self.tls.context).start()
+            self.port = await asyncio.wrap_future(started)
         except BaseException:
-            await runner.cleanup()
+            await self.stop()
             raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
         _log.info("webhook server listening", host=self.host, port=self.port, routes=sorted(self._routes))
         return self.port
 
+    def _run(self, started: concurrent.futures.Future[int]) -> None:
+        loop = self.loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._main(started))
+        finally:
+            loop.close()
+            if self._owner is not None and self.ended is not None:
+                with contextlib.suppress(RuntimeError):  # the owner's loop has ended first
+                    self._owner.call_soon_threadsafe(_finish, self.ended)
+
+    async def _main(self, started: concurrent.futures.Future[int]) -> None:
+        self._stopping = asyncio.Event()
+        self._slots = asyncio.Semaphore(self._concurrency)
+        self._pool = concurrent.futures.ThreadPoolExecutor(self._concurrency, thread_name_prefix="webhook-decode")
+        limits = self.limits
+        runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0,
+                               keepalive_timeout=limits.idle_timeout)  # fmt: skip
+        listener = self.listener = Listener(lambda: _protocol(runner), name="webhook", limits=limits,
+                                            tls=lambda: self.tls.context, closed=self._closed)  # fmt: skip
+        try:
+            await runner.setup()
+            try:
+                port = await listener.start(self.host, self.port)
+            except BaseException as exc:
+                started.set_exception(exc)
+                return
+            started.set_result(port)
+            await self._stopping.wait()
+        finally:
+            await listener.stop()
+            await runner.cleanup()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
     async def stop(self) -> None:
         """Stop serving (idempotent)."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        loop, stopping = self.loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has ended already
+                loop.call_soon_threadsafe(stopping.set)
+        await asyncio.to_thread(thread.join)
+
+
+def _finish(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _protocol(runner: web.AppRunner) -> Any:
+    """A new connection's aiohttp protocol (the runner's server is a protocol factory)."""
+    assert runner.server is not None
+    return runner.server()
+
+
+async def _screened(screen: Screen, namespace: str) -> bool:
+    return screen(namespace)
+
+
+async def _handled(handler: Handler, review: JSON) -> JSON:
+    return await handler(review)
 
 
 __all__ = [

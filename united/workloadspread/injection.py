@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from united.api import decode
-from united.placement.patch import POD, strategic_merge
+from united.placement.patch import POD, strategic_merge_touched
 from united.placement.subset import node_affinity, require, tolerate
 from united.workloadspread.model import MATCHED_ANNOTATION, WorkloadSpread
 
@@ -41,15 +41,20 @@ class Matched:
 
 def inject(pod: Json, ws: WorkloadSpread, subset: str, *, uid: str | None) -> Json:
     """A new pod placed into ``subset`` of ``ws``; the pod as is when the spec has no such subset.
+    The new pod shares what placement leaves alone with ``pod`` (neither is to be mutated).
 
     Raises :class:`united.placement.patch.PatchError` when the subset's patch cannot be applied.
     """
     spec_subset = ws.spec.subset(subset)
-    out = copy.deepcopy(pod)
+    out = {**pod}
     if spec_subset is None:
         return out
-    spec: Json = out.get("spec") or {}
+    # Copied only along what placement changes: the rest is the pod's own (json_patch skips it).
+    spec: Json = {**(out.get("spec") or {})}
     out["spec"] = spec
+    affinity = spec.get("affinity")
+    if isinstance(affinity, dict):
+        spec["affinity"] = {**affinity, "nodeAffinity": copy.deepcopy(affinity.get("nodeAffinity"))}
     if spec_subset.tolerations:
         tolerate(spec, spec_subset.tolerations)
     node = node_affinity(spec)
@@ -59,13 +64,13 @@ def inject(pod: Json, ws: WorkloadSpread, subset: str, *, uid: str | None) -> Js
         require(node, spec_subset.required_node_selector)
     if spec_subset.patch:
         before = spec.get("priorityClassName")
-        out = strategic_merge(out, spec_subset.patch, schema=POD)
+        out = strategic_merge_touched(out, spec_subset.patch, schema=POD)
         spec = out.get("spec") or {}
         if spec.get("priorityClassName") != before:
             spec.pop("priority", None)
-    meta = out["metadata"] = out.get("metadata") or {}
+    meta = out["metadata"] = {**(out.get("metadata") or {})}
     meta["labels"] = meta.get("labels") or {}
-    annotations = meta["annotations"] = meta.get("annotations") or {}
+    annotations = meta["annotations"] = {**(meta.get("annotations") or {})}
     annotations[MATCHED_ANNOTATION] = annotation(Matched(ws.name, subset, uid or ""))
     return out
 

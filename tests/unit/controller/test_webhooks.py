@@ -7,7 +7,7 @@ import asyncio
 import base64
 import copy
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 
 import jsonpatch
@@ -15,13 +15,13 @@ import pytest
 
 from tests.unit.placement.test_patch import rfc7386
 from united import data, kustomization
+from united.api.groups import KRUISE_GROUP
 from united.controller.webhooks import COMPAT_CRD, MUTATING, VALIDATING, Options, Webhooks, WebhookService, _covers
 from united.kube.client import CRDS, NAMESPACES, PatchType, Resource
 from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime import certificates
-from united.runtime.certificates import Bundle
+from united.runtime.certificates import Bundle, issue
 from united.runtime.webserver import TLS, WebhookServer
-from united.uniteddeployment.model import KRUISE_GROUP
 from united.workloadspread.webhookconfig import NAME
 
 Json = dict[str, Any]
@@ -210,3 +210,27 @@ async def test_a_newer_ca_the_secret_does_not_hold_is_replaced(api: FakeApi) -> 
     wait = await a.sync()
     assert not a.superseded and wait > 1
     assert trusted(api) == [b64(a.bundle)] * 3
+
+
+async def test_wait_lasts_while_the_server_serves_and_ends_with_its_thread() -> None:
+    """The manager's liveness follows :meth:`WebhookService.wait`: it must not end while the
+    server runs, and must end when the server's thread does."""
+
+    class Issued(Webhooks):
+        async def run(self) -> None:
+            bundle = issue(["127.0.0.1"], now=datetime.now(UTC))
+            self.tls.load(bundle.cert_pem, bundle.key_pem)
+            self.ready.set()
+            await asyncio.Event().wait()
+
+    webhooks = Issued(None, Options(namespace="ops"), TLS())  # type: ignore[arg-type]
+    service = WebhookService(webhooks, WebhookServer(host="127.0.0.1", port=0, tls=webhooks.tls, routes={}))
+    await service.start()
+    try:
+        waiting = asyncio.create_task(service.wait())
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        await service.server.stop()  # as if the server's thread had died
+        await asyncio.wait_for(waiting, 20)
+    finally:
+        await service.stop()
