@@ -114,10 +114,12 @@ def _covers(actual: Any, wanted: Any) -> bool:
 class Webhooks:
     """One pass or a loop of the work in the module docstring, for one controller process."""
 
-    def __init__(self, client: KubeClient, options: Options, tls: TLS) -> None:
+    def __init__(self, client: KubeClient, options: Options, tls: TLS, *, metrics: Metrics | None = None) -> None:
         self.client = client
         self.options = options
         self.tls = tls
+        self.metrics = metrics
+        """Exports the served certificate's expiry: a rotation that keeps failing shows there."""
         self.bundle: Bundle | None = None
         self.ready = asyncio.Event()
         """Set once a certificate is loaded (the server may start)."""
@@ -288,6 +290,8 @@ class Webhooks:
             _log.info("webhook serving certificate loaded", serial=f"{bundle.cert.serial_number:x}",
                       expires=bundle.cert.not_valid_after_utc.isoformat())  # fmt: skip
         self.bundle = bundle
+        if self.metrics is not None:
+            self.metrics.set_certificate_expiry(bundle.cert.not_valid_after_utc)
         self.ready.set()
         await self.publish(bundle)
         self.published.set()
@@ -378,7 +382,7 @@ async def serve_webhooks(
     tls = TLS()
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
                            metrics=metrics, request_timeout=request_timeout)  # fmt: skip
-    service = WebhookService(Webhooks(client, opts, tls), server)
+    service = WebhookService(Webhooks(client, opts, tls, metrics=metrics), server)
     await service.start()
     return service
 

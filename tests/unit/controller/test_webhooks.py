@@ -8,7 +8,10 @@ from typing import NoReturn
 import pytest
 
 from united.controller.webhooks import Options, Webhooks, WebhookService, _covers
-from united.kube.errors import TransientError
+from united.kube import Resource
+from united.kube.errors import NotFound, TransientError
+from united.runtime import certificates
+from united.runtime.metrics import Metrics
 from united.runtime.webserver import TLS, WebhookServer
 
 
@@ -45,3 +48,24 @@ async def test_a_start_cancelled_while_waiting_for_the_certificate_stops_the_loo
         await start
     assert task.cancelled()
     assert service.task is None
+
+
+async def test_the_served_certificates_expiry_is_exported() -> None:
+    """The certificate-expiry alert reads this gauge: a rotation that keeps failing shows as an
+    expiry that comes nearer instead of moving on."""
+    options = Options(namespace="ops")
+    now = certificates.utcnow()
+    bundle = certificates.issue(options.hosts, now=now)
+
+    class SecretOnly:
+        async def get(self, resource: Resource, name: str, **kwargs: object) -> dict[str, object]:
+            if resource.plural == "secrets":
+                return {"metadata": {"name": name, "resourceVersion": "1"}, "data": bundle.secret_data()}
+            raise NotFound("not installed", status=404)
+
+    metrics = Metrics(process_metrics=False)
+    webhooks = Webhooks(SecretOnly(), options, TLS(), metrics=metrics)  # type: ignore[arg-type]
+    await webhooks.sync()
+    exported = metrics.registry.get_sample_value("united_webhook_certificate_expiry_timestamp_seconds")
+    assert exported == bundle.cert.not_valid_after_utc.timestamp()
+    assert exported > now.timestamp()
