@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from united.api import yamlload
 from united.api.field import FieldError, ManifestError, Path, invalid
 from united.uniteddeployment.allocation import SubsetState
 from united.uniteddeployment.model import KIND
@@ -23,8 +24,8 @@ from united.workloadspread import model as workloadspread
 KINDS = (KIND, workloadspread.KIND)
 
 
-class _Loader(yaml.SafeLoader):
-    """Safe loader without the timestamp resolver."""
+class _Loader(yamlload.BoundedLoader):
+    """The bounded safe loader without the timestamp resolver."""
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -57,7 +58,7 @@ def read_text(path: str) -> str:
 
 def load_documents(text: str, *, name: str) -> list[Any]:
     try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        return [d for d in yamlload.load_all(text, _Loader) if d is not None]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.e2e.console import interrupt, read_until, run_until
-from united import __version__, data
+from united import __version__, data, kustomization
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
@@ -184,6 +184,17 @@ def test_the_overlays_render_as_kubectl_kustomize_does(cluster: LocalCluster) ->
             return yaml.safe_dump(obj, sort_keys=True)
 
         assert sorted(ours, key=key) == sorted(theirs, key=key), overlay
+
+
+def test_the_admission_policies_render_as_kubectl_kustomize_does(cluster: LocalCluster) -> None:
+    """``manifests/admission-policy`` (Kubernetes 1.30+, so only rendered here, not applied)."""
+    kustomized = subprocess.run(
+        [str(cluster.binaries.kubectl), "kustomize", str(REPO / "manifests" / "admission-policy")],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout
+    theirs = [d for d in yaml.safe_load_all(kustomized) if d]
+    ours = kustomization.build(data.MANIFESTS, "admission-policy")
+    assert sorted(ours, key=yaml.safe_dump) == sorted(theirs, key=yaml.safe_dump)
 
 
 def test_install_applies_and_reapplies(installed: Installed, cluster: LocalCluster) -> None:

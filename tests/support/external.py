@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from united.api import yamlload
 from united.devcluster.credentials import (
     StaticUser,
     render_kubeconfig,
@@ -154,7 +155,7 @@ class ExternalCluster:
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        raw = yaml.safe_load(target.kubeconfig.read_text()) or {}
+        raw = yamlload.load(target.kubeconfig.read_text()) or {}
         resolved = resolve(raw, base=target.kubeconfig.parent, context=target.context, where=str(target.kubeconfig))
         self.workdir = Path(tempfile.mkdtemp(prefix="united-e2e-external-"))
         self.server = resolved.server

@@ -6,6 +6,7 @@ never a traceback. JSON shapes are public.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import socket
@@ -510,8 +511,24 @@ def test_multi_document_file_without_a_united_deployment(tmp_path: Path) -> None
         ("latin1.yaml", b"metadata:\n  name: caf\xe9\n", "{path}: not UTF-8 text: invalid continuation byte"),
         ("list.yaml", "- apiVersion: apps.united.io/v1alpha1\n", "<root>: Invalid value: array: must be an object"),
         ("scalar.yaml", "hello\n", '<root>: Invalid value: "hello": must be an object'),
+        (
+            "bomb.yaml",
+            "spec: {x: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]}\n"
+            + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in itertools.pairwise("abcdefghi")),
+            "{path}: invalid YAML at line 6, column 20: aliases expand to more than 1048576 bytes",
+        ),
+        (
+            "cycle.yaml",
+            "spec: &a [*a]\n",
+            "{path}: invalid YAML at line 1, column 11: alias *a refers to its own anchor",
+        ),
+        (
+            "deep.yaml",
+            "spec: " + "[" * 5000,
+            "{path}: invalid YAML at line 1, column 106: nested deeper than 100 levels",
+        ),
     ],
-    ids=["empty", "malformed", "tab", "not utf-8", "list", "scalar"],
+    ids=["empty", "malformed", "tab", "not utf-8", "list", "scalar", "alias bomb", "alias cycle", "too deep"],
 )
 def test_bad_files(tmp_path: Path, name: str, content: str | bytes, expected: str) -> None:
     path = write(tmp_path, name, content)

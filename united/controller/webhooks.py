@@ -16,7 +16,14 @@ What one pass (:meth:`Webhooks.sync`) does, from any replica:
    pointing at the URL (local development, the e2e suite); without it only their
    ``caBundle`` and ``failurePolicy`` (``--webhook-failure-policy`` is the source of truth)
    are patched (the shipped configurations, through the Service). Nothing is written when
-   it already holds.
+   it already holds. **No stale trust**: a replica that read the Secret just before another
+   one rolled the CA over would write the old ``caBundle`` back, and the API server would stop
+   trusting the new CA the other replica's certificate is about to move to. So each write
+   carries the ``resourceVersion`` read (a ``Conflict`` retries the pass), and an object that
+   already trusts a CA newer than all of ours (:func:`~united.runtime.certificates.newer_ca_than`)
+   is left alone while the Secret is read again: if it now holds that CA, its bundle is
+   published; if not, that CA is nobody's of ours (the Secret is the source of truth) and is
+   replaced.
 4. **Exclusions on 1.20**: the controller's namespace and kube-system get the opt-out label
    (``webhookconfig.EXCLUDE_LABEL``); on 1.21+ their name label already excludes them.
 
@@ -31,13 +38,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import structlog
+from cryptography import x509
 
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import CRDS, NAMESPACES, SECRETS, PatchType
@@ -98,6 +106,44 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+def _version(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _webhook_bundles(configuration: JSON) -> list[Any]:
+    return [(webhook.get("clientConfig") or {}).get("caBundle") for webhook in configuration.get("webhooks") or []]
+
+
+@dataclass(frozen=True)
+class _Trust:
+    """What one :meth:`Webhooks.publish` writes: the ``caBundle`` (base64 PEM) and its CAs."""
+
+    ca_bundle: str
+    cas: tuple[x509.Certificate, ...]
+    force: bool = False
+
+    def outdated_by(self, current: Any) -> bool:
+        """Whether ``current``, an object's caBundle, trusts a CA newer than all of ours."""
+        if not isinstance(current, str) or not current or current == self.ca_bundle:
+            return False
+        try:
+            pem = base64.b64decode(current, validate=True)
+        except ValueError:
+            return False
+        return certificates.newer_ca_than(self.cas, pem)
+
+
+async def _reread_on_conflict(write: Callable[[], Awaitable[int]], attempts: int = 3) -> int:
+    """``write()`` (which reads the object, then writes with the resourceVersion read) again
+    while another replica wrote in between; the last Conflict propagates (the pass retries)."""
+    for _ in range(attempts - 1):
+        try:
+            return await write()
+        except Conflict:
+            continue
+    return await write()
+
+
 def _covers(actual: Any, wanted: Any) -> bool:
     """``actual`` holds everything ``wanted`` says (the API server may add defaulted fields)."""
     if isinstance(wanted, dict):
@@ -126,6 +172,8 @@ class Webhooks:
         self.published = asyncio.Event()
         """Set once a pass has written the trust everywhere (the API server may call)."""
         self._warned: set[str] = set()
+        self.superseded = False
+        """Whether the last :meth:`publish` left an object that trusts a newer CA than its bundle."""
 
     # -- the Secret ------------------------------------------------------------------------
 
@@ -183,7 +231,7 @@ class Webhooks:
             ca_bundle=ca_bundle, failure_policy=opts.failure_policy, match_labels=opts.match_labels,
         )  # fmt: skip
 
-    async def _managed(self, resource: Resource, wanted: JSON) -> int:
+    async def _managed(self, resource: Resource, wanted: JSON, trust: _Trust) -> int:
         current = None
         for _ in range(3):
             try:
@@ -199,16 +247,22 @@ class Webhooks:
             raise RuntimeError(f"{resource.plural}/{NAME} keeps appearing and disappearing")
         if _covers(current.get("webhooks"), wanted["webhooks"]):
             return 0
-        patch = {"metadata": {"labels": wanted["metadata"]["labels"]}, "webhooks": wanted["webhooks"]}
-        await self.client.patch(resource, NAME, patch, patch_type=PatchType.MERGE)
+        if self._outdated(trust, *_webhook_bundles(current)):
+            return 0
+        metadata = {"labels": wanted["metadata"]["labels"], "resourceVersion": _version(current)}
+        await self.client.patch(resource, NAME, {"metadata": metadata, "webhooks": wanted["webhooks"]},
+                                patch_type=PatchType.MERGE)  # fmt: skip
         return 1
 
-    async def _shipped(self, resource: Resource, ca_bundle: str) -> int:
+    async def _shipped(self, resource: Resource, trust: _Trust) -> int:
         try:
             current = await self.client.get(resource, NAME)
         except NotFound:
             self._warn_once(f"{resource.plural}/{NAME}", "webhook configuration not installed; nothing to trust us")
             return 0
+        if self._outdated(trust, *_webhook_bundles(current)):
+            return 0
+        ca_bundle = trust.ca_bundle
         ops: list[JSON] = []
         policy = self.options.failure_policy
         for index, webhook in enumerate(current.get("webhooks") or []):
@@ -221,16 +275,20 @@ class Webhooks:
                 ops += [{"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.get("name")}, *changes]
         if not ops:
             return 0
-        await self.client.patch(resource, NAME, ops, patch_type=PatchType.JSON)
+        precondition = {"op": "replace", "path": "/metadata/resourceVersion", "value": _version(current)}
+        await self.client.patch(resource, NAME, [precondition, *ops], patch_type=PatchType.JSON)
         return 1
 
-    async def _conversion(self, ca_bundle: str) -> int:
+    async def _conversion(self, trust: _Trust) -> int:
         try:
             crd = await self.client.get(CRDS, self.options.conversion_crd)
         except NotFound:
             return 0
         conversion = crd.get("spec", {}).get("conversion") or {}
         config = (conversion.get("webhook") or {}).get("clientConfig") or {}
+        ca_bundle = trust.ca_bundle
+        if conversion.get("strategy") == "Webhook" and self._outdated(trust, config.get("caBundle")):
+            return 0
         if self.options.url is None:
             if conversion.get("strategy") != "Webhook" or config.get("caBundle") == ca_bundle:
                 return 0
@@ -241,8 +299,8 @@ class Webhooks:
                 return 0
             wanted = {"url": url, "caBundle": ca_bundle, "service": None}
         versions = (conversion.get("webhook") or {}).get("conversionReviewVersions") or ["v1", "v1beta1"]
-        patch = {"spec": {"conversion": {"strategy": "Webhook", "webhook": {
-            "clientConfig": wanted, "conversionReviewVersions": versions}}}}  # fmt: skip
+        patch = {"metadata": {"resourceVersion": _version(crd)}, "spec": {"conversion": {"strategy": "Webhook",
+                 "webhook": {"clientConfig": wanted, "conversionReviewVersions": versions}}}}  # fmt: skip
         await self.client.patch(CRDS, self.options.conversion_crd, patch, patch_type=PatchType.MERGE)
         return 1
 
@@ -258,9 +316,20 @@ class Webhooks:
         await self.client.patch(NAMESPACES, namespace, patch, patch_type=PatchType.MERGE)
         return 1
 
-    async def publish(self, bundle: Bundle) -> int:
-        """Write the trust of ``bundle`` where it belongs; returns the number of writes made."""
-        ca_bundle = _b64(bundle.ca_bundle)
+    def _outdated(self, trust: _Trust, *current: Any) -> bool:
+        """Whether one of the ``current`` caBundles trusts a CA newer than ``trust``'s (noted in
+        :attr:`superseded`): then the object is not written."""
+        if trust.force or not any(trust.outdated_by(value) for value in current):
+            return False
+        self.superseded = True
+        return True
+
+    async def publish(self, bundle: Bundle, *, force: bool = False) -> int:
+        """Write the trust of ``bundle`` where it belongs; returns the number of writes made.
+        An object that trusts a newer CA is skipped (and :attr:`superseded` set) unless ``force``."""
+        trust = _Trust(_b64(bundle.ca_bundle), bundle.cas, force)
+        ca_bundle = trust.ca_bundle
+        self.superseded = False
         writes = 0
         for namespace in (webhookconfig.SYSTEM_NAMESPACE, self.options.namespace):
             try:
@@ -269,12 +338,12 @@ class Webhooks:
                 self._warn_once(f"namespaces/{namespace}", f"cannot label it out of the webhooks: {exc}")
         if self.options.url is not None:
             mutating, validating = self.configurations(ca_bundle)
-            writes += await self._managed(MUTATING, mutating)
-            writes += await self._managed(VALIDATING, validating)
+            writes += await _reread_on_conflict(lambda: self._managed(MUTATING, mutating, trust))
+            writes += await _reread_on_conflict(lambda: self._managed(VALIDATING, validating, trust))
         else:
-            writes += await self._shipped(MUTATING, ca_bundle)
-            writes += await self._shipped(VALIDATING, ca_bundle)
-        return writes + await self._conversion(ca_bundle)
+            writes += await _reread_on_conflict(lambda: self._shipped(MUTATING, trust))
+            writes += await _reread_on_conflict(lambda: self._shipped(VALIDATING, trust))
+        return writes + await _reread_on_conflict(lambda: self._conversion(trust))
 
     def _warn_once(self, what: str, message: str) -> None:
         if what not in self._warned:
@@ -285,7 +354,24 @@ class Webhooks:
 
     async def sync(self) -> float:
         """One pass; returns the seconds until the next one is due."""
-        bundle = await self.certificates()
+        bundle = self._serve(await self.certificates())
+        await self.publish(bundle)
+        if self.superseded:
+            fresh = await self.certificates()
+            if fresh.ca_bundle == bundle.ca_bundle:
+                _log.warning("a webhook configuration trusts a CA the certificate Secret does not hold; replacing it")
+                await self.publish(bundle, force=True)
+            else:
+                bundle = self._serve(fresh)
+                await self.publish(bundle)
+        if self.superseded:
+            return RETRY_MIN
+        self.published.set()
+        now = certificates.utcnow()
+        due = certificates.next_check(bundle, now=now, policy=self.options.policy) - now
+        return min(max(due, timedelta(seconds=RETRY_MIN)).total_seconds(), self.options.resync)
+
+    def _serve(self, bundle: Bundle) -> Bundle:
         if self.tls.load(bundle.cert_pem, bundle.key_pem):
             _log.info("webhook serving certificate loaded", serial=f"{bundle.cert.serial_number:x}",
                       expires=bundle.cert.not_valid_after_utc.isoformat())  # fmt: skip
@@ -293,11 +379,7 @@ class Webhooks:
         if self.metrics is not None:
             self.metrics.set_certificate_expiry(bundle.cert.not_valid_after_utc)
         self.ready.set()
-        await self.publish(bundle)
-        self.published.set()
-        now = certificates.utcnow()
-        due = certificates.next_check(bundle, now=now, policy=self.options.policy) - now
-        return min(max(due, timedelta(seconds=RETRY_MIN)).total_seconds(), self.options.resync)
+        return bundle
 
     async def run(self) -> None:
         """Pass after pass until cancelled; failures are logged and retried with backoff."""

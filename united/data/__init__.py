@@ -13,9 +13,8 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
-import yaml
-
 from united import kustomization
+from united.api import yamlload
 from united.api.groups import GROUP, KRUISE_GROUP
 
 ROOT: Traversable = files(__name__)
@@ -50,7 +49,7 @@ def controller(group: str = GROUP) -> list[dict[str, Any]]:
 
 def documents(*paths: Traversable) -> list[dict[str, Any]]:
     """The non-empty YAML documents of ``paths``, in order."""
-    return [d for p in paths for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d]
+    return [d for p in paths for d in yamlload.load_all(p.read_text(encoding="utf-8")) if d]
 
 
 def samples() -> list[str]:

@@ -47,6 +47,7 @@ from united.devcluster.credentials import (
     render_token_file,
     user_kubeconfig,
     write_kubeconfig,
+    write_private,
 )
 from united.devcluster.wait import WaitTimeoutError, eventually, wait_until
 from united.kube.client import SECRETS, SERVICE_ACCOUNTS, KubeClient
@@ -355,8 +356,7 @@ class LocalCluster:
         pki = self.workdir / "pki"
         self._certs = certs_mod.generate(pki)
         token_file = self.workdir / "tokens.csv"
-        token_file.write_text(render_token_file(self.users.values()))
-        token_file.chmod(0o600)
+        write_private(token_file, render_token_file(self.users.values()))
         write_kubeconfig(
             self.admin_kubeconfig,
             render_kubeconfig(server=self.server, ca_cert=self.ca_cert, user=self.admin.name, token=self.admin.token),

@@ -11,9 +11,12 @@ the controller with exactly the permissions its manifests grant.
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import io
+import os
 import secrets
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,9 +109,25 @@ def render_kubeconfig(
 
 def write_kubeconfig(path: Path, config: dict[str, Any]) -> Path:
     """Write a kubeconfig readable by its owner only (it holds a token)."""
+    return write_private(path, yaml.safe_dump(config, sort_keys=False))
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path``, readable by its owner only from the first byte.
+
+    Writing and then ``chmod 0600`` leaves the credentials readable by anyone (under the usual
+    umask) in between, and rewriting an existing file keeps its mode; so the text goes to a new
+    file that ``mkstemp`` creates 0600 in the same directory, renamed over ``path`` at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
     return path
 
 

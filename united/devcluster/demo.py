@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from united import data
+from united.api import yamlload
 from united.api.groups import GROUP
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds, fleet
@@ -129,7 +130,7 @@ def run(*, sample: str | None = None) -> int:
         _say(f"cannot read {sample}: no such file, and {exc}")
         return 2
     try:
-        target, doc = split_sample(list(yaml.safe_load_all(path.read_text())))
+        target, doc = split_sample(yamlload.load_all(path.read_text()))
         workloads = [(workload_resource(target), target)] if target else []
     except (OSError, LookupError, yaml.YAMLError) as exc:
         _say(f"cannot read a {UD_KIND} or a {WS_KIND} with its target from {path}: {exc}")

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from united.api import yamlload
 from united.kube.errors import ConfigError
 
 __all__ = ["NO_SUCH_FILE", "SELF_CONTAINED", "check", "check_inline", "parse", "where"]
@@ -62,7 +63,7 @@ def check(path: str | os.PathLike[str], *, context: str | None = None) -> None:
 def parse(text: str, at: str) -> Any:
     """The YAML in ``text``; a syntax error names the line and the problem, not the text."""
     try:
-        return yaml.safe_load(text)
+        return yamlload.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark is not None else ""

@@ -11,13 +11,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from united import __version__
 from united.api.field import ManifestError, Path, invalid
 from united.api.groups import GROUP, KRUISE_GROUP
+from united.api.timestamp import format_time
 from united.kube.client import CONTROLLER_REVISIONS, KubeClient, PatchType, Resource
 from united.kube.errors import ApiError, ConfigError, Conflict, Gone, TransientError
 from united.kubectl import rollback, rollout, summary
@@ -127,7 +131,9 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument("name", metavar="NAME")
     status.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
-    rollouts = sub.add_parser("rollout", help="watch, pause, resume or undo a UnitedDeployment's rollout")
+    rollouts = sub.add_parser(
+        "rollout", help="watch, pause, resume, restart, undo or list the history of a UnitedDeployment's rollout"
+    )
     verbs = rollouts.add_subparsers(dest="verb", required=True, metavar="VERB")
     watch = leaf(verbs, "status", _rollout_status, "wait until the rollout completes (exit 1 if it stalls)")
     watch.add_argument("--timeout", default="0s", metavar="DURATION", help="give up after this long (0s: never)")
@@ -144,11 +150,15 @@ def parser() -> argparse.ArgumentParser:
         ("pause", _pause, "pause a Progressive rollout (spec.updateStrategy.progressive.paused)"),
         ("resume", _resume, "resume a paused rollout, and end the current wave's pause"),
         ("undo", _undo, "roll back to the previous (or a given) revision's template"),
+        ("restart", _restart, "restart every pod: a new template annotation, rolled out under the strategy"),
+        ("history", _history, "list the revisions with their change cause (or show one revision's template)"),
     ):
         c = leaf(verbs, verb, func, help_text)
         if verb == "undo":
             c.add_argument("--to-revision", type=int, default=0, metavar="N", help="the revision (default: previous)")
-    for c in (watch, *(verbs.choices[v] for v in ("pause", "resume", "undo"))):
+        if verb == "history":
+            c.add_argument("--revision", type=int, default=0, metavar="N", help="show this revision's template")
+    for c in (watch, *(verbs.choices[v] for v in ("pause", "resume", "undo", "restart", "history"))):
         c.add_argument("name", metavar="NAME")
     return p
 
@@ -371,6 +381,44 @@ def _undo(args: argparse.Namespace) -> int:
             )
         else:
             print(f"{_display(resource, name)} rolled back to revision {restored[-1]}")
+        return EXIT_OK
+
+    return _on_cluster(args, work)
+
+
+def _restart(args: argparse.Namespace) -> int:
+    resource, name = _united(args)
+
+    async def work(client: KubeClient, namespace: str) -> int:
+        now = format_time(time.time())
+        await _patch_fresh(client, resource, name, namespace, lambda obj: rollout.restart_patch(obj, now=now))
+        print(f"{_display(resource, name)} restarted")
+        return EXIT_OK
+
+    return _on_cluster(args, work)
+
+
+def _history(args: argparse.Namespace) -> int:
+    resource, name = _united(args)
+    if args.revision < 0:
+        raise ManifestError([invalid(Path("--revision"), args.revision, "must be 0 (all) or more")])
+
+    async def work(client: KubeClient, namespace: str) -> int:
+        obj = await client.get(resource, name, namespace=namespace)
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        revisions = (await client.list(CONTROLLER_REVISIONS, namespace=namespace)).items
+        if args.revision:
+            try:
+                template = rollback.revision_template(revisions, uid, args.revision)
+            except rollback.RevisionError as e:
+                raise CommandError(str(e)) from None
+            print(f"{_display(resource, name)} with revision #{args.revision}")
+            print(yaml.safe_dump({"template": template}, sort_keys=False), end="")
+            return EXIT_OK
+        print(_display(resource, name))
+        print_table(
+            [("REVISION", "CHANGE-CAUSE"), *((str(n), cause) for n, cause in rollback.history_rows(revisions, uid))]
+        )
         return EXIT_OK
 
     return _on_cluster(args, work)

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from united import __version__
+from united.api import yamlload
 from united.api.field import ManifestError, Path, invalid
 from united.kube.client import KubeClient
 
@@ -52,7 +53,7 @@ def context_namespace(path: str | None, context: str | None) -> str:
         except OSError:
             return "default"
     try:
-        config = yaml.safe_load(FilePath(path).expanduser().read_text())
+        config = yamlload.load(FilePath(path).expanduser().read_text())
     except (OSError, yaml.YAMLError):
         return "default"  # connecting reports the broken file, with the reason
     if not isinstance(config, Mapping):

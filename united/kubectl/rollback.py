@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from united.uniteddeployment import revision
-from united.uniteddeployment.history import number, ordered
+from united.uniteddeployment.history import CHANGE_CAUSE, number, ordered
 from united.uniteddeployment.model import TEMPLATE_VARIANTS, Template
 
 Json = dict[str, Any]
@@ -91,3 +91,21 @@ def undo_patch(
         {"op": "replace", "path": "/spec/template", "value": template_of(chosen)},
     ]
     return ops, number(chosen)
+
+
+def history_rows(revisions: Iterable[Mapping[str, Any]], uid: str) -> list[tuple[int, str]]:
+    """``(revision number, change cause)`` of each revision the object with ``uid`` controls,
+    oldest first, as ``kubectl rollout history`` lists them (``<none>`` when no cause was set)."""
+    return [
+        (number(r), str(((r.get("metadata") or {}).get("annotations") or {}).get(CHANGE_CAUSE) or "<none>"))
+        for r in owned(revisions, uid)
+    ]
+
+
+def revision_template(revisions: Iterable[Mapping[str, Any]], uid: str, to_revision: int) -> Json:
+    """The template revision ``to_revision`` holds (``rollout history --revision N``)."""
+    found = [r for r in owned(revisions, uid) if number(r) == to_revision]
+    if not found:
+        raise RevisionError(f"unable to find the specified revision {to_revision}")
+    return template_of(found[-1])
+

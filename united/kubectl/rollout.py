@@ -1,5 +1,5 @@
 """``kubectl united rollout``'s decisions, from one UnitedDeployment object: when ``rollout status``
-is done, and what ``rollout pause``/``resume`` write.
+is done, and what ``rollout pause``/``resume``/``restart`` write.
 
 Why a pure function: the command watches the object and asks this after every event, so the
 rules (which kubectl users rely on in CI pipelines to gate a deploy) are testable without a
@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from united.api.field import FieldError, Path, invalid
-from united.uniteddeployment.model import PROGRESSIVE
+from united.uniteddeployment.model import PROGRESSIVE, TEMPLATE_VARIANTS
 from united.uniteddeployment.rollout import COMPLETED, PAUSED, RESUME_ANNOTATION, STALLED
 
 _STRATEGY = Path("spec").child("updateStrategy")
@@ -156,3 +156,22 @@ def paused(obj: Mapping[str, Any]) -> bool:
     """Whether the object says its rollout is paused by the operator (to check a write took)."""
     strategy = (obj.get("spec") or {}).get("updateStrategy") or {}
     return bool((strategy.get("progressive") or {}).get("paused") is True)
+
+
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+"""The pod template annotation ``kubectl rollout restart`` writes on a Deployment: a new template,
+so a new revision, rolled out by the workload's own strategy."""
+
+
+def restart_patch(obj: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+    """The merge patch that restarts every pod: :data:`RESTARTED_AT` set to ``now`` on the pod
+    template of the UnitedDeployment's template. The controller sees a new template, makes a new
+    revision and rolls it out under the UnitedDeployment's own strategy (partitions, waves and
+    their budget), as any template change."""
+    template = (obj.get("spec") or {}).get("template") or {}
+    variant = next((v for v in TEMPLATE_VARIANTS if isinstance(template.get(v), Mapping)), None)
+    if variant is None:
+        raise RolloutError(str(invalid(Path("spec").child("template"), "", "has no workload template to restart")))
+    pod_metadata = {"metadata": {"annotations": {RESTARTED_AT: now}}}
+    return _guarded(obj, {"spec": {"template": {variant: {"spec": {"template": pod_metadata}}}}})
+

@@ -262,6 +262,26 @@ def next_check(bundle: Bundle, *, now: datetime, policy: Policy = Policy()) -> d
     return max(min(moments), now)
 
 
+def newer_ca_than(ours: Sequence[x509.Certificate], trusted_pem: bytes) -> bool:
+    """Whether ``trusted_pem`` (a ``caBundle`` as written) trusts a CA issued after every CA of
+    ``ours``: a replica that read the Secret before another replica's CA rollover holds such an
+    ``ours``, and writing it would drop the new CA while the other replica's serving certificate
+    moves to it. CAs are ordered by (``notBefore``, serial), the same on every replica; an
+    unreadable bundle holds nothing newer."""
+    try:
+        theirs = x509.load_pem_x509_certificates(trusted_pem)
+    except ValueError:
+        return False
+    if not ours:
+        return bool(theirs)
+    newest = max(_issued(ca) for ca in ours)
+    return any(_issued(ca) > newest for ca in theirs)
+
+
+def _issued(ca: x509.Certificate) -> tuple[datetime, int]:
+    return ca.not_valid_before_utc, ca.serial_number
+
+
 def utcnow() -> datetime:
     """The current time, timezone-aware (what the functions here compare against)."""
     return datetime.now(UTC)

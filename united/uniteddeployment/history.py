@@ -37,6 +37,9 @@ class HistoryPlan:
     adopt: list[Json] = field(default_factory=list)
     """Orphaned revisions to take over (they count as ours from now on)."""
 
+CHANGE_CAUSE = "kubernetes.io/change-cause"
+"""Why a template changed, as the user recorded it on the UnitedDeployment (kubectl's annotation)."""
+
 
 def number(obj: Mapping[str, Any]) -> int:
     value = obj.get("revision")
@@ -152,10 +155,14 @@ def body(
     ud: UnitedDeployment, template: Template, *, name: str, number: int, owner_reference: Json, count: int
 ) -> Json:
     """A ControllerRevision labelled with the template labels (for every variant: OpenKruise
-    leaves CloneSet revisions unlabelled, so it never finds them again)."""
+    leaves CloneSet revisions unlabelled, so it never finds them again), carrying the
+    UnitedDeployment's change cause as a Deployment's ReplicaSet does, for ``rollout history``."""
     data = revision.data(template)
     labels = {**(template.metadata.get("labels") or {}), REVISION_HASH_LABEL: revision.hash_text(data, count)}
     meta: Json = {"name": name, "labels": labels, "ownerReferences": [owner_reference]}
+    cause = ((ud.raw.get("metadata") or {}).get("annotations") or {}).get(CHANGE_CAUSE)
+    if isinstance(cause, str) and cause:
+        meta["annotations"] = {CHANGE_CAUSE: cause}
     if ud.namespace:
         meta["namespace"] = ud.namespace
     return {

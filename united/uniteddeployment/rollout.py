@@ -6,7 +6,7 @@ partition equal to their replicas, Deployment children by rendering them from th
 the revision they run (a Deployment has no partition). A wave is over when every subset in it
 runs the new revision with all its pods available (ready for the template's
 ``minReadySeconds``); then its pause, if any, must end (a duration, or the resume annotation
-naming the revision and this wave or a later one) before the next wave starts.
+naming the revision and this wave) before the next wave starts.
 
 One budget, ``maxUnavailable`` of ``spec.replicas``, caps the pods that may be unavailable
 across all subsets at every moment. Each pass counts what every subset has *committed*: pods
@@ -239,10 +239,10 @@ def waves(progressive: Progressive, subsets: Sequence[str]) -> list[tuple[str, .
 
 
 def resumed(annotations: Mapping[str, str], revision: str, wave: int) -> bool:
-    """Whether the resume annotation ends wave ``wave``'s pause: ``<revision>/<index >= wave>``."""
-    value = annotations.get(RESUME_ANNOTATION) or ""
-    named, _, index = value.rpartition("/")
-    return named == revision and index.isdigit() and int(index) >= wave
+    """Whether the resume annotation ends wave ``wave``'s pause: ``<revision>/<wave>``, this
+    wave exactly. A later index must not resume anything: ``<revision>/999`` would otherwise
+    skip every pause still to come, which whoever set them meant to be looked at one by one."""
+    return annotations.get(RESUME_ANNOTATION) == f"{revision}/{wave}"
 
 
 def decide(

@@ -265,3 +265,41 @@ async def test_rollout_status_fails_when_a_wave_stalls_and_resume_retries_it(
     assert resumed.returncode == 0, resumed
     annotations = (await get_ud(kube, namespace, doc))["metadata"]["annotations"]
     assert annotations["rollout.apps.united.io/resume"] == f"{obj['status']['rollout']['revision']}/0"
+
+
+async def test_restart_rolls_out_a_new_revision_and_history_lists_the_causes(
+    cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str
+) -> None:
+    kubectl = Kubectl(cluster, namespace)
+    doc = subsets("restart")
+    doc["metadata"]["annotations"] = {"kubernetes.io/change-cause": "first release"}
+    await kube.create(UD, doc, namespace=namespace)
+    first = (await wait_ready(kube, namespace, doc))["status"]["updatedRevision"]
+    listed = await kubectl("rollout", "history", "restart")
+    assert listed.returncode == 0, listed
+    assert listed.stdout.splitlines() == [
+        "uniteddeployment.apps.united.io/restart",
+        "REVISION  CHANGE-CAUSE",
+        "1         first release",
+    ]
+
+    await patch_ud(kube, namespace, doc, {"metadata": {"annotations": {"kubernetes.io/change-cause": "restart"}}})
+    restarted = await kubectl("rollout", "restart", "restart")
+    assert (restarted.returncode, restarted.stdout) == (0, "uniteddeployment.apps.united.io/restart restarted\n")
+    pod_meta = (await get_ud(kube, namespace, doc))["spec"]["template"]["deploymentTemplate"]["spec"]["template"]
+    assert "kubectl.kubernetes.io/restartedAt" in pod_meta["metadata"]["annotations"]
+
+    async def second_ready() -> None:
+        obj = await wait_ready(kube, namespace, doc)
+        assert obj["status"]["updatedRevision"] != first, "the restart has no revision yet"
+        assert obj["status"]["updatedReplicas"] == 4
+
+    await eventually(second_ready, within=90, what="the restart rolled out")
+    listed = await kubectl("rollout", "history", "restart")
+    assert listed.stdout.splitlines()[1:] == ["REVISION  CHANGE-CAUSE", "1         first release", "2         restart"]
+    shown = await kubectl("rollout", "history", "restart", "--revision", "2")
+    assert shown.returncode == 0, shown
+    assert shown.stdout.startswith("uniteddeployment.apps.united.io/restart with revision #2\ntemplate:\n")
+    assert "kubectl.kubernetes.io/restartedAt" in shown.stdout
+    missing = await kubectl("rollout", "history", "restart", "--revision", "9")
+    assert (missing.returncode, missing.stderr) == (1, "error: unable to find the specified revision 9\n")

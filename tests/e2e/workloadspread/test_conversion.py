@@ -159,3 +159,8 @@ async def test_status_written_through_one_version_reads_through_the_other(compat
     without = {k: v for k, v in beta_condition.items() if k != "observedGeneration"}
     assert alpha_subset == subset_status(without)
     assert alpha["spec"]["subsets"][0]["requiredNodeSelectorTerm"] == ZONE
+
+    # A v1alpha1 client writing back what it read loses nothing of v1beta1's condition.
+    await compat.kube.replace(ALPHA, alpha, namespace=compat.namespace, subresource="status")
+    [stored] = (await compat.read(BETA, "status"))["status"]["subsetStatuses"]
+    assert stored == subset_status(beta_condition)

@@ -1,18 +1,31 @@
-"""The pure parts of the webhook certificate loop: the names to certify, "already holds"."""
+"""The webhook certificate loop: the names to certify, "already holds", and the trust two
+replicas write while one of them rolls the CA over."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import NoReturn
+import base64
+import copy
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, NoReturn
 
+import jsonpatch
 import pytest
 
-from united.controller.webhooks import Options, Webhooks, WebhookService, _covers
-from united.kube import Resource
-from united.kube.errors import NotFound, TransientError
+from tests.unit.placement.test_patch import rfc7386
+from united import data, kustomization
+from united.controller.webhooks import COMPAT_CRD, MUTATING, VALIDATING, Options, Webhooks, WebhookService, _covers
+from united.kube.client import CRDS, NAMESPACES, PatchType, Resource
+from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime import certificates
+from united.runtime.certificates import Bundle
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import TLS, WebhookServer
+from united.uniteddeployment.model import KRUISE_GROUP
+from united.workloadspread.webhookconfig import NAME
+
+Json = dict[str, Any]
 
 
 def test_hosts_are_the_service_names_and_the_url_host() -> None:
@@ -48,6 +61,156 @@ async def test_a_start_cancelled_while_waiting_for_the_certificate_stops_the_loo
         await start
     assert task.cancelled()
     assert service.task is None
+
+
+# -- the trust written by two replicas -------------------------------------------------------
+
+
+class FakeApi:
+    """The objects the certificate loop reads and writes, with resourceVersions: a write that
+    carries a stale one is a Conflict, as on the API server. ``after_get`` runs once, right
+    after the next read of its resource (another replica acting in between)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], Json] = {}
+        self.version = 0
+        self.after_get: tuple[str, Callable[[], Awaitable[object]]] | None = None
+        self.conflicts = 0
+
+    def put(self, resource: Resource, obj: Json) -> None:
+        self.version += 1
+        obj = copy.deepcopy(obj)
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        self.objects[(resource.plural, obj["metadata"]["name"])] = obj
+
+    def read(self, resource: Resource, name: str) -> Json:
+        return copy.deepcopy(self.objects[(resource.plural, name)])
+
+    async def get(self, resource: Resource, name: str, **_: object) -> Json:
+        if (resource.plural, name) not in self.objects:
+            raise NotFound(f"{resource.plural}/{name}", status=404)
+        found = self.read(resource, name)
+        if self.after_get is not None and self.after_get[0] == resource.plural:
+            _, action = self.after_get
+            self.after_get = None
+            await action()
+        return found
+
+    async def create(self, resource: Resource, body: Json, **_: object) -> Json:
+        if (resource.plural, body["metadata"]["name"]) in self.objects:
+            raise AlreadyExists("exists", status=409)
+        self.put(resource, body)
+        return self.read(resource, body["metadata"]["name"])
+
+    def _check(self, resource: Resource, name: str, version: object) -> None:
+        if version and version != self.objects[(resource.plural, name)]["metadata"]["resourceVersion"]:
+            self.conflicts += 1
+            raise Conflict(f"{resource.plural}/{name} changed", status=409)
+
+    async def replace(self, resource: Resource, body: Json, **_: object) -> Json:
+        name = body["metadata"]["name"]
+        self._check(resource, name, body["metadata"].get("resourceVersion"))
+        self.put(resource, body)
+        return self.read(resource, name)
+
+    async def patch(self, resource: Resource, name: str, body: Any, *, patch_type: PatchType, **_: object) -> Json:
+        if (resource.plural, name) not in self.objects:
+            raise NotFound(f"{resource.plural}/{name}", status=404)
+        current = self.read(resource, name)
+        patched = jsonpatch.apply_patch(current, body) if patch_type == PatchType.JSON else rfc7386(current, body)
+        self._check(resource, name, patched["metadata"].get("resourceVersion"))
+        self.put(resource, patched)
+        return self.read(resource, name)
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    api = FakeApi()
+    for doc in kustomization.build(data.MANIFESTS, "base"):
+        if doc["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            api.put(MUTATING if doc["kind"].startswith("Mutating") else VALIDATING, doc)
+    for doc in data.documents(data.crd(KRUISE_GROUP, "workloadspreads")):
+        api.put(CRDS, doc)
+    for namespace in ("kube-system", "ops"):
+        api.put(NAMESPACES, {"metadata": {"name": namespace}})
+    return api
+
+
+def replica(api: FakeApi) -> Webhooks:
+    return Webhooks(api, Options(namespace="ops"), TLS())  # type: ignore[arg-type]
+
+
+def trusted(api: FakeApi) -> list[str]:
+    """The caBundle of every webhook and of the compat CRD's conversion."""
+    bundles = [
+        w["clientConfig"].get("caBundle", "") for r in (MUTATING, VALIDATING) for w in api.read(r, NAME)["webhooks"]
+    ]
+    crd = api.read(CRDS, COMPAT_CRD)
+    return [*bundles, crd["spec"]["conversion"]["webhook"]["clientConfig"].get("caBundle", "")]
+
+
+def b64(bundle: Bundle) -> str:
+    return base64.b64encode(bundle.ca_bundle).decode()
+
+
+YEARS_LATER = timedelta(days=7 * 365)
+"""Past the CA's renewal (two thirds of ten years): the next pass rolls the CA over."""
+
+
+async def test_a_replica_with_a_stale_bundle_leaves_a_newer_ca_in_place(
+    api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = replica(api), replica(api)
+    await a.sync()
+    stale = await a.certificates()
+    assert trusted(api) == [b64(stale)] * 3
+    later = certificates.utcnow() + YEARS_LATER
+    monkeypatch.setattr(certificates, "utcnow", lambda: later)
+    await b.sync()
+    assert b.bundle is not None and len(b.bundle.cas) == 2, "b rolled the CA over"
+    rolled = b64(b.bundle)
+    assert trusted(api) == [rolled] * 3
+    before = api.version
+    assert await a.publish(stale) == 0
+    assert a.superseded
+    assert api.version == before, "nothing written"
+    assert trusted(api) == [rolled] * 3
+    wait = await a.sync()
+    assert not a.superseded and wait > 1
+    assert a.bundle is not None and b64(a.bundle) == rolled
+    assert api.version == before, "a re-read the Secret and found everything as it should be"
+
+
+async def test_a_write_based_on_a_stale_read_is_refused(api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replica a reads the configuration, b rolls the CA over and writes it, then a writes:
+    the resourceVersion a read makes that a Conflict, and a's second reading finds the newer
+    CA and leaves it (a's next pass uses it)."""
+    a = Webhooks(api, Options(namespace="ops", failure_policy="Fail"), TLS())  # type: ignore[arg-type]
+    b = Webhooks(api, Options(namespace="ops", failure_policy="Fail"), TLS())  # type: ignore[arg-type]
+    stale = await a.certificates()
+    later = certificates.utcnow() + YEARS_LATER
+    monkeypatch.setattr(certificates, "utcnow", lambda: later)
+    api.after_get = (MUTATING.plural, b.sync)
+    await a.publish(stale)
+    assert api.conflicts == 1 and a.superseded
+    assert b.bundle is not None
+    assert trusted(api) == [b64(b.bundle)] * 3
+    await a.sync()
+    assert trusted(api) == [b64(b.bundle)] * 3
+
+
+async def test_a_newer_ca_the_secret_does_not_hold_is_replaced(api: FakeApi) -> None:
+    """The Secret is the source of truth: a CA nobody of ours issued goes, however new."""
+    a = replica(api)
+    await a.sync()
+    assert a.bundle is not None
+    foreign = certificates.issue(["elsewhere"], now=certificates.utcnow() + timedelta(days=1))
+    configuration = api.read(MUTATING, NAME)
+    configuration["webhooks"][0]["clientConfig"]["caBundle"] = b64(foreign)
+    api.put(MUTATING, configuration)
+    wait = await a.sync()
+    assert not a.superseded and wait > 1
+    assert trusted(api) == [b64(a.bundle)] * 3
 
 
 async def test_the_served_certificates_expiry_is_exported() -> None:

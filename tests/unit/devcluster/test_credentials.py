@@ -1,5 +1,6 @@
 """Static token file and kubeconfig rendering."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,39 @@ def test_kubeconfig_round_trips_and_is_private(tmp_path: Path) -> None:
     assert loaded["current-context"] == context["name"]
     assert context["context"]["namespace"] == "ns"
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_kubeconfig_is_never_readable_by_others_not_even_while_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a permissive umask, over an existing world-readable file, and with no chmod to
+    fall back on: whenever the token is on disk it is in a 0600 file."""
+    seen: list[tuple[str, int, bool]] = []
+    replace = os.replace
+
+    def watched(source: str, target: str) -> None:
+        seen.append((Path(source).read_text(), os.stat(source).st_mode & 0o777, Path(target).read_text() == "old"))
+        replace(source, target)
+
+    def no_chmod(*args: object, **kwargs: object) -> None:
+        raise AssertionError("chmod after writing leaves a window")
+
+    path = tmp_path / "config"
+    path.write_text("old")
+    path.chmod(0o644)
+    monkeypatch.setattr(os, "replace", watched)
+    monkeypatch.setattr(Path, "chmod", no_chmod)
+    monkeypatch.setattr(os, "chmod", no_chmod)
+    previous = os.umask(0o022)
+    try:
+        write_kubeconfig(path, render_kubeconfig(server="https://h:6443", ca_cert=None, user="u", token="secret"))
+    finally:
+        os.umask(previous)
+    [(text, mode, untouched)] = seen
+    assert "secret" in text and mode == 0o600 and untouched, "written whole to a private file, then moved"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "secret" in path.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["config"], "no temporary file left behind"
 
 
 def test_an_embedded_ca_makes_the_kubeconfig_name_no_file(tmp_path: Path) -> None:

@@ -49,6 +49,18 @@ def test_usage_errors_print_field_lines_and_exit_2(capsys: pytest.CaptureFixture
     assert capsys.readouterr().err == '--timeout: Invalid value: "soon": must be a duration such as 30s, 5m or 1h30m\n'
     assert main(["rollout", "pause", "ws/spread"]) == EXIT_USAGE
     assert "rollouts are a UnitedDeployment's" in capsys.readouterr().err
+    assert main(["rollout", "restart", "ws/spread"]) == EXIT_USAGE
+    assert "rollouts are a UnitedDeployment's" in capsys.readouterr().err
+    assert main(["rollout", "history", "web", "--revision", "-1"]) == EXIT_USAGE
+    assert capsys.readouterr().err == "--revision: Invalid value: -1: must be 0 (all) or more\n"
+
+
+def test_restart_and_history_take_kubectls_arguments() -> None:
+    restart = parser().parse_args(["rollout", "restart", "web", "-n", "shop"])
+    assert (restart.verb, restart.name, restart.namespace) == ("restart", "web", "shop")
+    history = parser().parse_args(["rollout", "history", "web", "--revision", "3"])
+    assert (history.verb, history.name, history.revision) == ("history", "web", 3)
+    assert parser().parse_args(["rollout", "history", "web"]).revision == 0
 
 
 def test_durations_are_go_durations_or_seconds() -> None:

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from united.kubectl.rollback import RevisionError, choose, owned, template_of, undo_patch
+from united.kubectl.rollback import (
+    RevisionError,
+    choose,
+    history_rows,
+    owned,
+    revision_template,
+    template_of,
+    undo_patch,
+)
 from united.uniteddeployment import revision
 from united.uniteddeployment.model import Template
 
@@ -83,3 +91,19 @@ def test_undo_patch_replaces_the_template_guarded_by_the_resource_version() -> N
     stranger = {**obj, "metadata": {"uid": "uid-other", "resourceVersion": "41"}}
     with pytest.raises(RevisionError, match="no rollout history found"):
         undo_patch(stranger, HISTORY)
+
+
+def test_history_lists_the_revisions_with_their_change_cause() -> None:
+    caused = rev("web-2", 2, "v2")
+    caused["metadata"]["annotations"] = {"kubernetes.io/change-cause": "image v2"}
+    mixed = [HISTORY[2], caused, rev("other-1", 1, "v1", owner="uid-other"), HISTORY[0]]
+    assert history_rows(mixed, UID) == [(1, "<none>"), (2, "image v2"), (3, "<none>")]
+    assert history_rows(mixed, "uid-nobody") == []
+
+
+def test_history_shows_one_revisions_template_or_says_it_is_missing() -> None:
+    assert revision_template(HISTORY, UID, 2)["deploymentTemplate"]["spec"]["template"]["spec"]["containers"] == [
+        {"name": "c", "image": "v2"}
+    ]
+    with pytest.raises(RevisionError, match="unable to find the specified revision 7"):
+        revision_template(HISTORY, UID, 7)

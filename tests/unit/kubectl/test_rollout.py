@@ -10,11 +10,13 @@ import pytest
 import yaml
 
 from united.kubectl.rollout import (
+    RESTARTED_AT,
     RESUME_ANNOTATION,
     RolloutError,
     State,
     pause_patch,
     paused,
+    restart_patch,
     resume_mark,
     resume_patch,
     verdict,
@@ -186,3 +188,23 @@ def test_statuses_recorded_from_the_controller(recorded: str, state: State, says
     found = verdict(obj)
     assert found.state is state
     assert says in found.message, found.message
+
+
+@pytest.mark.parametrize("variant", ["deploymentTemplate", "statefulSetTemplate", "cloneSetTemplate"])
+def test_restart_annotates_the_pod_template_of_the_template_present(variant: str) -> None:
+    obj = ud()
+    obj["spec"]["template"] = {variant: {"metadata": {}, "spec": {"template": {"metadata": {"labels": {"a": "b"}}}}}}
+    patch = restart_patch(obj, now="2026-11-28T15:00:00Z")
+    assert patch == {
+        "metadata": {"resourceVersion": "17"},
+        "spec": {
+            "template": {
+                variant: {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: "2026-11-28T15:00:00Z"}}}}}
+            }
+        },
+    }
+
+
+def test_restart_without_a_template_is_refused_with_its_field() -> None:
+    with pytest.raises(RolloutError, match=r"^spec\.template: Invalid value"):
+        restart_patch(ud(), now="2026-11-28T15:00:00Z")

@@ -15,6 +15,7 @@ from united.runtime.certificates import (
     Policy,
     hosts_of,
     issue,
+    newer_ca_than,
     next_check,
     renew,
     renewal_time,
@@ -172,3 +173,19 @@ def test_a_long_namespace_still_gets_a_certificate() -> None:
     bundle = issue([host], now=T0)
     assert host in hosts_of(bundle.cert)
     assert chain_ok(bundle)
+
+
+def test_newer_ca_than_compares_by_issue_time_whatever_the_bundle_order() -> None:
+    policy = Policy(ca_validity=timedelta(days=90), cert_validity=timedelta(days=30))
+    old = issue(HOSTS, now=T0, policy=policy)
+    rolled = renew(old, HOSTS, now=renewal_time(old.cas[0], policy), policy=policy)
+    assert rolled is not None and len(rolled.cas) == 2
+    assert newer_ca_than(old.cas, rolled.ca_bundle), "a stale replica would drop the new CA"
+    assert not newer_ca_than(rolled.cas, old.ca_bundle)
+    assert not newer_ca_than(rolled.cas, rolled.ca_bundle)
+    assert not newer_ca_than(rolled.cas[::-1], rolled.ca_bundle), "the order of ours does not matter"
+    later = issue(HOSTS, now=T0 + timedelta(days=1), policy=policy)
+    assert newer_ca_than(old.cas, later.ca_bundle) and not newer_ca_than(later.cas, old.ca_bundle)
+    assert not newer_ca_than(old.cas, b"not a certificate")
+    assert not newer_ca_than(old.cas, b"")
+    assert newer_ca_than((), old.ca_bundle)

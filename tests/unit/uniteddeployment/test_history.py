@@ -171,3 +171,13 @@ def test_likeness_compares_each_revision_once_and_forgets_deleted_ones(monkeypat
     assert not likeness.known(revisions[0]) and likeness.known(revisions[1])
     history.plan(current, revisions, owner_reference=OWNER, current=None, likeness=likeness)
     assert compared.calls == 6
+
+
+def test_a_new_revision_carries_the_change_cause_the_user_recorded() -> None:
+    plain = history.plan(ud("i:1"), [], owner_reference=OWNER, current=None)
+    assert plain.create is not None and "annotations" not in plain.create["metadata"]
+    recorded = ud("i:2")
+    recorded.raw["metadata"]["annotations"] = {history.CHANGE_CAUSE: "kubectl set image web c=i:2"}
+    hp = history.plan(recorded, [], owner_reference=OWNER, current=None)
+    assert hp.create is not None
+    assert hp.create["metadata"]["annotations"] == {history.CHANGE_CAUSE: "kubectl set image web c=i:2"}

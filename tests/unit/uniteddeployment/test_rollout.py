@@ -370,3 +370,22 @@ def test_max_surge_is_read_as_a_count_rounding_up() -> None:
     assert rollout.rolling_max_surge(child) == 1
     assert rollout.rolling_max_surge({"spec": {"replicas": 8}}) == 2
     assert rollout.rolling_max_surge({"spec": {"replicas": 8, "strategy": {"rollingUpdate": {"maxSurge": 0}}}}) == 0
+
+
+def test_the_resume_annotation_ends_the_current_waves_pause_only() -> None:
+    """``<revision>/999`` resumes nothing, and ``<revision>/0`` ends wave 0's pause but not
+    the pause of wave 1 it leads to."""
+    progressive = strategy(Wave(("canary",), pause=True), Wave(("a",), pause=True), Wave(("b",)), max_unavailable=2)
+    facts = {"canary": sts(released=4, updated_available=4), "a": sts(), "b": sts()}
+    d = run(progressive, facts)
+    assert (d.status["phase"], d.status["wave"]) == ("Paused", 0)
+    for later in (f"{NEW}/1", f"{NEW}/999", f"{NEW}/" + "9" * 5000, f"{NEW}/00", f"{NEW}/-0"):
+        held = run(progressive, facts, previous=d.status, annotations={rollout.RESUME_ANNOTATION: later})
+        assert (held.status["phase"], held.status["wave"]) == ("Paused", 0), later
+    mark = {rollout.RESUME_ANNOTATION: f"{NEW}/0"}
+    resumed = run(progressive, facts, previous=d.status, annotations=mark)
+    assert (resumed.status["phase"], resumed.status["wave"]) == ("Progressing", 1)
+    facts["a"] = sts(released=4, updated_available=4)
+    second = run(progressive, facts, previous=resumed.status, annotations=mark)
+    assert (second.status["phase"], second.status["reason"], second.status["wave"]) == ("Paused", "WavePaused", 1)
+    assert second.targets["b"].partition == 4

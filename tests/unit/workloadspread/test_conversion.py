@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from united.workloadspread.conversion import ConversionError, convert, review
+from united.workloadspread.conversion import MAX_STASH_BYTES, STASH_ANNOTATION, ConversionError, convert, review
 from united.workloadspread.model import KRUISE_ALPHA, KRUISE_BETA, parse
 
 Doc = dict[str, Any]
@@ -81,7 +82,12 @@ def test_alpha_to_beta_renames_the_subset_fields_and_fills_condition_reasons() -
     ]
     assert beta["status"]["versionedSubsetStatuses"]["abc"][0]["conditions"][0]["reason"] == "Recovered"
     assert beta["status"]["conditions"] == alpha()["status"]["conditions"], "our top-level conditions are untouched"
+    assert json.loads(beta["metadata"]["annotations"][STASH_ANNOTATION]) == {
+        "conditions": [[["subsetStatuses", 0, 0], alpha()["status"]["subsetStatuses"][0]["conditions"][0]]],
+        "annotations": None,
+    }, "the condition given a reason is kept for the way back, in annotations made for it"
     rest = copy.deepcopy(beta)
+    del rest["metadata"]["annotations"]
     expected = alpha()
     for doc in (rest, expected):
         doc.pop("apiVersion")
@@ -99,12 +105,52 @@ def test_alpha_to_beta_renames_the_subset_fields_and_fills_condition_reasons() -
 
 def test_beta_to_alpha_renames_back_and_drops_condition_generations() -> None:
     beta = convert(alpha(), KRUISE_BETA)
+    del beta["metadata"]["annotations"]
     beta["status"]["subsetStatuses"][0]["conditions"][0]["observedGeneration"] = 3
     back = convert(beta, KRUISE_ALPHA)
     assert back["spec"]["subsets"][0]["requiredNodeSelectorTerm"] == TERM
     assert back["spec"]["subsets"][0]["preferredNodeSelectorTerms"] == PREFERRED
     assert "observedGeneration" not in back["status"]["subsetStatuses"][0]["conditions"][0]
     assert back["status"]["conditions"][0]["observedGeneration"] == 3
+    assert convert(back, KRUISE_BETA) == beta, "the generation (and the reason Unknown) come back"
+
+
+def test_a_condition_changed_in_the_other_version_keeps_the_change() -> None:
+    """The kept copy is restored only where the condition is still what it was converted to:
+    an alpha client that rewrote a condition does not get the old generation back."""
+    beta = convert(alpha(), KRUISE_BETA)
+    del beta["metadata"]["annotations"]
+    beta["status"]["subsetStatuses"][0]["conditions"][0].update(observedGeneration=3, reason="Full")
+    back = convert(beta, KRUISE_ALPHA)
+    back["status"]["subsetStatuses"][0]["conditions"][0].update(status="True", reason="Recovered")
+    again = convert(back, KRUISE_BETA)
+    assert again["status"]["subsetStatuses"][0]["conditions"][0] == {
+        "type": "Schedulable",
+        "status": "True",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "reason": "Recovered",
+    }
+    assert "annotations" not in again["metadata"]
+
+
+@pytest.mark.parametrize(
+    "stash",
+    ["not json", "[" * 5000, '{"conditions": 5}', '{"conditions": [[["subsetStatuses", 0, 0], 7]]}', "[]", "3"],
+)
+def test_a_malformed_stash_is_dropped(stash: str) -> None:
+    doc = alpha()
+    doc["metadata"]["annotations"] = {STASH_ANNOTATION: stash, "keep": "me"}
+    beta = convert(doc, KRUISE_BETA)
+    assert beta["metadata"]["annotations"]["keep"] == "me"
+    assert json.loads(beta["metadata"]["annotations"][STASH_ANNOTATION])["conditions"][0][0] == ["subsetStatuses", 0, 0]
+
+
+def test_a_stash_too_large_is_not_written() -> None:
+    doc = alpha()
+    doc["status"]["subsetStatuses"][0]["conditions"][0]["message"] = "m" * MAX_STASH_BYTES
+    beta = convert(doc, KRUISE_BETA)
+    assert "annotations" not in beta["metadata"]
+    assert beta["status"]["subsetStatuses"][0]["conditions"][0]["reason"] == "Unknown"
 
 
 def test_the_model_reads_both_versions_alike() -> None:
@@ -169,11 +215,18 @@ def subsets(required_key: str, preferred_key: str) -> st.SearchStrategy[list[Doc
 
 
 def conditions(*, beta: bool) -> st.SearchStrategy[list[Doc]]:
-    condition = st.fixed_dictionaries(
-        {"type": names, "status": st.sampled_from(["True", "False"]), "reason": names},
-        optional={"observedGeneration": st.integers(0, 9)} if beta else {"message": names},
-    )
-    return st.lists(condition, max_size=2)
+    """Conditions as each version's schema allows them: v1beta1's may carry an
+    ``observedGeneration``; either may lack a ``reason`` (v1beta1 requires one, but a
+    converter must not make that worse) or have an empty one."""
+    optional: dict[str, st.SearchStrategy[Any]] = {
+        "reason": st.one_of(names, st.just("")),
+        "message": names,
+        "lastTransitionTime": st.just("2026-01-01T00:00:00Z"),
+    }
+    if beta:
+        optional["observedGeneration"] = st.integers(0, 9)
+    condition = st.fixed_dictionaries({"type": names, "status": st.sampled_from(["True", "False"])}, optional=optional)
+    return st.lists(condition, max_size=3)
 
 
 def documents(version: str) -> st.SearchStrategy[Doc]:
@@ -202,7 +255,9 @@ def documents(version: str) -> st.SearchStrategy[Doc]:
         {
             "apiVersion": st.just(version),
             "kind": st.just("WorkloadSpread"),
-            "metadata": st.fixed_dictionaries({"name": names}),
+            "metadata": st.fixed_dictionaries(
+                {"name": names}, optional={"annotations": st.dictionaries(names, names, max_size=2)}
+            ),
             "spec": st.fixed_dictionaries({"subsets": subsets(*keys)}, optional={"unknown": json_values}),
         },
         optional={"status": status},
@@ -210,15 +265,21 @@ def documents(version: str) -> st.SearchStrategy[Doc]:
 
 
 @given(documents(KRUISE_BETA))
-def test_beta_round_trip_is_lossless_without_condition_generations(doc: Doc) -> None:
-    for cond in _all_conditions(doc):
-        cond.pop("observedGeneration", None)
+def test_beta_round_trip_is_lossless(doc: Doc) -> None:
     assert convert(convert(doc, KRUISE_ALPHA), KRUISE_BETA) == doc
 
 
 @given(documents(KRUISE_ALPHA))
-def test_alpha_round_trip_is_lossless_with_reasons(doc: Doc) -> None:
+def test_alpha_round_trip_is_lossless(doc: Doc) -> None:
     assert convert(convert(doc, KRUISE_BETA), KRUISE_ALPHA) == doc
+
+
+@given(st.sampled_from([KRUISE_ALPHA, KRUISE_BETA]).flatmap(documents))
+def test_a_converted_object_round_trips_too(doc: Doc) -> None:
+    """What a client read in the other version, written back and read again, is what it read."""
+    other = KRUISE_BETA if doc["apiVersion"] == KRUISE_ALPHA else KRUISE_ALPHA
+    converted = convert(doc, other)
+    assert convert(convert(converted, doc["apiVersion"]), other) == converted
 
 
 @given(documents(KRUISE_BETA))
@@ -226,6 +287,11 @@ def test_beta_to_alpha_leaves_no_beta_names_nor_generations(doc: Doc) -> None:
     out = convert(doc, KRUISE_ALPHA)
     assert not any("requiredNodeSelector" in s or "preferredNodeSelector" in s for s in out["spec"]["subsets"])
     assert not any("observedGeneration" in c for c in _all_conditions(out))
+
+
+@given(documents(KRUISE_ALPHA))
+def test_alpha_to_beta_gives_every_condition_a_reason(doc: Doc) -> None:
+    assert all(c["reason"] for c in _all_conditions(convert(doc, KRUISE_BETA)))
 
 
 def _all_conditions(doc: Doc) -> list[Doc]:
