@@ -5,7 +5,9 @@ Helm reads only files inside the chart directory, so ``charts/united/`` holds co
 
 * ``crds/apps.united.io_*.yaml`` -> ``charts/united/crds/`` (installed by Helm before the templates);
 * ``manifests/monitoring/alerts.yaml`` and ``dashboard.json`` -> ``charts/united/files/`` (the
-  PrometheusRule and the dashboard ConfigMap).
+  PrometheusRule and the dashboard ConfigMap);
+* ``manifests/admission-policy/webhook-configurations.yaml`` -> ``charts/united/files/admission-policy.yaml``
+  (the ValidatingAdmissionPolicies of Kubernetes 1.30+, namespace-independent).
 
 Usage::
 
@@ -32,6 +34,8 @@ def copies(root: Path = ROOT) -> dict[Path, Path]:
     pairs = {chart / "crds" / source.name: source for source in sorted((root / "crds").glob("apps.united.io_*.yaml"))}
     for name in ("alerts.yaml", "dashboard.json"):
         pairs[chart / "files" / name] = root / "manifests" / "monitoring" / name
+    policies = root / "manifests" / "admission-policy" / "webhook-configurations.yaml"
+    pairs[chart / "files" / "admission-policy.yaml"] = policies
     return pairs
 
 

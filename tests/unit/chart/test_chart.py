@@ -72,6 +72,7 @@ VALUE_SETS: dict[str, list[str]] = {
         "--set", "serviceMonitor.labels.release=prometheus",
         "--set", "prometheusRule.enabled=true",
         "--set", "dashboard.enabled=true",
+        "--set", "admissionPolicy.enabled=true",
         "--set", "priorityClassName=system-cluster-critical",
         "--set", "nodeSelector.role=control",
         "--set", "podAnnotations.team=platform",
@@ -136,11 +137,20 @@ def container(docs: Sequence[Obj]) -> Obj:
     return found
 
 
-@pytest.mark.parametrize("overlay, values", [("base", []), ("kruise", VALUE_SETS["kruise"])])
+@pytest.mark.parametrize(
+    "overlays, values",
+    [
+        (["base"], []),
+        (["kruise"], VALUE_SETS["kruise"]),
+        (["base", "admission-policy"], ["--set", "admissionPolicy.enabled=true"]),
+    ],
+)
 def test_default_values_render_the_objects_of_the_kustomize_manifests(
-    helm: Path, overlay: str, values: list[str]
+    helm: Path, overlays: list[str], values: list[str]
 ) -> None:
-    rendered, expected = keyed(objects(template(helm, values))), kustomized(overlay)
+    rendered = keyed(objects(template(helm, values)))
+    expected = {key: obj for overlay in overlays for key, obj in kustomized(overlay).items()}
+    overlay = "+".join(overlays)
     assert sorted(rendered) == sorted(expected)
     for key, obj in expected.items():
         assert rendered[key] == obj, f"{key} differs from manifests/{overlay}"
@@ -155,7 +165,7 @@ def test_the_chart_ships_the_repositorys_crds_rules_and_dashboard(helm: Path) ->
 
 def test_a_stale_copy_is_reported(tmp_path: Path) -> None:
     module = sync_chart()
-    for source in (*(REPO / "crds").glob("apps.united.io_*.yaml"), *(REPO / "manifests/monitoring").glob("*")):
+    for source in module.copies(REPO).values():
         target = tmp_path / source.relative_to(REPO)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(source.read_bytes())
