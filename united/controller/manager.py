@@ -135,7 +135,7 @@ class Manager:
         """The member clusters, once ``Cluster`` objects are served (our group only)."""
         if settings.api_group == GROUP:
             self.add_when_served(CLUSTERS, self._cluster_controller, ready=self._host_identity)
-        self.webhook = PodWebhook(webhook_client or client, self._spread_caches)
+        self.webhook = PodWebhook(webhook_client or client, self._spread_caches, placements=self.metrics.placement)
         """Served by every replica (with ``--webhook-port``), leader or not: bookings are
         optimistic status writes, safe from several processes; hence a client without the fence."""
         self._webhooks: WebhookService | None = None

@@ -161,10 +161,12 @@ def _covers(actual: Any, wanted: Any) -> bool:
 class Webhooks:
     """One pass or a loop of the work in the module docstring, for one controller process."""
 
-    def __init__(self, client: KubeClient, options: Options, tls: TLS) -> None:
+    def __init__(self, client: KubeClient, options: Options, tls: TLS, *, metrics: Metrics | None = None) -> None:
         self.client = client
         self.options = options
         self.tls = tls
+        self.metrics = metrics
+        """Exports the served certificate's expiry: a rotation that keeps failing shows there."""
         self.bundle: Bundle | None = None
         self.ready = asyncio.Event()
         """Set once a certificate is loaded (the server may start)."""
@@ -375,6 +377,8 @@ class Webhooks:
             _log.info("webhook serving certificate loaded", serial=f"{bundle.cert.serial_number:x}",
                       expires=bundle.cert.not_valid_after_utc.isoformat())  # fmt: skip
         self.bundle = bundle
+        if self.metrics is not None:
+            self.metrics.set_certificate_expiry(bundle.cert.not_valid_after_utc)
         self.ready.set()
         return bundle
 
@@ -493,7 +497,7 @@ async def serve_webhooks(
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
                            metrics=metrics, request_timeout=request_timeout, screens=screens,
                            unauthenticated=[CONVERT_PATH])  # fmt: skip
-    service = WebhookService(Webhooks(client, opts, tls), server)
+    service = WebhookService(Webhooks(client, opts, tls, metrics=metrics), server)
     await service.start()
     return service
 

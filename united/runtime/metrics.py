@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from enum import StrEnum
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -51,6 +52,7 @@ REST_CLIENT_BUCKETS: tuple[float, ...] = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0
 WRITE_VERBS: frozenset[str] = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # The ``code`` label of a request that got no HTTP answer at all (client-go uses the same).
 NO_ANSWER_CODE = "<error>"
+PlacementResult = Literal["placed", "unplaced"]
 
 
 class ReconcileResult(StrEnum):
@@ -383,6 +385,18 @@ class Metrics:
             ["server", "reason"],
             registry=r,
         )
+        self.webhook_certificate_expiry = Gauge(
+            "united_webhook_certificate_expiry_timestamp_seconds",
+            "When the webhook serving certificate this process serves expires (notAfter), in Unix seconds",
+            registry=r,
+        )
+        self.workloadspread_placements_total = Counter(
+            "united_workloadspread_placements_total",
+            "Pods of a WorkloadSpread's workload admitted by the pod webhook, by result: placed in a "
+            "subset, or unplaced (no subset had room or no booking could be written)",
+            ["result"],
+            registry=r,
+        )
 
         # -- UnitedDeployments ----------------------------------------------------------------
         self._subsets: dict[tuple[str, str], dict[str, SubsetReplicas]] = {}
@@ -446,6 +460,15 @@ class Metrics:
     def connection_closed(self, server: str, reason: str) -> None:
         """Count one connection to ``server`` refused or cut for ``reason``."""
         self.connections_closed_total.labels(server=server, reason=reason).inc()
+
+    def set_certificate_expiry(self, not_after: datetime) -> None:
+        """Export the served certificate's ``notAfter`` (alerts fire well before it, in case
+        rotation is stuck)."""
+        self.webhook_certificate_expiry.set(not_after.timestamp())
+
+    def placement(self, result: PlacementResult) -> None:
+        """Count one pod admitted for a WorkloadSpread, ``placed`` or ``unplaced``."""
+        self.workloadspread_placements_total.labels(result=result).inc()
 
     # -- UnitedDeployment subsets -----------------------------------------------------------
 
@@ -545,6 +568,7 @@ __all__ = [
     "ControllerMetrics",
     "InFlightWork",
     "Metrics",
+    "PlacementResult",
     "ReconcileResult",
     "SubsetReplicas",
     "WorkQueueMetrics",

@@ -41,6 +41,7 @@ import structlog
 from united.api.field import ManifestError
 from united.kube import ApiError, KubeClient
 from united.placement.patch import PatchError
+from united.runtime.metrics import PlacementResult
 from united.runtime.webserver import Handler, allow, patched
 from united.workloadspread import conversion, matching
 from united.workloadspread.booking import Booking, book_create, book_delete
@@ -68,10 +69,14 @@ class PodWebhook:
         controller: Callable[[], tuple[Caches, Reconciler] | None],
         *,
         clock: Callable[[], datetime.datetime] | None = None,
+        placements: Callable[[PlacementResult], None] | None = None,
     ) -> None:
         self.client = client
         self.controller = controller
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self.placements = placements or (lambda result: None)
+        """Told each targeted pod's outcome: unplaced pods are what an operator must see, since
+        the webhook admits them anyway."""
         self._ledger = Ledger(client, self._caches_admit)
 
     def routes(self) -> dict[str, Handler]:
@@ -114,12 +119,16 @@ class PodWebhook:
             dry_run=bool(request.get("dryRun")),
         )
         if booking is None or booking.subset is None:
+            self.placements("unplaced")
             return allow(uid)
         try:
-            return patched(uid, pod, inject(pod, ws, booking.subset, uid=booking.uid))
+            answer = patched(uid, pod, inject(pod, ws, booking.subset, uid=booking.uid))
         except PatchError as e:
             log.warning("subset patch cannot be applied; pod admitted unplaced", workloadspread=ws.name, error=str(e))
+            self.placements("unplaced")
             return allow(uid)
+        self.placements("placed")
+        return answer
 
     async def validate(self, review: Json) -> Json:
         request = _request(review)

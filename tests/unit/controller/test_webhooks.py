@@ -21,6 +21,7 @@ from united.kube.client import CRDS, NAMESPACES, PatchType, Resource
 from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, issue
+from united.runtime.metrics import Metrics
 from united.runtime.webserver import TLS, WebhookServer
 from united.workloadspread.webhookconfig import NAME
 
@@ -234,3 +235,24 @@ async def test_wait_lasts_while_the_server_serves_and_ends_with_its_thread() -> 
         await asyncio.wait_for(waiting, 20)
     finally:
         await service.stop()
+
+
+async def test_the_served_certificates_expiry_is_exported() -> None:
+    """The certificate-expiry alert reads this gauge: a rotation that keeps failing shows as an
+    expiry that comes nearer instead of moving on."""
+    options = Options(namespace="ops")
+    now = certificates.utcnow()
+    bundle = certificates.issue(options.hosts, now=now)
+
+    class SecretOnly:
+        async def get(self, resource: Resource, name: str, **kwargs: object) -> dict[str, object]:
+            if resource.plural == "secrets":
+                return {"metadata": {"name": name, "resourceVersion": "1"}, "data": bundle.secret_data()}
+            raise NotFound("not installed", status=404)
+
+    metrics = Metrics(process_metrics=False)
+    webhooks = Webhooks(SecretOnly(), options, TLS(), metrics=metrics)  # type: ignore[arg-type]
+    await webhooks.sync()
+    exported = metrics.registry.get_sample_value("united_webhook_certificate_expiry_timestamp_seconds")
+    assert exported == bundle.cert.not_valid_after_utc.timestamp()
+    assert exported > now.timestamp()

@@ -10,7 +10,9 @@ import json
 from typing import Any, cast
 
 from tests.unit.workloadspread.test_reconciler import NS, controller, obj, put, ws
+from united.controller.manager import Manager, Settings
 from united.kube import KubeClient
+from united.runtime.metrics import Metrics
 from united.workloadspread.model import MATCHED_ANNOTATION
 from united.workloadspread.webhook import PodWebhook
 
@@ -31,7 +33,7 @@ def webhook(*objects: Json, served: bool = True) -> PodWebhook:
 
 
 def review(pod: Json, *, operation: str = "CREATE", namespace: str = NS) -> Json:
-    request = {"uid": "req-1", "operation": operation, "namespace": namespace}
+    request: Json = {"uid": "req-1", "operation": operation, "namespace": namespace}
     request["object" if operation == "CREATE" else "oldObject"] = pod
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
@@ -105,3 +107,26 @@ async def test_conversion_is_answered_by_the_conversion_module() -> None:
     converted = answer["response"]["convertedObjects"][0]
     assert converted["apiVersion"] == "apps.kruise.io/v1beta1"
     assert "requiredNodeSelector" in converted["spec"]["subsets"][0]
+
+
+async def test_placed_and_unplaced_pods_are_counted_and_untargeted_ones_are_not() -> None:
+    results: list[str] = []
+    placing = ws("spread", "Deployment", "web")
+    placing["spec"]["subsets"] = [{"name": "only"}]
+    full = ws("full", "Deployment", "api")
+    full["spec"]["subsets"] = [{"name": "none-left", "maxReplicas": 0}]
+    c = controller()
+    put(c, placing, full, DEPLOY, RS, OTHER, OTHER_RS)
+    hook = PodWebhook(cast(KubeClient, NoApi()), lambda: (c.caches, c.spreads), placements=results.append)
+    await hook.mutate(review(pod_of(RS)))
+    await hook.mutate(review(pod_of(OTHER_RS)))
+    await hook.mutate(review(pod_of(RS), namespace="elsewhere"))
+    assert results == ["placed", "unplaced"]
+
+
+def test_the_controllers_webhook_counts_placements_in_its_metrics() -> None:
+    metrics = Metrics(process_metrics=False)
+    manager = Manager(cast(KubeClient, object()), Settings(), metrics=metrics)
+    manager.webhook.placements("unplaced")
+    sample = metrics.registry.get_sample_value("united_workloadspread_placements_total", {"result": "unplaced"})
+    assert sample == 1.0
