@@ -73,6 +73,8 @@ VALUE_SETS: dict[str, list[str]] = {
         "--set", "prometheusRule.enabled=true",
         "--set", "dashboard.enabled=true",
         "--set", "admissionPolicy.enabled=true",
+        "--set", "networkPolicy.enabled=true",
+        "--set", "networkPolicy.apiServerCIDRs={10.0.0.10/32,10.0.0.11/32}",
         "--set", "priorityClassName=system-cluster-critical",
         "--set", "nodeSelector.role=control",
         "--set", "podAnnotations.team=platform",
@@ -143,6 +145,7 @@ def container(docs: Sequence[Obj]) -> Obj:
         (["base"], []),
         (["kruise"], VALUE_SETS["kruise"]),
         (["base", "admission-policy"], ["--set", "admissionPolicy.enabled=true"]),
+        (["base", "network-policy"], ["--set", "networkPolicy.enabled=true"]),
     ],
 )
 def test_default_values_render_the_objects_of_the_kustomize_manifests(
