@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,35 +26,31 @@ from united.api.decode import Undecodable
 from united.api.field import ManifestError
 from united.api.mergepatch import identified, merge_patch
 from united.api.selector import parse as parse_selector
-from united.api.timestamp import format_time, now_rfc3339, parse_time
+from united.api.timestamp import format_time, now_rfc3339
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, PODS
 from united.kube.errors import AlreadyExists, namespace_terminating
-from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
+from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED
 from united.multicluster.lastknown import LastKnown, last_known
 from united.runtime.controller import Result, RetryableError
+from united.runtime.expectations import Expectations, LastWrite
+from united.runtime.expectations import rv_of as _rv
 from united.runtime.metrics import SubsetReplicas
-from united.uniteddeployment import adaptive, history, revision, rollout
+from united.uniteddeployment import adaptive, history, intents, revision, sync
 from united.uniteddeployment.admission import admission
-from united.uniteddeployment.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
+from united.uniteddeployment.allocation import AllocationError, Plan
 from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, name_of, strays, uid_of
-from united.uniteddeployment.diff import child_patch, immutable_changes
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
-    DEPLOYMENT,
     PROGRESSIVE,
     TEMPLATE_VARIANTS,
-    Progressive,
-    Subset,
     Template,
     UnitedDeployment,
 )
-from united.uniteddeployment.render import KINDS, Rendered, owner_reference, spec_digest
-from united.uniteddeployment.render import render as render_child
+from united.uniteddeployment.render import KINDS, owner_reference
 from united.uniteddeployment.render.blueprints import Blueprints
 from united.uniteddeployment.resources import resource_of
-from united.uniteddeployment.shift import Holding, Shift, shift
-from united.uniteddeployment.status import UPDATED, ChildView, Facts, compute, hpa_selector, observe, stalled
+from united.uniteddeployment.status import stalled
 
 if TYPE_CHECKING:
     from united.multicluster.identity import RemoteKeys
@@ -63,13 +58,6 @@ if TYPE_CHECKING:
 
 Json = dict[str, Any]
 log = structlog.get_logger(__name__)
-
-EXPECTATION_TTL = 300.0
-"""Seconds to trust our own write over a cache that has not shown it: client-go's 5 minutes.
-A watch normally catches up in milliseconds, but API Priority and Fairness can hold a LIST
-back for many seconds, and every pass in that time would otherwise create another child for
-the same subset (children have generated names). The TTL only bounds how long a child we
-created and someone else deleted before the cache saw it keeps its subset waiting."""
 
 
 class Store(Protocol):
@@ -142,9 +130,6 @@ SETTLE_SECONDS = 30.0
 """After a start, how long a pass waits for member clusters to be registered and their caches
 to sync before it reports them as missing or syncing: a restart must not flap statuses (nor
 write anything) while the ``Cluster`` objects are read and the member informers list."""
-DEADLINE_MARGIN = 0.05
-"""Seconds added to a requeue for an adaptive deadline: the timeouts are strict (``<``), so
-the pass must run just after the deadline, not at it."""
 
 
 class Reconciler:
@@ -173,14 +158,14 @@ class Reconciler:
         self.seconds = seconds
         """Wall-clock epoch seconds for adaptive scheduling (pod timestamps are wall-clock)."""
         self.gauges = gauges
-        self._written: dict[str, tuple[int, Json]] = {}
+        self._written: LastWrite[Json] = LastWrite()
+        """The status our last write of each UD recorded: compared against while the cache lags."""
         self._admitted: dict[str, tuple[tuple[Any, ...], UnitedDeployment | ManifestError]] = {}
         """The last admission of each UD, by what it was computed from (see :meth:`_admit`)."""
-        self._children: dict[str, dict[tuple[str, str, str, str], tuple[int, Json | None, float, str]]] = {}
-        """Children this process wrote, by UD key and (cluster, group, plural, name): the resourceVersion
-        and object the API server answered (None once deleted), and when — read instead of a
-        cache that has not seen our own write yet, so a reconcile right after a write neither
-        repeats it nor creates a second child for the subset (client-go's expectations)."""
+        self.expectations = Expectations()
+        """Children and revisions this process wrote, by UD key: read instead of a cache that has
+        not seen our own write yet, so a reconcile right after a write neither repeats it nor
+        creates a second child for the subset."""
         self.blueprints = Blueprints()
         """What each UD's children are rendered from, kept while its spec and revision stay."""
         self.likeness: dict[str, history.Likeness] = {}
@@ -193,8 +178,8 @@ class Reconciler:
             if skipped is not None:
                 await self._report_undecodable(key, skipped)
                 return Result()
-            self._written.pop(key, None)
-            self._children.pop(key, None)
+            self._written.forget(key)
+            self.expectations.forget(key)
             self._admitted.pop(key, None)
             self.blueprints.forget(key)
             self.likeness.pop(key, None)
@@ -247,7 +232,7 @@ class Reconciler:
         answer = await self.client.patch(
             self.ud_resource, str(meta.get("name")), patch, patch_type=PatchType.MERGE, namespace=meta.get("namespace")
         )
-        self._written[key] = (_rv(answer), previous)
+        self._written.record(key, _rv(answer), previous)
         return answer
 
     async def _finalize(self, key: str, obj: Json) -> Result:
@@ -366,61 +351,16 @@ class Reconciler:
             raise known[1]
         return known[1]
 
-    def remember(
-        self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int, cluster: str = "", uid: str = ""
-    ) -> None:
-        """Our write of child ``name`` (``obj`` None: deleted; ``uid``: the object a delete's uid
-        precondition named, whose later versions the cache may still show are gone too)."""
-        entry = (cluster, resource.group, resource.plural, name)
-        self._children.setdefault(key, {})[entry] = (rv, obj, time.monotonic(), uid)
-
-    def fresh(self, key: str, resource: Resource, cached: list[Json], *, cluster: str = "") -> list[Json]:
-        """The cached children of UD ``key`` (in ``cluster``, ``""`` the host), with our own
-        recent writes in place of what the cache lacks."""
-        mine = self._children.get(key)
-        if not mine:
-            return cached
-        by_name = {name_of(o): o for o in cached}
-        now = time.monotonic()
-        for entry, (rv, obj, at, uid) in list(mine.items()):
-            where, group, plural, name = entry
-            if (where, group, plural) != (cluster, resource.group, resource.plural):
-                continue
-            have = by_name.get(name)
-            if (
-                now - at > EXPECTATION_TTL
-                or (obj is None and have is None)
-                # a deleted child's last version stays cached until the watch says it is gone; a
-                # newer version of the uid we deleted was written before our delete, and is gone too
-                or (
-                    have is not None
-                    and (_rv(have) > rv and uid_of(have) != uid if obj is None else _rv(have) >= rv > 0)
-                )
-            ):
-                del mine[entry]
-            elif obj is None:
-                by_name.pop(name, None)
-            else:
-                by_name[name] = obj
-        if not mine:
-            del self._children[key]
-        return list(by_name.values())
-
     def _previous_status(self, key: str, obj: Mapping[str, Any]) -> Json:
-        cached = dict(obj.get("status") or {})
-        written = self._written.get(key)
-        if written is None:
-            return cached
-        rv = _rv(obj)
-        return written[1] if rv < written[0] else cached
+        written = self._written.newer(key, obj)
+        return written[1] if written is not None else dict(obj.get("status") or {})
 
     def _status_version(self, key: str, obj: Mapping[str, Any]) -> str:
         """The resourceVersion the status about to be written was computed from: the cached
         object's, or our last status write's while the cache lags behind it (that write was
         itself conditional on the cached version, so nothing but our status changed between)."""
-        written = self._written.get(key)
-        rv = _rv(obj)
-        if written is not None and rv < written[0]:
+        written = self._written.newer(key, obj)
+        if written is not None:
             return str(written[0])
         return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -444,7 +384,7 @@ class Reconciler:
             namespace=str(meta.get("namespace")),
             subresource="status",
         )
-        self._written[key] = (_rv(answer), status)
+        self._written.record(key, _rv(answer), status)
         return True
 
 
@@ -469,19 +409,6 @@ def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
     return {"uid": uid} if uid else None
 
 
-def _digest(child: Mapping[str, Any] | None, keys: Keys) -> Any:
-    return ((child or {}).get("metadata") or {}).get("annotations", {}).get(keys.spec_hash)
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    """resourceVersions are opaque; comparing them as integers is the documented shortcut
-    (etcd revisions) that OpenKruise's expectations use too."""
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
 class _Pass:
     """One reconcile of one valid UnitedDeployment."""
 
@@ -503,7 +430,6 @@ class _Pass:
         per pass (a new UD with 3 subsets gets one ``SuccessfulCreate``, not three)."""
         self.writes = 0
         self.requeue_after: float | None = None
-        self.update_revision = ""
         self.host = Site(None, r.client, None, r.caches.pods)
         self.sites: dict[str, Site] = {}
         """The site of each remote subset (host subsets: :attr:`host`)."""
@@ -534,10 +460,10 @@ class _Pass:
             return Result()
         owner = owner_reference(self.ud)
         plan_ = await self.revisions(owner)
-        updated = self.update_revision = plan_.updated
+        updated = plan_.updated
         resource = resource_of(variant)
         self.host.children = store
-        claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
+        claimed = claim(self.ud, self.r.expectations.fresh(self.key, resource, self.candidates(store)), self.keys)
         if self.r.caches.members is not None or any(s.cluster for s in self.ud.spec.subsets):
             self.claim_remote(resource, variant, claimed)
             settling = time.monotonic() - self.r.started < SETTLE_SECONDS
@@ -547,32 +473,19 @@ class _Pass:
         if claimed.adopt:
             await self.recheck()
         pods = await self.pods_by_subset(claimed.by_subset)
-        state = {
-            name: SubsetState(
-                replicas=int((c.get("spec") or {}).get("replicas") or 0),
-                ready_replicas=int((c.get("status") or {}).get("readyReplicas") or 0),
-            )
-            for name, c in claimed.by_subset.items()
+        down = {
+            name: sync.Unusable(str(site.cluster), site.reason, site.since, site.detail)
+            for name, site in self.sites.items()
+            if not site.usable
         }
-        state |= {name: known.state() for name, known in self.known.items()}
-        down = {name: site for name, site in self.sites.items() if not site.usable}
-        for name in down:
-            if name in state:
-                state[name] = dataclasses.replace(state[name], unreachable=True)
+        state = sync.states(claimed.by_subset, {n: k.state() for n, k in self.known.items()}, down)
         settings = adaptive.Settings.of(self.ud.spec)
-        seconds = self.r.seconds()
-        decisions = self.decide(settings, claimed.by_subset, pods, updated, seconds) if settings else {}
+        i = sync.Inputs(self.ud, self.previous, self.keys, self.r.seconds())
+        decisions = sync.decide(i, settings, claimed.by_subset, pods, updated) if settings else {}
         if settings is not None:
-            decisions |= self.cluster_down(settings, down, state, seconds)
-        for name, d in decisions.items():
-            if name not in state and not d.unschedulable:
-                continue  # nothing known of it: no state, as for a subset without a child
-            st = state.get(name, SubsetState(unreachable=True))
-            state[name] = dataclasses.replace(st, unschedulable=d.unschedulable, reserved_pods=d.held)
+            decisions |= sync.cluster_down(i, settings, down, state)
         try:
-            plan = allocate(self.ud.spec, state)
-            if settings is not None and settings.reserve:
-                plan = self.regrow(settings, plan, state, decisions, seconds)
+            plan, decisions = sync.allocation(i, settings, sync.with_decisions(state, decisions), decisions)
         except AllocationError as e:
             self.event("Warning", "AllocationFailed", str(e))
             failed = Problem("AllocationFailed", str(e))
@@ -583,74 +496,42 @@ class _Pass:
             if d.event is not None:
                 self.event(d.event.type, d.event.reason, d.event.message)
         await self.label_pods(decisions)
-        overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
+        overrides = sync.max_unavailable(settings, claimed.by_subset, plan, decisions)
         wave = moved = None
         if self.ud.spec.update.type == PROGRESSIVE:
-            counts = self.counts(pods, updated, seconds)
-            plan, moved = self.capacity(plan, claimed.by_subset, counts)
-            wave = self.rollout(claimed.by_subset, counts, plan, updated, seconds)
-        held: dict[str, str] = {}
-        still: frozenset[str] = frozenset()
-        if wave is not None:
-            targets = wave.targets
-            plan = dataclasses.replace(
-                plan,
-                subsets=tuple(
-                    dataclasses.replace(a, partition=targets[a.name].partition) if a.name in targets else a
-                    for a in plan.subsets
-                ),
-            )
-            overrides |= {n: t.max_unavailable for n, t in targets.items() if t.max_unavailable}
-            held = {n: t.revision for n, t in targets.items() if t.revision != updated}
-            still = frozenset(n for n, t in targets.items() if t.max_unavailable == 0)
-            for type_, reason, message in wave.events:
-                self.event(type_, reason, message)
+            counts = sync.counts(i, pods, updated)
+            plan, moved = sync.capacity(self.ud, plan, claimed.by_subset, counts)
+            wave = sync.rollout_decision(i, claimed.by_subset, counts, plan, updated)
+        waved = sync.apply_wave(plan, wave, updated)
+        plan, overrides = waved.plan, overrides | waved.overrides
+        for type_, reason, message in wave.events if wave is not None else ():
+            self.event(type_, reason, message)
         await self.finalizer(claimed)
-        applied = await self.children(resource, claimed, plan, updated, overrides, held, still)
+        applied = await self.children(resource, claimed, plan, updated, overrides, waved.held, waved.still)
         draining = moved.draining if moved is not None else ()
         await self.drain(resource, claimed, plan, draining)
         extra = await self.cleanup(resource, variant, claimed, keep=draining) + len(draining)
         for reason, messages in self.done.items():
             self.event("Normal", reason, "; ".join(messages))
-        views = self.observe(claimed.by_subset, pods, updated, decisions)
+        views = sync.views(self.keys, claimed.by_subset, pods, updated, decisions)
         views |= {name: known.view() for name, known in self.known.items()}
-        problem = None
-        if self.errors:
-            problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False)
-        elif self.immutable:
-            problem = Problem("ImmutableField", "; ".join(self.immutable))
-        elif wave is not None and wave.status["phase"] == rollout.STALLED:
-            problem = Problem(rollout.ROLLOUT_STUCK, wave.status["message"])
-        elif down:
-            problem = self.unavailable(down)
-        selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
-        facts = Facts(
+        outcome = sync.Outcome(
             generation=self.generation,
-            previous=self.previous,
-            label_selector=hpa_selector(
-                selector, reserved_label=self.keys.reserved_pod if settings and settings.reserve else None
-            ),
             now=now,
             plan=plan,
             children=views,
-            partition_applied=applied,
-            updated_revision=updated,
-            current_revision=self.previous.get("currentRevision") or None,
+            applied=applied,
+            updated=updated,
             collision_count=plan_.collision_count,
-            problem=problem,
+            problem=sync.problem(self.errors, self.immutable, wave, down),
             extra_children=extra,
-            schedulable={n: d.condition.to_dict() for n, d in decisions.items() if d.condition is not None},
-            rollout=wave.status if wave is not None else None,
-            rollout_states={
-                **({n: t.state for n, t in wave.targets.items()} if wave is not None else {}),
-                **dict.fromkeys(draining, rollout.DRAINING),
-            },
+            decisions=decisions,
+            wave=wave,
+            draining=draining,
             clusters={n: site.cluster for n, site in self.sites.items() if site.cluster},
-            cluster_conditions={
-                n: cluster_ready(str(site.cluster), site.reason, site.since, site.detail) for n, site in down.items()
-            },
+            down=down,
         )
-        status = compute(facts)
+        status = sync.report(i, settings, outcome)
         if self.r.gauges is not None:
             self.r.gauges.set_subsets(
                 self.namespace,
@@ -660,26 +541,13 @@ class _Pass:
                     for s in status["subsetStatuses"]
                 },
             )
-        if (
-            not self.writes
-            or self.errors
-            or _schedulable(status) != _schedulable(self.previous)
-            or status.get("rollout") != self.previous.get("rollout")
-        ):
-            # The Schedulable conditions and status.rollout are the memory of adaptive
-            # scheduling (when a subset was marked) and of a rollout (its wave, since when):
-            # they are written in the same pass as the child writes they cause, or the next
-            # pass would not know why a subset was capped or when a pause began.
+        if sync.status_due(status, self.previous, writes=self.writes, failed=bool(self.errors)):
             await self.r._write_status(self.key, self.obj, self.previous, status)
         if self.errors:
             raise RetryableError("; ".join(self.errors))
-        delays = [2.0] if claimed.terminating else []
-        deadline = min((d.deadline for d in decisions.values() if d.deadline is not None), default=None)
-        if deadline is not None:
-            delays.append(max(0.0, deadline - seconds) + DEADLINE_MARGIN)
-        if wave is not None and wave.requeue_after is not None:
-            delays.append(wave.requeue_after)
-        return Result(requeue_after=min(delays, default=None))
+        return Result(
+            requeue_after=sync.requeue(i.seconds, terminating=bool(claimed.terminating), decisions=decisions, wave=wave)
+        )
 
     def site(self, subset: str) -> Site:
         return self.sites.get(subset, self.host)
@@ -689,8 +557,7 @@ class _Pass:
         child (so deleting it deletes them first), and only then: host-only UDs never get it."""
         remote = bool(self.sites) or any(site.cluster for site, _ in self.elsewhere)
         has = self.keys.remote_children_finalizer in _finalizers(self.obj)
-        written = self.r._written.get(self.key)
-        if remote == has or (written is not None and _rv(self.obj) < written[0]):
+        if remote == has or self.r._written.newer(self.key, self.obj) is not None:
             return  # as wanted, or the cache has not shown our last write yet
         answer = await self.r.set_finalizer(self.key, self.obj, self.previous, present=remote)
         self.obj = {**self.obj, "metadata": {**(self.obj.get("metadata") or {}), **(answer.get("metadata") or {})}}
@@ -717,7 +584,10 @@ class _Pass:
                 continue
             cached = site.children.by_owner(self.ud.uid, self.namespace)
             found = claim(
-                self.ud, self.r.fresh(self.key, resource, cached, cluster=cluster), self.keys, owner_of=site.owner_of
+                self.ud,
+                self.r.expectations.fresh(self.key, resource, cached, cluster=cluster),
+                self.keys,
+                owner_of=site.owner_of,
             )
             for name, child in found.by_subset.items():
                 if spec.get(name) == cluster:
@@ -764,41 +634,6 @@ class _Pass:
             suspect=member.suspect,
             create_namespaces=member.spec.create_namespaces,
         )
-
-    def cluster_down(
-        self, settings: adaptive.Settings, down: Mapping[str, Site], state: Mapping[str, SubsetState], seconds: float
-    ) -> dict[str, adaptive.Decision]:
-        """Adaptive decisions for the subsets whose cluster cannot be used: marked once that has
-        lasted ``rescheduleCriticalSeconds`` (:func:`~united.uniteddeployment.adaptive.cluster_down`)."""
-        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
-        out = {}
-        for name, site in down.items():
-            mark = adaptive.schedulable_condition(previous.get(name))
-            if site.reason == CLUSTER_SYNCING and (mark is None or mark.status):
-                continue  # reachable, caches syncing (a restart): nothing moves; a mark is held
-            out[name] = adaptive.cluster_down(
-                settings,
-                subset=name,
-                cluster=str(site.cluster),
-                since=site.since or seconds,
-                now=seconds,
-                previous=mark,
-                replicas=state[name].replicas if name in state else 0,
-            )
-        return out
-
-    def unavailable(self, down: Mapping[str, Site]) -> Problem:
-        """The UD's condition while some subsets' clusters cannot be used: the others converge;
-        ``Stalled`` only when a ``Cluster`` is missing (a spec problem)."""
-        messages = [
-            f"subset {name}: "
-            + cluster_ready(str(site.cluster), site.reason, site.since)["message"].removesuffix(
-                "; showing the last-known counts"
-            )
-            for name, site in down.items()
-        ]
-        missing = any(site.reason == CLUSTER_NOT_FOUND for site in down.values())
-        return Problem(CLUSTER_NOT_FOUND if missing else "ClusterUnavailable", "; ".join(messages), stalled=missing)
 
     async def create(self, site: Site, resource: Resource, body: Json) -> Any:
         """Create ``body`` in ``site``; in a member whose namespace is missing, create the
@@ -870,188 +705,6 @@ class _Pass:
             await asyncio.sleep(0)
         return out
 
-    def decide(
-        self,
-        settings: adaptive.Settings,
-        by_subset: Mapping[str, Json],
-        pods: Mapping[str, list[Json]],
-        updated: str,
-        seconds: float,
-    ) -> dict[str, adaptive.Decision]:
-        """Adaptive decisions for every subset with a child, in topology order."""
-        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
-        updated_since = None
-        for c in self.previous.get("conditions") or ():
-            if isinstance(c, dict) and c.get("type") == UPDATED:
-                updated_since = parse_time(c.get("lastTransitionTime"))
-        out = {}
-        for subset in self.ud.spec.subsets:
-            child = by_subset.get(subset.name)
-            if child is None:
-                continue
-            replicas = int((child.get("spec") or {}).get("replicas") or 0)
-            out[subset.name] = adaptive.decide(
-                settings,
-                pods.get(subset.name, []),
-                subset=subset.name,
-                previous=adaptive.schedulable_condition(previous.get(subset.name)),
-                now=seconds,
-                keys=self.keys,
-                updated_revision=updated,
-                updated_since=updated_since,
-                replicas=replicas,
-                partition=partition(self.ud.spec, subset.name, replicas),
-            )
-        return out
-
-    def regrow(
-        self,
-        settings: adaptive.Settings,
-        plan: Plan,
-        state: dict[str, SubsetState],
-        decisions: dict[str, adaptive.Decision],
-        seconds: float,
-    ) -> Plan:
-        """Reservation: a recovered subset that grows keeps its substitutes until its new pods
-        prove ready; allocate again with its new pods counted as reserved."""
-        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
-        grown = False
-        for name, d in list(decisions.items()):
-            st = state[name]
-            again = adaptive.regrow(
-                settings,
-                d,
-                subset=name,
-                previous=adaptive.schedulable_condition(previous.get(name)),
-                replicas=st.replicas,
-                allocated=plan[name].replicas,
-                now=seconds,
-            )
-            if again is None:
-                continue
-            decisions[name] = again
-            state[name] = SubsetState(
-                replicas=plan[name].replicas,
-                ready_replicas=st.ready_replicas,
-                unschedulable=True,
-                reserved_pods=again.held,
-            )
-            grown = True
-        return allocate(self.ud.spec, state) if grown else plan
-
-    def counts(self, pods: Mapping[str, list[Json]], updated: str, seconds: float) -> dict[str, rollout.Counts]:
-        """Each subset's pods counted for a Progressive rollout (available: Ready for the
-        template's ``minReadySeconds``)."""
-        template = self.ud.spec.template
-        assert template is not None
-        min_ready = template.spec.get("minReadySeconds")
-        return {
-            name: rollout.counts(
-                subset_pods,
-                revision_label=self.keys.revision,
-                updated=updated,
-                min_ready_seconds=min_ready if isinstance(min_ready, int) else 0,
-                now=seconds,
-            )
-            for name, subset_pods in pods.items()
-        }
-
-    def capacity(
-        self, plan: Plan, by_subset: Mapping[str, Json], counts: Mapping[str, rollout.Counts]
-    ) -> tuple[Plan, Shift]:
-        """The allocation with donors held back until the receivers' pods are available, and
-        the removed subsets' children kept meanwhile (:mod:`united.uniteddeployment.shift`)."""
-        children = {
-            name: Holding(
-                int((c.get("spec") or {}).get("replicas") or 0), counts[name].available if name in counts else 0
-            )
-            for name, c in by_subset.items()
-        }
-        progressive = self.ud.spec.update.progressive or Progressive()
-        moved = shift(
-            {a.name: a.replicas for a in plan.subsets},
-            children,
-            order=[a.name for a in plan.subsets],
-            total=plan.replicas,
-            budget=rollout.budget(progressive, plan.replicas),
-        )
-        subsets = [
-            a
-            if moved.replicas[a.name] == a.replicas
-            else dataclasses.replace(
-                a,
-                replicas=moved.replicas[a.name],
-                message=f"{a.message}; {moved.replicas[a.name]} kept until the other subsets' new pods are available",
-            )
-            for a in plan.subsets
-        ]
-        subsets += [
-            Allocation(
-                n, moved.replicas[n], 0, "draining", "removed: kept until the other subsets' new pods are available"
-            )
-            for n in moved.draining
-        ]
-        return dataclasses.replace(plan, subsets=tuple(subsets)), moved
-
-    def rollout(
-        self,
-        by_subset: Mapping[str, Json],
-        counts: Mapping[str, rollout.Counts],
-        plan: Plan,
-        updated: str,
-        seconds: float,
-    ) -> rollout.Decision:
-        """A Progressive rollout's decision for this pass, from each subset's child and pods."""
-        template = self.ud.spec.template
-        assert template is not None
-        kind = KINDS[template.variant]
-        facts = {}
-        for a in plan.subsets:
-            subset_counts = counts.get(a.name, rollout.Counts())
-            child = by_subset.get(a.name)
-            partitioned = template.variant != DEPLOYMENT
-            if child is None:
-                facts[a.name] = rollout.SubsetFacts(a.replicas, partitioned, exists=False, counts=subset_counts)
-                continue
-            meta = child.get("metadata") or {}
-            replicas = int((child.get("spec") or {}).get("replicas") or 0)
-            facts[a.name] = rollout.SubsetFacts(
-                a.replicas,
-                partitioned,
-                revision=(meta.get("labels") or {}).get(self.keys.revision),
-                child_replicas=replicas,
-                partition=kind.read_partition(child) or 0,
-                max_unavailable=rollout.rolling_max_unavailable(child),
-                max_surge=rollout.rolling_max_surge(child),
-                settled=_status_int(child, "observedGeneration") >= int(meta.get("generation") or 0),
-                reported=None
-                if partitioned
-                else (
-                    _status_int(child, "replicas"),
-                    _status_int(child, "updatedReplicas"),
-                    _status_int(child, "availableReplicas"),
-                ),
-                counts=subset_counts,
-            )
-        return rollout.decide(
-            self.ud.spec.update.progressive or Progressive(),
-            replicas=plan.replicas,
-            revision=updated,
-            facts=facts,
-            subsets=[s.name for s in self.ud.spec.subsets],
-            previous=self.previous.get("rollout") or {},
-            progress=(
-                sum(f.counts.updated for f in facts.values()),
-                sum(f.counts.updated_ready for f in facts.values()),
-            ),
-            previous_progress=(
-                int(self.previous.get("updatedReplicas") or 0),
-                int(self.previous.get("updatedReadyReplicas") or 0),
-            ),
-            annotations=self.ud.annotations,
-            now=seconds,
-        )
-
     def held_template(self, name: str) -> Template | None:
         """The template of revision ``name``, from the revision cache; None when it is gone."""
         template = self.ud.spec.template
@@ -1077,31 +730,12 @@ class _Pass:
                     site=site,
                 )
 
-    def max_unavailable(
-        self,
-        settings: adaptive.Settings | None,
-        by_subset: Mapping[str, Json],
-        plan: Plan,
-        decisions: Mapping[str, adaptive.Decision],
-    ) -> dict[str, int]:
-        """Reservation: how many pods a rollout of each unschedulable subset may take down, so
-        its reserved (pending) pods can be replaced by the new revision."""
-        if settings is None or not settings.reserve:
-            return {}
-        out = {}
-        for name, d in decisions.items():
-            if not d.unschedulable or name not in by_subset:
-                continue
-            ready = int((by_subset[name].get("status") or {}).get("readyReplicas") or 0)
-            out[name] = adaptive.max_unavailable(plan[name].replicas, ready, d.update_timeout_pods)
-        return out
-
     async def revisions(self, owner: Json) -> history.HistoryPlan:
         """Adopt, create, bump and trim this UD's revisions (``history.plan`` decides). Our own
         writes stand in for a lagging cache as for children; a name taken by a revision the
         cache has not shown yet ends the pass, so the next one compares its data."""
         cache = self.r.caches.revisions
-        owned = self.r.fresh(self.key, CONTROLLER_REVISIONS, cache.by_owner(self.ud.uid, self.namespace))
+        owned = self.r.expectations.fresh(self.key, CONTROLLER_REVISIONS, cache.by_owner(self.ud.uid, self.namespace))
         mine = {name_of(r) for r in owned}
         orphans = [r for r in cache.orphans(self.namespace) if name_of(r) not in mine]
 
@@ -1155,7 +789,7 @@ class _Pass:
                     CONTROLLER_REVISIONS, name, namespace=self.namespace, preconditions=_same(by_name[name])
                 )
                 self.writes += 1
-            self.r.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
+            self.r.expectations.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
         return hp
 
     async def likeness(self, owned: list[Json]) -> history.Likeness:
@@ -1176,7 +810,7 @@ class _Pass:
     def mark(self, name: str, answer: Json) -> None:
         """A revision write went through: count it and remember it for the next pass."""
         self.writes += 1
-        self.r.remember(self.key, CONTROLLER_REVISIONS, name, answer, rv=_rv(answer))
+        self.r.expectations.remember(self.key, CONTROLLER_REVISIONS, name, answer, rv=_rv(answer))
 
     async def recheck(self) -> None:
         """client-go's RecheckDeletionTimestamp: before adopting anything, read the
@@ -1202,149 +836,63 @@ class _Pass:
         held: Mapping[str, str],
         still: frozenset[str] = frozenset(),
     ) -> dict[str, bool]:
+        """Create or patch each subset's child (:mod:`~united.uniteddeployment.intents` decides),
+        one subset per turn of the loop, in topology order. Returns whether each child holds
+        its partition."""
         applied: dict[str, bool] = {}
         kind = KINDS[resource_variant(resource)]
+        templates = {name: self.held_template(name) for name in set(held.values()) if name != updated}
         for subset in self.ud.spec.subsets:
             await asyncio.sleep(0)  # one subset's render and diff per step of the loop
-            a = plan[subset.name]
             live = claimed.by_subset.get(subset.name)
             site = self.site(subset.name)
-            rendered, overridden = self.render(
+            revision_name = held.get(subset.name, updated)
+            target = intents.Target(
+                self.key,
+                self.ud,
+                self.keys,
                 subset,
-                a,
-                held.get(subset.name, updated),
+                plan[subset.name],
+                revision_name if templates.get(revision_name) is not None else updated,
+                templates.get(revision_name),
                 overrides.get(subset.name, 0),
-                live,
                 still=subset.name in still,
-                remote=site.remote,
             )
+            rendered, overridden = intents.render(target, live, self.r.blueprints, remote=site.remote)
             applied[subset.name] = rendered.partition_applied
             if not site.usable or site.client is None:
                 continue  # no request to a cluster we cannot use; the status says why
+            decided = intents.child_write(
+                target,
+                kind,
+                live,
+                rendered,
+                overridden=overridden,
+                updated=updated,
+                cluster=site.cluster,
+                terminating=subset.name in claimed.terminating,
+            )
+            if decided.immutable:
+                self.immutable.append(decided.immutable)
+            w = decided.write
+            if w is None:
+                continue
             where = f" in cluster {site.cluster}" if site.cluster else ""
-            if live is None:
-                if subset.name in claimed.terminating:
-                    continue
-                created = await self.write(
-                    "create",
-                    f"{subset.name}{where}",
-                    self.create(site, resource, rendered.object),
-                    success=(
-                        "SuccessfulCreate",
-                        f"Created {kind.kind} for subset {subset.name}{where} with {a.replicas} replicas",
-                    ),
-                    site=site,
+            if w.verb == "create":
+                call = self.create(site, resource, w.body)
+                answer = await self.write("create", f"{subset.name}{where}", call, success=w.success, site=site)
+            else:
+                assert live is not None
+                body = identified(w.body, live, exact=w.exact)
+                call = site.client.patch(
+                    resource, name_of(live), body, patch_type=PatchType.MERGE, namespace=self.namespace
                 )
-                if created:
-                    self.r.remember(
-                        self.key, resource, name_of(created), created, rv=_rv(created), cluster=site.cluster or ""
-                    )
-                continue
-            fields = immutable_changes(live, rendered.object, kind=kind)
-            if fields:
-                self.immutable.append(
-                    f"subset {subset.name}: {kind.kind} {name_of(live)} cannot change {', '.join(fields)} (immutable);"
-                    " delete it to have it recreated from the template (its pods are replaced), or revert the change"
-                )
-            patch = child_patch(
-                live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
-            )
-            if patch is None:
-                continue
-            before = int((live.get("spec") or {}).get("replicas") or 0)
-            what = []
-            if before != a.replicas:
-                what.append(f"scaled from {before} to {a.replicas}")
-            if (patch.get("spec") or {}).keys() - {"replicas"}:
-                if ((live.get("metadata") or {}).get("labels") or {}).get(self.keys.revision) != updated:
-                    what.append(f"updated to revision {updated}")
-                elif overridden:
-                    what.append(f"maxUnavailable {overrides[subset.name]} while its pods are reserved")
-                else:
-                    what.append("spec updated")
-            adopting = "ownerReferences" in (patch.get("metadata") or {})
-            if adopting:
-                what.append("adopted")
-            message = f"{kind.kind} {name_of(live)} of subset {subset.name}{where}: " + (
-                ", ".join(what) or "labels updated"
-            )
-            patched = await self.write(
-                "update",
-                subset.name,
-                site.client.patch(
-                    resource,
-                    name_of(live),
-                    identified(patch, live, exact=adopting),
-                    patch_type=PatchType.MERGE,
-                    namespace=self.namespace,
-                ),
-                success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
-                site=site,
-            )
-            if patched:
-                self.r.remember(
-                    self.key, resource, name_of(patched), patched, rv=_rv(patched), cluster=site.cluster or ""
+                answer = await self.write("update", subset.name, call, success=w.success, site=site)
+            if answer:
+                self.r.expectations.remember(
+                    self.key, resource, name_of(answer), answer, rv=_rv(answer), cluster=site.cluster or ""
                 )
         return applied
-
-    def render(
-        self,
-        subset: Subset,
-        a: Allocation,
-        revision_name: str,
-        override: int,
-        live: Json | None,
-        *,
-        still: bool = False,
-        remote: RemoteKeys | None = None,
-    ) -> tuple[Rendered, bool]:
-        """The child of ``subset`` with its reservation override (and whether it has one). From
-        the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
-        then reads nothing of the pod template, which that child lacks; in full otherwise. A
-        child held at an older revision (a Progressive rollout) is rendered in full from that
-        revision's template (``revision_name``; the updated revision's when it is gone)."""
-        template = self.held_template(revision_name) if revision_name != self.update_revision else None
-        if template is not None:
-            ud = dataclasses.replace(self.ud, spec=dataclasses.replace(self.ud.spec, templates=(template,)))
-            rendered = render_child(
-                ud,
-                subset=subset,
-                replicas=a.replicas,
-                partition=a.partition,
-                revision=revision_name,
-                keys=self.keys,
-                remote=remote,
-            )
-            return rendered, self.override(rendered.object, override, exact=still)
-        complete = live is None
-        while True:
-            rendered = self.r.blueprints.render(
-                self.key,
-                self.ud,
-                subset=subset,
-                replicas=a.replicas,
-                partition=a.partition,
-                revision=self.update_revision,
-                keys=self.keys,
-                complete=complete,
-                remote=remote,
-            )
-            overridden = self.override(rendered.object, override, exact=still)
-            if rendered.complete or _digest(live, self.keys) == _digest(rendered.object, self.keys):
-                return rendered, overridden
-            complete = True
-
-    def override(self, child: Json, value: int, *, exact: bool = False) -> bool:
-        """Write a reservation's or a rollout's ``maxUnavailable`` into a rendered child and fold it into the
-        child's spec digest, so the diff sees it come and go like any other rendered change
-        (when it goes, the template's own strategy is written back)."""
-        template = self.ud.spec.template
-        assert template is not None
-        if not adaptive.override_max_unavailable(template.variant, child["spec"], value, exact=exact):
-            return False
-        annotations = child["metadata"]["annotations"]
-        annotations[self.keys.spec_hash] = spec_digest(rendered=annotations[self.keys.spec_hash], maxUnavailable=value)
-        return True
 
     async def drain(self, resource: Resource, claimed: Any, plan: Plan, draining: Iterable[str]) -> None:
         """Scale the children of removed subsets that are kept while they drain."""
@@ -1370,7 +918,7 @@ class _Pass:
                 ),
             )
             if patched:
-                self.r.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
+                self.r.expectations.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
 
     async def cleanup(self, resource: Resource, variant: str, claimed: Any, *, keep: Iterable[str] = ()) -> int:
         """Delete children of removed subsets, duplicates and children of other kinds; release
@@ -1405,7 +953,7 @@ class _Pass:
                 site=site,
             )
             if gone is not None:
-                self.r.remember(
+                self.r.expectations.remember(
                     self.key, res, name_of(child), None, rv=_rv(child), cluster=site.cluster or "", uid=uid_of(child)
                 )
         for child in claimed.release:
@@ -1463,29 +1011,6 @@ class _Pass:
             self.done.setdefault(reason, []).append(message)
         return answer if isinstance(answer, dict) else {}
 
-    def observe(
-        self,
-        by_subset: Mapping[str, Json],
-        pods: Mapping[str, list[Json]],
-        updated: str,
-        decisions: Mapping[str, adaptive.Decision],
-    ) -> dict[str, ChildView]:
-        views = {}
-        for subset, child in by_subset.items():
-            view = observe(child, pods.get(subset, []), revision_label=self.keys.revision, updated=updated)
-            d = decisions.get(subset)
-            views[subset] = dataclasses.replace(view, reserved=d.reserved) if d is not None else view
-        return views
-
-
-def _schedulable(status: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``Schedulable`` conditions of a status, by subset."""
-    return {
-        str(s.get("name")): s.get("conditions")
-        for s in status.get("subsetStatuses") or ()
-        if isinstance(s, dict) and s.get("conditions")
-    }
-
 
 def resource_variant(resource: Resource) -> str:
     for variant in TEMPLATE_VARIANTS:
@@ -1505,10 +1030,6 @@ def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
     for ref in meta.get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == "UnitedDeployment":
             yield f"{meta.get('namespace')}/{ref.get('name')}"
-
-
-def _status_int(obj: Json, field: str) -> int:
-    return int((obj.get("status") or {}).get(field) or 0)
 
 
 def changed_paths(patch: Any, prefix: str = "", depth: int = 2) -> list[str]:

@@ -342,7 +342,7 @@ async def test_a_child_another_host_made_is_not_ours() -> None:
     await world.reconcile()
     world.settle()
     m1.children[0]["metadata"]["labels"][KEYS.owner_cluster] = "another-host"
-    world.reconciler._children.clear()  # our own create is no longer expected (the cache showed it)
+    world.reconciler.expectations.clear()  # our own create is no longer expected (the cache showed it)
     await world.reconcile()
     assert len(creates(m1.client)) == 1, "ours is missing: created; theirs is left alone"
     assert m1.client.writes("delete", "deployments") == []

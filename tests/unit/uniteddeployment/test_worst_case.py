@@ -49,10 +49,10 @@ class Units:
     pass should do one subset's share of either between two turns of the loop."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from united.uniteddeployment import reconciler, validation
+        from united.uniteddeployment import intents, validation
 
         self.merged = self.rendered = 0
-        place, render = getattr(validation, "place"), reconciler._Pass.render  # noqa: B009
+        place, render = getattr(validation, "place"), intents.render  # noqa: B009
 
         def placing(*args: Any, **kw: Any) -> Any:
             self.merged += 1
@@ -63,7 +63,7 @@ class Units:
             return render(*args, **kw)
 
         monkeypatch.setattr(validation, "place", placing)
-        monkeypatch.setattr(reconciler._Pass, "render", rendering)
+        monkeypatch.setattr(intents, "render", rendering)
 
 
 @pytest.mark.parametrize("case", CASES)
