@@ -31,7 +31,7 @@ from united.kube import ApiError, Conflict, NotFound, PatchType, Resource
 from united.kube.client import CONTROLLER_REVISIONS, PODS
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING
-from united.multicluster.lastknown import LastKnown, last_known
+from united.multicluster.lastknown import LastKnown
 from united.runtime.controller import Result, RetryableError
 from united.runtime.expectations import rv_of as _rv
 from united.runtime.metrics import SubsetReplicas
@@ -42,7 +42,7 @@ from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import PROGRESSIVE, TEMPLATE_VARIANTS, Template, UnitedDeployment
 from united.uniteddeployment.render import KINDS, owner_reference
 from united.uniteddeployment.resources import resource_of
-from united.uniteddeployment.sites import Site, Store, create_in, same, site_of
+from united.uniteddeployment.sites import Site, Store, claim_remote, create_in, same
 from united.uniteddeployment.status import stalled
 
 if TYPE_CHECKING:
@@ -221,48 +221,14 @@ class Executor:
         self.obj = {**self.obj, "metadata": {**(self.obj.get("metadata") or {}), **(answer.get("metadata") or {})}}
 
     def claim_remote(self, resource: Resource, variant: str, claimed: Claim) -> None:
-        """Where each remote subset's child lives (:attr:`sites`), and the children of this UD
-        in member clusters merged into ``claimed``: a child counts for subset S only in S's own
-        site; one anywhere else (the subset moved or was removed), like a duplicate, goes to
-        :attr:`elsewhere` to be deleted. Clusters looked at: those of the spec and those the
-        previous status names (a removed or moved subset's child is found there)."""
-        previous = {
-            str(e.get("cluster"))
-            for e in self.previous.get("subsetStatuses") or ()
-            if isinstance(e, Mapping) and e.get("cluster")
-        }
-        spec = {s.name: s.cluster for s in self.ud.spec.subsets if s.cluster}
-        by_cluster = {
-            c: site_of(self.r.caches.members, c, self.namespace, variant) for c in sorted({*spec.values(), *previous})
-        }
-        self.sites = {name: by_cluster[c] for name, c in spec.items()}
-        for name in list(claimed.by_subset):
-            if name in self.sites:  # now remote: the host's child goes
-                self.elsewhere.append((self.host, claimed.by_subset.pop(name)))
-        for cluster, site in by_cluster.items():
-            if site.children is None or not site.synced:
-                continue
-            cached = site.children.by_owner(self.ud.uid, self.namespace)
-            found = claim(
-                self.ud,
-                self.r.expectations.fresh(self.key, resource, cached, cluster=cluster),
-                self.keys,
-                owner_of=site.owner_of,
-            )
-            for name, child in found.by_subset.items():
-                if spec.get(name) == cluster:
-                    claimed.by_subset[name] = child
-                else:
-                    self.elsewhere.append((site, child))
-            for name, child in found.terminating.items():
-                if spec.get(name) == cluster:
-                    claimed.terminating[name] = child
-            self.elsewhere += [(site, child) for child in found.duplicates]
-        for name, cluster in spec.items():
-            if not self.sites[name].synced:
-                known = last_known(self.previous, name, cluster)
-                if known is not None:
-                    self.known[name] = known
+        """The remote subsets' sites and children (:func:`~united.uniteddeployment.sites.claim_remote`)."""
+
+        def fresh(cached: list[Json], cluster: str) -> list[Json]:
+            return self.r.expectations.fresh(self.key, resource, cached, cluster=cluster)
+
+        members = self.r.caches.members
+        found = claim_remote(self.ud, self.previous, self.keys, members, self.host, claimed, variant, fresh)
+        self.sites, self.elsewhere, self.known = found.sites, found.elsewhere, found.known
 
     async def create(self, site: Site, resource: Resource, body: Json) -> Json:
         """Create ``body`` in ``site`` (:func:`~united.uniteddeployment.sites.create_in`), counting a

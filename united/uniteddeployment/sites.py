@@ -20,8 +20,10 @@ from united.kube import ApiError, KubeClient, NotFound, Resource
 from united.kube.client import NAMESPACES
 from united.kube.errors import AlreadyExists
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED
-from united.uniteddeployment.children import controller_uid, deleting, uid_of
+from united.multicluster.lastknown import LastKnown, last_known
+from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, uid_of
 from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.model import UnitedDeployment
 from united.uniteddeployment.render import KINDS
 from united.uniteddeployment.resources import resource_of
 
@@ -210,3 +212,62 @@ async def create_in(
         )
         made = 1
     return await site.client.create(resource, body, namespace=namespace), made
+
+
+@dataclass
+class Remote:
+    """Where each remote subset's child lives, this UD's children in a site their subset is not
+    in (moved, removed, duplicates: to be deleted), and the remote subsets whose cluster's
+    stores never synced, with their previous status' counts."""
+
+    sites: dict[str, Site] = field(default_factory=dict)
+    elsewhere: list[tuple[Site, Json]] = field(default_factory=list)
+    known: dict[str, LastKnown] = field(default_factory=dict)
+
+
+def claim_remote(
+    ud: UnitedDeployment,
+    previous: Mapping[str, Any],
+    keys: Keys,
+    members: Members | None,
+    host: Site,
+    claimed: Claim,
+    variant: str,
+    fresh: Callable[[list[Json], str], list[Json]],
+) -> Remote:
+    """The remote subsets' sites, with this UD's children in member clusters merged into
+    ``claimed`` (``fresh(cached, cluster)``: a cluster's cached children with our own recent
+    writes): a child counts for subset S only in S's own site; one anywhere else (the subset
+    moved or was removed), like a duplicate, goes to ``elsewhere``. Clusters looked at: those of
+    the spec and those the previous status names (a removed or moved subset's child is there)."""
+    named = {
+        str(e.get("cluster"))
+        for e in previous.get("subsetStatuses") or ()
+        if isinstance(e, Mapping) and e.get("cluster")
+    }
+    spec = {s.name: s.cluster for s in ud.spec.subsets if s.cluster}
+    by_cluster = {c: site_of(members, c, ud.namespace, variant) for c in sorted({*spec.values(), *named})}
+    out = Remote({name: by_cluster[c] for name, c in spec.items()})
+    for name in list(claimed.by_subset):
+        if name in out.sites:  # now remote: the host's child goes
+            out.elsewhere.append((host, claimed.by_subset.pop(name)))
+    for cluster, site in by_cluster.items():
+        if site.children is None or not site.synced:
+            continue
+        cached = site.children.by_owner(ud.uid, ud.namespace)
+        found = claim(ud, fresh(cached, cluster), keys, owner_of=site.owner_of)
+        for name, child in found.by_subset.items():
+            if spec.get(name) == cluster:
+                claimed.by_subset[name] = child
+            else:
+                out.elsewhere.append((site, child))
+        for name, child in found.terminating.items():
+            if spec.get(name) == cluster:
+                claimed.terminating[name] = child
+        out.elsewhere += [(site, child) for child in found.duplicates]
+    for name, cluster in spec.items():
+        if not out.sites[name].synced:
+            known = last_known(previous, name, cluster)
+            if known is not None:
+                out.known[name] = known
+    return out
