@@ -478,12 +478,7 @@ class Executor:
 
     async def drain(self, resource: Resource, claimed: Any, plan: Plan, draining: Iterable[str]) -> None:
         """Scale the children of removed subsets that are kept while they drain."""
-        for name in draining:
-            child = claimed.by_subset[name]
-            before = int((child.get("spec") or {}).get("replicas") or 0)
-            after = plan[name].replicas
-            if before == after:
-                continue
+        for name, child, before, after in intents.drains(claimed.by_subset, plan, draining):
             patched = await self.write(
                 "update",
                 name,
@@ -505,10 +500,7 @@ class Executor:
     async def cleanup(self, resource: Resource, variant: str, claimed: Any, *, keep: Iterable[str] = ()) -> int:
         """Delete children of removed subsets, duplicates and children of other kinds; release
         children that stopped matching. Returns how many children remain to go."""
-        topology = {s.name for s in self.ud.spec.subsets}
-        kept = set(keep)
-        doomed = [(c, resource) for name, c in claimed.by_subset.items() if name not in topology | kept]
-        doomed += [(c, resource) for c in claimed.duplicates]
+        doomed = [(c, resource) for c in intents.unwanted(self.ud, claimed, keep=keep)]
         for other, store in self.r.caches.children.items():
             if other != variant:
                 res = resource_of(other)
@@ -539,16 +531,13 @@ class Executor:
                     self.key, res, name_of(child), None, rv=_rv(child), cluster=site.cluster or "", uid=uid_of(child)
                 )
         for child in claimed.release:
-            refs = [
-                r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid
-            ]
             await self.write(
                 "release",
                 name_of(child),
                 self.r.client.patch(
                     resource,
                     name_of(child),
-                    identified({"metadata": {"ownerReferences": refs or None}}, child, exact=True),
+                    identified(intents.release(self.ud, child), child, exact=True),
                     patch_type=PatchType.MERGE,
                     namespace=self.namespace,
                 ),

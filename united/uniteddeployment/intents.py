@@ -1,5 +1,5 @@
 """What a pass writes to each subset's child: its render and the create or patch that brings
-the live child to it, as pure functions of plain data.
+the live child to it, the children to drain, delete or release, as pure functions of plain data.
 
 The reconciler walks the topology one subset per turn of the event loop (a render of the
 largest template is the longest stretch of a pass), calls :func:`render` and :func:`child_write`
@@ -9,13 +9,13 @@ for the subset, and executes the answer before the next: the writes go out in to
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from united.uniteddeployment import adaptive
-from united.uniteddeployment.allocation import Allocation
-from united.uniteddeployment.children import name_of
+from united.uniteddeployment.allocation import Allocation, Plan
+from united.uniteddeployment.children import Claim, name_of
 from united.uniteddeployment.diff import child_patch, immutable_changes
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import Subset, Template, UnitedDeployment
@@ -172,3 +172,29 @@ def child_write(
     message = f"{kind.kind} {name_of(live)} of subset {name}{where}: " + (", ".join(what) or "labels updated")
     reason = "ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset"
     return ChildDecision(ChildWrite("update", patch, (reason, message), exact=adopting), immutable)
+
+
+def drains(by_subset: Mapping[str, Json], plan: Plan, draining: Iterable[str]) -> list[tuple[str, Json, int, int]]:
+    """The children of removed subsets kept while they drain whose replicas change:
+    (subset, child, replicas now, replicas planned)."""
+    out = []
+    for name in draining:
+        child = by_subset[name]
+        before, after = int((child.get("spec") or {}).get("replicas") or 0), plan[name].replicas
+        if before != after:
+            out.append((name, child, before, after))
+    return out
+
+
+def unwanted(ud: UnitedDeployment, claimed: Claim, *, keep: Iterable[str] = ()) -> list[Json]:
+    """Claimed children to delete: those of subsets no longer in the topology (but those kept
+    while they drain), and duplicates."""
+    wanted = {s.name for s in ud.spec.subsets} | set(keep)
+    return [c for name, c in claimed.by_subset.items() if name not in wanted] + list(claimed.duplicates)
+
+
+def release(ud: UnitedDeployment, child: Json) -> Json:
+    """The merge patch that releases a child that stopped matching: its owner references
+    without ours."""
+    refs = [r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != ud.uid]
+    return {"metadata": {"ownerReferences": refs or None}}

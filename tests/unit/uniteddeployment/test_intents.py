@@ -9,7 +9,8 @@ from tests.unit.uniteddeployment.test_adaptive import KEYS
 from tests.unit.uniteddeployment.test_remote import ud as manifest
 from united.uniteddeployment import intents
 from united.uniteddeployment.admission import admit
-from united.uniteddeployment.allocation import Allocation
+from united.uniteddeployment.allocation import Allocation, Plan
+from united.uniteddeployment.children import Claim
 from united.uniteddeployment.render import KINDS
 from united.uniteddeployment.render.blueprints import Blueprints
 
@@ -90,3 +91,26 @@ def test_an_orphan_is_adopted_with_an_exact_patch() -> None:
     live["metadata"]["ownerReferences"] = []
     d = decide(t, live)
     assert d.write is not None and d.write.exact and "adopted" in d.write.success[1]
+
+
+def test_removed_subsets_children_and_duplicates_are_unwanted_but_drained_ones_are_kept() -> None:
+    t = target()
+    a, gone, draining, dup = ({"metadata": {"name": n}} for n in ("web-a", "web-x", "web-y", "web-a2"))
+    claimed = Claim(by_subset={"a": a, "x": gone, "y": draining}, duplicates=[dup])
+    assert intents.unwanted(t.ud, claimed, keep=["y"]) == [gone, dup]
+
+
+def test_only_drained_children_whose_replicas_change_are_scaled() -> None:
+    p = Plan("elastic", 3, (Allocation("x", 1, 0, "", ""), Allocation("y", 2, 0, "", "")))
+    x, y = {"spec": {"replicas": 3}}, {"spec": {"replicas": 2}}
+    assert intents.drains({"x": x, "y": y}, p, ["x", "y"]) == [("x", x, 3, 1)]
+
+
+def test_a_released_child_keeps_the_other_owners_only() -> None:
+    t = target()
+    ours = {"uid": t.ud.uid, "kind": "UnitedDeployment"}
+    other = {"uid": "o1", "kind": "Other"}
+    assert intents.release(t.ud, {"metadata": {"ownerReferences": [ours, other]}}) == {
+        "metadata": {"ownerReferences": [other]}
+    }
+    assert intents.release(t.ud, {"metadata": {"ownerReferences": [ours]}}) == {"metadata": {"ownerReferences": None}}
