@@ -38,7 +38,7 @@ from united.log import configure_logging
 from united.runtime.informer import Store
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.reconciler import Caches, Reconciler
-from united.uniteddeployment.reconciler import Store as ChildStore
+from united.uniteddeployment.sites import Store as ChildStore
 
 JSON = dict[str, Any]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")

@@ -8,16 +8,20 @@ pass with nothing to change makes no write at all (``united.uniteddeployment.dif
 Invalid input never reaches a child: the spec is admitted with the same rules as
 ``united validate``; a refusal becomes a ``Stalled`` condition and a Warning Event, and the
 pass ends without touching children.
+
+This module holds what outlives a pass (admissions, blueprints, our recent writes) and the
+UnitedDeployment's own writes (status, finalizer, remote children on deletion). A valid
+UnitedDeployment's pass is :class:`~united.uniteddeployment.executor.Executor`'s: it reads the
+caches and executes what the pure :mod:`~united.uniteddeployment.sync` and
+:mod:`~united.uniteddeployment.intents` decide.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -25,62 +29,35 @@ import structlog
 from united.api.conditions import Problem
 from united.api.decode import Undecodable
 from united.api.field import ManifestError
-from united.api.mergepatch import identified, merge_patch
-from united.api.selector import parse as parse_selector
-from united.api.timestamp import format_time, now_rfc3339, parse_time
-from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
-from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, PODS
-from united.kube.errors import AlreadyExists, namespace_terminating
-from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED, cluster_ready
-from united.multicluster.lastknown import LastKnown, last_known
+from united.api.mergepatch import merge_patch
+from united.api.timestamp import now_rfc3339
+from united.kube import ApiError, KubeClient, NotFound, PatchType, Resource
+from united.kube.errors import namespace_terminating
 from united.runtime.controller import Result, RetryableError
+from united.runtime.expectations import Expectations, LastWrite
+from united.runtime.expectations import rv_of as _rv
 from united.runtime.metrics import SubsetReplicas
-from united.uniteddeployment import adaptive, history, revision, rollout
+from united.uniteddeployment import history
 from united.uniteddeployment.admission import admission
-from united.uniteddeployment.allocation import Allocation, AllocationError, Plan, SubsetState, allocate, partition
-from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, name_of, strays, uid_of
-from united.uniteddeployment.diff import child_patch, immutable_changes
+from united.uniteddeployment.children import deleting, name_of
+from united.uniteddeployment.executor import Executor, OwnerChangedError, finalizers
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import (
-    DEPLOYMENT,
-    PROGRESSIVE,
-    TEMPLATE_VARIANTS,
-    Progressive,
-    Subset,
-    Template,
     UnitedDeployment,
 )
-from united.uniteddeployment.render import KINDS, Rendered, owner_reference, spec_digest
-from united.uniteddeployment.render import render as render_child
 from united.uniteddeployment.render.blueprints import Blueprints
-from united.uniteddeployment.resources import resource_of
-from united.uniteddeployment.shift import Holding, Shift, shift
-from united.uniteddeployment.status import UPDATED, ChildView, Facts, compute, hpa_selector, observe, stalled
+from united.uniteddeployment.sites import (
+    Caches,
+    delete_remote_children,
+    same,
+)
+from united.uniteddeployment.status import stalled
 
 if TYPE_CHECKING:
-    from united.multicluster.identity import RemoteKeys
-    from united.multicluster.member import Members
+    pass
 
 Json = dict[str, Any]
 log = structlog.get_logger(__name__)
-
-EXPECTATION_TTL = 300.0
-"""Seconds to trust our own write over a cache that has not shown it: client-go's 5 minutes.
-A watch normally catches up in milliseconds, but API Priority and Fairness can hold a LIST
-back for many seconds, and every pass in that time would otherwise create another child for
-the same subset (children have generated names). The TTL only bounds how long a child we
-created and someone else deleted before the cache saw it keeps its subset waiting."""
-
-
-class Store(Protocol):
-    def get(self, key: str) -> Json | None: ...
-    def by_owner(self, uid: str, namespace: str | None = None) -> list[Json]: ...
-    def orphans(self, namespace: str) -> list[Json]: ...
-    def list(self, namespace: str | None = None) -> list[Json]: ...
-
-
-class PodStore(Store, Protocol):
-    def labelled(self, namespace: str, value: str) -> list[Json]: ...
 
 
 class Recorder(Protocol):
@@ -90,61 +67,6 @@ class Recorder(Protocol):
 class Gauges(Protocol):
     def set_subsets(self, namespace: str, name: str, subsets: Mapping[str, SubsetReplicas]) -> None: ...
     def forget_uniteddeployment(self, namespace: str, name: str) -> None: ...
-
-
-@dataclass
-class Caches:
-    """Read side of the controller: informer stores, keyed by what they hold."""
-
-    uniteddeployments: Store
-    revisions: Store
-    pods: PodStore
-    """Indexed by the subset-name label's value."""
-    children: dict[str, Store] = field(default_factory=dict)
-    """By template variant (``deploymentTemplate`` …); only kinds the cluster serves."""
-    unavailable: dict[str, str] = field(default_factory=dict)
-    """By template variant: why a served kind cannot be used yet (``cannot list …: 403 …``)."""
-    undecodable: Mapping[str, Undecodable] = field(default_factory=dict)
-    """UnitedDeployments the informers skipped as unreadable (too deeply nested), by key."""
-    members: Members | None = None
-    """The member clusters (None until ``Cluster`` objects are served, and in the kruise group)."""
-
-
-@dataclass
-class Site:
-    """Where a subset's child lives: the host (``cluster`` None) or a member cluster."""
-
-    cluster: str | None
-    client: KubeClient | None
-    children: Store | None
-    pods: PodStore | None
-    owner_of: Callable[[Mapping[str, Any]], str | None] = controller_uid
-    usable: bool = True
-    """Reads and writes may go there now (host: always; member: ``Member.usable``)."""
-    synced: bool = True
-    """Its stores were listed at least once in this process: the last-known state."""
-    reason: str = ""
-    """Why not usable: the member's ``Ready`` reason, ``ClusterNotFound``, ``NamespaceNotAllowed``,
-    ``ClusterSyncing``."""
-    since: float = 0.0
-    detail: str = ""
-    remote: RemoteKeys | None = None
-    suspect: Callable[[], None] | None = None
-    create_namespaces: bool = False
-    """The member's ``Cluster`` lets the controller create a missing namespace there."""
-
-
-class OwnerChangedError(Exception):
-    """The UnitedDeployment read afresh is being deleted or is another object: end the pass."""
-
-
-SETTLE_SECONDS = 30.0
-"""After a start, how long a pass waits for member clusters to be registered and their caches
-to sync before it reports them as missing or syncing: a restart must not flap statuses (nor
-write anything) while the ``Cluster`` objects are read and the member informers list."""
-DEADLINE_MARGIN = 0.05
-"""Seconds added to a requeue for an adaptive deadline: the timeouts are strict (``<``), so
-the pass must run just after the deadline, not at it."""
 
 
 class Reconciler:
@@ -173,14 +95,14 @@ class Reconciler:
         self.seconds = seconds
         """Wall-clock epoch seconds for adaptive scheduling (pod timestamps are wall-clock)."""
         self.gauges = gauges
-        self._written: dict[str, tuple[int, Json]] = {}
+        self._written: LastWrite[Json] = LastWrite()
+        """The status our last write of each UD recorded: compared against while the cache lags."""
         self._admitted: dict[str, tuple[tuple[Any, ...], UnitedDeployment | ManifestError]] = {}
         """The last admission of each UD, by what it was computed from (see :meth:`_admit`)."""
-        self._children: dict[str, dict[tuple[str, str, str, str], tuple[int, Json | None, float, str]]] = {}
-        """Children this process wrote, by UD key and (cluster, group, plural, name): the resourceVersion
-        and object the API server answered (None once deleted), and when — read instead of a
-        cache that has not seen our own write yet, so a reconcile right after a write neither
-        repeats it nor creates a second child for the subset (client-go's expectations)."""
+        self.expectations = Expectations()
+        """Children and revisions this process wrote, by UD key: read instead of a cache that has
+        not seen our own write yet, so a reconcile right after a write neither repeats it nor
+        creates a second child for the subset."""
         self.blueprints = Blueprints()
         """What each UD's children are rendered from, kept while its spec and revision stay."""
         self.likeness: dict[str, history.Likeness] = {}
@@ -193,8 +115,8 @@ class Reconciler:
             if skipped is not None:
                 await self._report_undecodable(key, skipped)
                 return Result()
-            self._written.pop(key, None)
-            self._children.pop(key, None)
+            self._written.forget(key)
+            self.expectations.forget(key)
             self._admitted.pop(key, None)
             self.blueprints.forget(key)
             self.likeness.pop(key, None)
@@ -203,7 +125,7 @@ class Reconciler:
                 self.gauges.forget_uniteddeployment(namespace, name)
             return Result()
         if deleting(obj):
-            if self._keys(obj).remote_children_finalizer in _finalizers(obj):
+            if self._keys(obj).remote_children_finalizer in finalizers(obj):
                 return await self._finalize(key, obj)
             return Result()
         previous = self._previous_status(key, obj)
@@ -219,7 +141,7 @@ class Reconciler:
                 key, obj, previous, stalled(previous, generation=generation, problem=problem, now=self.clock())
             )
             return Result()
-        pass_ = _Pass(self, ud, obj, previous, generation)
+        pass_ = Executor(self, ud, obj, previous, generation)
         try:
             return await pass_.run()
         except OwnerChangedError as e:
@@ -241,13 +163,13 @@ class Reconciler:
         our last write, so this pass's status patch is not refused as stale. Returns the answer."""
         meta = obj.get("metadata") or {}
         finalizer = self._keys(obj).remote_children_finalizer
-        current = _finalizers(obj)
+        current = finalizers(obj)
         wanted = [*current, finalizer] if present else [f for f in current if f != finalizer]
         patch = {"metadata": {"finalizers": wanted or None, "resourceVersion": self._status_version(key, obj)}}
         answer = await self.client.patch(
             self.ud_resource, str(meta.get("name")), patch, patch_type=PatchType.MERGE, namespace=meta.get("namespace")
         )
-        self._written[key] = (_rv(answer), previous)
+        self._written.record(key, _rv(answer), previous)
         return answer
 
     async def _finalize(self, key: str, obj: Json) -> Result:
@@ -256,50 +178,17 @@ class Reconciler:
         Host children go by the host's garbage collector, as always."""
         keys = self._keys(obj)
         meta = obj.get("metadata") or {}
-        namespace, uid = str(meta.get("namespace") or ""), str(meta.get("uid") or "")
-        spec = obj.get("spec") or {}
-        variant = next(iter((spec.get("template") or {}) or {"deploymentTemplate": None}))
         previous = self._previous_status(key, obj)
-        clusters = {
-            str(s.get("cluster"))
-            for s in [*((spec.get("topology") or {}).get("subsets") or ()), *(previous.get("subsetStatuses") or ())]
-            if isinstance(s, dict) and s.get("cluster")
-        }
-        abandoned = {
-            c.strip() for c in str((meta.get("annotations") or {}).get(keys.abandon_remote_children, "")).split(",")
-        }
-        members = self.caches.members
-        blocked: list[str] = []
-        remaining = 0
-        resource = resource_of(variant) if variant in KINDS else None
-        for cluster in sorted(clusters):
-            if "*" in abandoned or cluster in abandoned:
-                continue
-            member = members.get(cluster) if members is not None else None
-            if member is None or resource is None:
-                blocked.append(f"{cluster}: no Cluster object of that name")
-                continue
-            member.ensure(variant)
-            children, _ = member.stores(variant)
-            health = member.health
-            if not health.ready:
-                blocked.append(f"{cluster} unreachable since {format_time(health.since)}: {health.message}")
-                continue
-            if not member.usable(variant) or member.client is None:
-                remaining += 1  # reachable, its caches syncing: soon
-                continue
-            for child in children.by_owner(uid, namespace):
-                remaining += 1
-                if deleting(child):
-                    continue
-                with contextlib.suppress(NotFound):
-                    await member.client.delete(
-                        resource,
-                        name_of(child),
-                        namespace=namespace,
-                        propagation_policy="Background",
-                        preconditions=_same(child),
-                    )
+        blocked, remaining, deletes = delete_remote_children(self.caches.members, obj, previous, keys)
+        for client, resource, child in deletes:
+            with contextlib.suppress(NotFound):
+                await client.delete(
+                    resource,
+                    name_of(child),
+                    namespace=str(meta.get("namespace") or ""),
+                    propagation_policy="Background",
+                    preconditions=same(child),
+                )
         if blocked:
             message = (
                 "waiting to delete the children in "
@@ -366,61 +255,16 @@ class Reconciler:
             raise known[1]
         return known[1]
 
-    def remember(
-        self, key: str, resource: Resource, name: str, obj: Json | None, *, rv: int, cluster: str = "", uid: str = ""
-    ) -> None:
-        """Our write of child ``name`` (``obj`` None: deleted; ``uid``: the object a delete's uid
-        precondition named, whose later versions the cache may still show are gone too)."""
-        entry = (cluster, resource.group, resource.plural, name)
-        self._children.setdefault(key, {})[entry] = (rv, obj, time.monotonic(), uid)
-
-    def fresh(self, key: str, resource: Resource, cached: list[Json], *, cluster: str = "") -> list[Json]:
-        """The cached children of UD ``key`` (in ``cluster``, ``""`` the host), with our own
-        recent writes in place of what the cache lacks."""
-        mine = self._children.get(key)
-        if not mine:
-            return cached
-        by_name = {name_of(o): o for o in cached}
-        now = time.monotonic()
-        for entry, (rv, obj, at, uid) in list(mine.items()):
-            where, group, plural, name = entry
-            if (where, group, plural) != (cluster, resource.group, resource.plural):
-                continue
-            have = by_name.get(name)
-            if (
-                now - at > EXPECTATION_TTL
-                or (obj is None and have is None)
-                # a deleted child's last version stays cached until the watch says it is gone; a
-                # newer version of the uid we deleted was written before our delete, and is gone too
-                or (
-                    have is not None
-                    and (_rv(have) > rv and uid_of(have) != uid if obj is None else _rv(have) >= rv > 0)
-                )
-            ):
-                del mine[entry]
-            elif obj is None:
-                by_name.pop(name, None)
-            else:
-                by_name[name] = obj
-        if not mine:
-            del self._children[key]
-        return list(by_name.values())
-
     def _previous_status(self, key: str, obj: Mapping[str, Any]) -> Json:
-        cached = dict(obj.get("status") or {})
-        written = self._written.get(key)
-        if written is None:
-            return cached
-        rv = _rv(obj)
-        return written[1] if rv < written[0] else cached
+        written = self._written.newer(key, obj)
+        return written[1] if written is not None else dict(obj.get("status") or {})
 
     def _status_version(self, key: str, obj: Mapping[str, Any]) -> str:
         """The resourceVersion the status about to be written was computed from: the cached
         object's, or our last status write's while the cache lags behind it (that write was
         itself conditional on the cached version, so nothing but our status changed between)."""
-        written = self._written.get(key)
-        rv = _rv(obj)
-        if written is not None and rv < written[0]:
+        written = self._written.newer(key, obj)
+        if written is not None:
             return str(written[0])
         return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -444,1059 +288,8 @@ class Reconciler:
             namespace=str(meta.get("namespace")),
             subresource="status",
         )
-        self._written[key] = (_rv(answer), status)
+        self._written.record(key, _rv(answer), status)
         return True
-
-
-POD_SECURITY_PREFIX = "pod-security.kubernetes.io/"
-
-
-def pod_security_labels(namespace: Mapping[str, Any]) -> dict[str, str]:
-    """The Pod Security admission labels (``pod-security.kubernetes.io/*``) of a host namespace,
-    for the namespace the controller creates in a member: its pods must meet the same level."""
-    labels = (namespace.get("metadata") or {}).get("labels") or {}
-    return {k: str(v) for k, v in labels.items() if isinstance(k, str) and k.startswith(POD_SECURITY_PREFIX)}
-
-
-def _finalizers(obj: Mapping[str, Any]) -> list[str]:
-    return [str(f) for f in (obj.get("metadata") or {}).get("finalizers") or ()]
-
-
-def _same(obj: Mapping[str, Any]) -> dict[str, str] | None:
-    """Delete preconditions naming the object read: deletes go by name, and the name may belong
-    to another object by the time the request arrives."""
-    uid = uid_of(obj)
-    return {"uid": uid} if uid else None
-
-
-def _digest(child: Mapping[str, Any] | None, keys: Keys) -> Any:
-    return ((child or {}).get("metadata") or {}).get("annotations", {}).get(keys.spec_hash)
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    """resourceVersions are opaque; comparing them as integers is the documented shortcut
-    (etcd revisions) that OpenKruise's expectations use too."""
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
-class _Pass:
-    """One reconcile of one valid UnitedDeployment."""
-
-    def __init__(self, r: Reconciler, ud: UnitedDeployment, obj: Json, previous: Json, generation: int) -> None:
-        self.r = r
-        self.ud = ud
-        self.obj = obj
-        self.previous = previous
-        self.generation = generation
-        self.keys = Keys(ud.group)
-        self.key = _key(obj)
-        self.namespace = ud.namespace
-        self.errors: list[str] = []
-        self.immutable: list[str] = []
-        self.rechecked = False
-        """Children that cannot take the template without being recreated, and why."""
-        self.done: dict[str, list[str]] = {}
-        """Messages of this pass's successful writes by Event reason: one Event per reason
-        per pass (a new UD with 3 subsets gets one ``SuccessfulCreate``, not three)."""
-        self.writes = 0
-        self.requeue_after: float | None = None
-        self.update_revision = ""
-        self.host = Site(None, r.client, None, r.caches.pods)
-        self.sites: dict[str, Site] = {}
-        """The site of each remote subset (host subsets: :attr:`host`)."""
-        self.elsewhere: list[tuple[Site, Json]] = []
-        """Children of this UD in a site their subset is not in (moved, removed, duplicates)."""
-        self.known: dict[str, LastKnown] = {}
-        """Remote subsets whose cluster's stores never synced: their previous status' counts."""
-
-    def event(self, type_: str, reason: str, message: str) -> None:
-        self.r.recorder.event(self.obj, type_, reason, message)
-
-    async def run(self) -> Result:
-        template = self.ud.spec.template
-        assert template is not None
-        variant = template.variant
-        store = self.r.caches.children.get(variant)
-        now = self.r.clock()
-        if store is None:
-            kind = KINDS[variant]
-            message = self.r.caches.unavailable.get(variant) or (
-                f"{kind.kind} ({kind.api_version}) is not served by this cluster; install its CRD (OpenKruise)"
-            )
-            self.event("Warning", "ChildKindUnavailable", message)
-            status = stalled(
-                self.previous, generation=self.generation, problem=Problem("ChildKindUnavailable", message), now=now
-            )
-            await self.r._write_status(self.key, self.obj, self.previous, status)
-            return Result()
-        owner = owner_reference(self.ud)
-        plan_ = await self.revisions(owner)
-        updated = self.update_revision = plan_.updated
-        resource = resource_of(variant)
-        self.host.children = store
-        claimed = claim(self.ud, self.r.fresh(self.key, resource, self.candidates(store)), self.keys)
-        if self.r.caches.members is not None or any(s.cluster for s in self.ud.spec.subsets):
-            self.claim_remote(resource, variant, claimed)
-            settling = time.monotonic() - self.r.started < SETTLE_SECONDS
-            if settling and any(s.reason in (CLUSTER_SYNCING, CLUSTER_NOT_FOUND) for s in self.sites.values()):
-                return Result(requeue_after=1.0)  # just started: members are being read; nothing to say yet
-        await self.recover(resource, claimed)
-        if claimed.adopt:
-            await self.recheck()
-        pods = await self.pods_by_subset(claimed.by_subset)
-        state = {
-            name: SubsetState(
-                replicas=int((c.get("spec") or {}).get("replicas") or 0),
-                ready_replicas=int((c.get("status") or {}).get("readyReplicas") or 0),
-            )
-            for name, c in claimed.by_subset.items()
-        }
-        state |= {name: known.state() for name, known in self.known.items()}
-        down = {name: site for name, site in self.sites.items() if not site.usable}
-        for name in down:
-            if name in state:
-                state[name] = dataclasses.replace(state[name], unreachable=True)
-        settings = adaptive.Settings.of(self.ud.spec)
-        seconds = self.r.seconds()
-        decisions = self.decide(settings, claimed.by_subset, pods, updated, seconds) if settings else {}
-        if settings is not None:
-            decisions |= self.cluster_down(settings, down, state, seconds)
-        for name, d in decisions.items():
-            if name not in state and not d.unschedulable:
-                continue  # nothing known of it: no state, as for a subset without a child
-            st = state.get(name, SubsetState(unreachable=True))
-            state[name] = dataclasses.replace(st, unschedulable=d.unschedulable, reserved_pods=d.held)
-        try:
-            plan = allocate(self.ud.spec, state)
-            if settings is not None and settings.reserve:
-                plan = self.regrow(settings, plan, state, decisions, seconds)
-        except AllocationError as e:
-            self.event("Warning", "AllocationFailed", str(e))
-            failed = Problem("AllocationFailed", str(e))
-            status = stalled(self.previous, generation=self.generation, problem=failed, now=now)
-            await self.r._write_status(self.key, self.obj, self.previous, status)
-            return Result()
-        for d in decisions.values():
-            if d.event is not None:
-                self.event(d.event.type, d.event.reason, d.event.message)
-        await self.label_pods(decisions)
-        overrides = self.max_unavailable(settings, claimed.by_subset, plan, decisions)
-        wave = moved = None
-        if self.ud.spec.update.type == PROGRESSIVE:
-            counts = self.counts(pods, updated, seconds)
-            plan, moved = self.capacity(plan, claimed.by_subset, counts)
-            wave = self.rollout(claimed.by_subset, counts, plan, updated, seconds)
-        held: dict[str, str] = {}
-        still: frozenset[str] = frozenset()
-        if wave is not None:
-            targets = wave.targets
-            plan = dataclasses.replace(
-                plan,
-                subsets=tuple(
-                    dataclasses.replace(a, partition=targets[a.name].partition) if a.name in targets else a
-                    for a in plan.subsets
-                ),
-            )
-            overrides |= {n: t.max_unavailable for n, t in targets.items() if t.max_unavailable}
-            held = {n: t.revision for n, t in targets.items() if t.revision != updated}
-            still = frozenset(n for n, t in targets.items() if t.max_unavailable == 0)
-            for type_, reason, message in wave.events:
-                self.event(type_, reason, message)
-        await self.finalizer(claimed)
-        applied = await self.children(resource, claimed, plan, updated, overrides, held, still)
-        draining = moved.draining if moved is not None else ()
-        await self.drain(resource, claimed, plan, draining)
-        extra = await self.cleanup(resource, variant, claimed, keep=draining) + len(draining)
-        for reason, messages in self.done.items():
-            self.event("Normal", reason, "; ".join(messages))
-        views = self.observe(claimed.by_subset, pods, updated, decisions)
-        views |= {name: known.view() for name, known in self.known.items()}
-        problem = None
-        if self.errors:
-            problem = Problem("WriteFailed", "; ".join(self.errors[:3]), stalled=False)
-        elif self.immutable:
-            problem = Problem("ImmutableField", "; ".join(self.immutable))
-        elif wave is not None and wave.status["phase"] == rollout.STALLED:
-            problem = Problem(rollout.ROLLOUT_STUCK, wave.status["message"])
-        elif down:
-            problem = self.unavailable(down)
-        selector = self.ud.spec.selector.to_dict() if self.ud.spec.selector else None
-        facts = Facts(
-            generation=self.generation,
-            previous=self.previous,
-            label_selector=hpa_selector(
-                selector, reserved_label=self.keys.reserved_pod if settings and settings.reserve else None
-            ),
-            now=now,
-            plan=plan,
-            children=views,
-            partition_applied=applied,
-            updated_revision=updated,
-            current_revision=self.previous.get("currentRevision") or None,
-            collision_count=plan_.collision_count,
-            problem=problem,
-            extra_children=extra,
-            schedulable={n: d.condition.to_dict() for n, d in decisions.items() if d.condition is not None},
-            rollout=wave.status if wave is not None else None,
-            rollout_states={
-                **({n: t.state for n, t in wave.targets.items()} if wave is not None else {}),
-                **dict.fromkeys(draining, rollout.DRAINING),
-            },
-            clusters={n: site.cluster for n, site in self.sites.items() if site.cluster},
-            cluster_conditions={
-                n: cluster_ready(str(site.cluster), site.reason, site.since, site.detail) for n, site in down.items()
-            },
-        )
-        status = compute(facts)
-        if self.r.gauges is not None:
-            self.r.gauges.set_subsets(
-                self.namespace,
-                self.ud.name,
-                {
-                    s["name"]: SubsetReplicas(desired=s["desired"], ready=s["readyReplicas"])
-                    for s in status["subsetStatuses"]
-                },
-            )
-        if (
-            not self.writes
-            or self.errors
-            or _schedulable(status) != _schedulable(self.previous)
-            or status.get("rollout") != self.previous.get("rollout")
-        ):
-            # The Schedulable conditions and status.rollout are the memory of adaptive
-            # scheduling (when a subset was marked) and of a rollout (its wave, since when):
-            # they are written in the same pass as the child writes they cause, or the next
-            # pass would not know why a subset was capped or when a pause began.
-            await self.r._write_status(self.key, self.obj, self.previous, status)
-        if self.errors:
-            raise RetryableError("; ".join(self.errors))
-        delays = [2.0] if claimed.terminating else []
-        deadline = min((d.deadline for d in decisions.values() if d.deadline is not None), default=None)
-        if deadline is not None:
-            delays.append(max(0.0, deadline - seconds) + DEADLINE_MARGIN)
-        if wave is not None and wave.requeue_after is not None:
-            delays.append(wave.requeue_after)
-        return Result(requeue_after=min(delays, default=None))
-
-    def site(self, subset: str) -> Site:
-        return self.sites.get(subset, self.host)
-
-    async def finalizer(self, claimed: Claim) -> None:
-        """The remote-children finalizer is on while this UD has a remote subset or a remote
-        child (so deleting it deletes them first), and only then: host-only UDs never get it."""
-        remote = bool(self.sites) or any(site.cluster for site, _ in self.elsewhere)
-        has = self.keys.remote_children_finalizer in _finalizers(self.obj)
-        written = self.r._written.get(self.key)
-        if remote == has or (written is not None and _rv(self.obj) < written[0]):
-            return  # as wanted, or the cache has not shown our last write yet
-        answer = await self.r.set_finalizer(self.key, self.obj, self.previous, present=remote)
-        self.obj = {**self.obj, "metadata": {**(self.obj.get("metadata") or {}), **(answer.get("metadata") or {})}}
-
-    def claim_remote(self, resource: Resource, variant: str, claimed: Claim) -> None:
-        """Where each remote subset's child lives (:attr:`sites`), and the children of this UD
-        in member clusters merged into ``claimed``: a child counts for subset S only in S's own
-        site; one anywhere else (the subset moved or was removed), like a duplicate, goes to
-        :attr:`elsewhere` to be deleted. Clusters looked at: those of the spec and those the
-        previous status names (a removed or moved subset's child is found there)."""
-        previous = {
-            str(e.get("cluster"))
-            for e in self.previous.get("subsetStatuses") or ()
-            if isinstance(e, Mapping) and e.get("cluster")
-        }
-        spec = {s.name: s.cluster for s in self.ud.spec.subsets if s.cluster}
-        by_cluster = {c: self.site_of(c, variant) for c in sorted({*spec.values(), *previous})}
-        self.sites = {name: by_cluster[c] for name, c in spec.items()}
-        for name in list(claimed.by_subset):
-            if name in self.sites:  # now remote: the host's child goes
-                self.elsewhere.append((self.host, claimed.by_subset.pop(name)))
-        for cluster, site in by_cluster.items():
-            if site.children is None or not site.synced:
-                continue
-            cached = site.children.by_owner(self.ud.uid, self.namespace)
-            found = claim(
-                self.ud, self.r.fresh(self.key, resource, cached, cluster=cluster), self.keys, owner_of=site.owner_of
-            )
-            for name, child in found.by_subset.items():
-                if spec.get(name) == cluster:
-                    claimed.by_subset[name] = child
-                else:
-                    self.elsewhere.append((site, child))
-            for name, child in found.terminating.items():
-                if spec.get(name) == cluster:
-                    claimed.terminating[name] = child
-            self.elsewhere += [(site, child) for child in found.duplicates]
-        for name, cluster in spec.items():
-            if not self.sites[name].synced:
-                known = last_known(self.previous, name, cluster)
-                if known is not None:
-                    self.known[name] = known
-
-    def site_of(self, cluster: str, variant: str) -> Site:
-        """The site of ``cluster`` for this pass; unusable (with the reason) when there is no such
-        ``Cluster``, it does not admit this namespace, or cannot be used now."""
-        members = self.r.caches.members
-        member = members.get(cluster) if members is not None else None
-        remote = members.remote if members is not None else None
-        if member is None or remote is None:
-            return Site(cluster, None, None, None, usable=False, synced=False, reason=CLUSTER_NOT_FOUND)
-        if not member.spec.allows(self.namespace):
-            return Site(cluster, None, None, None, usable=False, synced=False, reason=NAMESPACE_NOT_ALLOWED)
-        member.ensure(variant)
-        children, pods = member.stores(variant)
-        usable = member.usable(variant)
-        health = member.health
-        reason = "" if usable else (health.reason if not health.ready else CLUSTER_SYNCING)
-        return Site(
-            cluster,
-            member.client,
-            children,
-            pods,
-            owner_of=remote.owner_of,
-            usable=usable,
-            synced=member.synced(variant),
-            reason=reason,
-            since=health.since,
-            detail="" if health.ready else health.message,
-            remote=remote,
-            suspect=member.suspect,
-            create_namespaces=member.spec.create_namespaces,
-        )
-
-    def cluster_down(
-        self, settings: adaptive.Settings, down: Mapping[str, Site], state: Mapping[str, SubsetState], seconds: float
-    ) -> dict[str, adaptive.Decision]:
-        """Adaptive decisions for the subsets whose cluster cannot be used: marked once that has
-        lasted ``rescheduleCriticalSeconds`` (:func:`~united.uniteddeployment.adaptive.cluster_down`)."""
-        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
-        out = {}
-        for name, site in down.items():
-            mark = adaptive.schedulable_condition(previous.get(name))
-            if site.reason == CLUSTER_SYNCING and (mark is None or mark.status):
-                continue  # reachable, caches syncing (a restart): nothing moves; a mark is held
-            out[name] = adaptive.cluster_down(
-                settings,
-                subset=name,
-                cluster=str(site.cluster),
-                since=site.since or seconds,
-                now=seconds,
-                previous=mark,
-                replicas=state[name].replicas if name in state else 0,
-            )
-        return out
-
-    def unavailable(self, down: Mapping[str, Site]) -> Problem:
-        """The UD's condition while some subsets' clusters cannot be used: the others converge;
-        ``Stalled`` only when a ``Cluster`` is missing (a spec problem)."""
-        messages = [
-            f"subset {name}: "
-            + cluster_ready(str(site.cluster), site.reason, site.since)["message"].removesuffix(
-                "; showing the last-known counts"
-            )
-            for name, site in down.items()
-        ]
-        missing = any(site.reason == CLUSTER_NOT_FOUND for site in down.values())
-        return Problem(CLUSTER_NOT_FOUND if missing else "ClusterUnavailable", "; ".join(messages), stalled=missing)
-
-    async def create(self, site: Site, resource: Resource, body: Json) -> Any:
-        """Create ``body`` in ``site``; in a member whose namespace is missing, create the
-        namespace first (labelled with our host identity; never deleted) when both the controller
-        (``--create-member-namespaces``) and the member's ``Cluster`` (``createNamespaces``) allow
-        it. The host namespace's Pod Security labels go with it: a namespace the controller makes
-        must not admit pods its host namespace would refuse."""
-        assert site.client is not None
-        try:
-            return await site.client.create(resource, body, namespace=self.namespace)
-        except NotFound as e:
-            if site.remote is None or (e.body.get("details") or {}).get("kind") != "namespaces":
-                raise
-            if not (self.r.create_member_namespaces and site.create_namespaces):
-                why = (
-                    "the controller's namespace creation is off"
-                    if site.create_namespaces
-                    else f"Cluster {site.cluster} does not set createNamespaces: true"
-                )
-                raise ApiError(f"namespace {self.namespace} does not exist there ({why})", status=404) from None
-        host_namespace = await self.r.client.get(NAMESPACES, self.namespace)
-        labels = pod_security_labels(host_namespace)
-        labels[self.keys.created_by_cluster] = site.remote.host_id
-        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace, "labels": labels}}
-        with contextlib.suppress(AlreadyExists):
-            await site.client.create(NAMESPACES, namespace)
-            self.writes += 1
-        return await site.client.create(resource, body, namespace=self.namespace)
-
-    def candidates(self, store: Store) -> list[Json]:
-        """Children this UD may keep or adopt: its own and the namespace's orphans (from the
-        stores' indexes, so a pass costs what it owns, not what the namespace holds). Only its
-        own namespace: anything elsewhere that names our uid is forged."""
-        return [*store.by_owner(self.ud.uid, self.namespace), *store.orphans(self.namespace)]
-
-    async def recover(self, resource: Resource, claimed: Claim) -> None:
-        """Before creating a child for a subset the cache shows none for, look for ours that
-        lost its subset label (:func:`~united.uniteddeployment.children.strays`): one namespaced LIST, of our
-        selector's workloads without that label, in the passes that would create — so it holds
-        after a restart too, needs no cache of objects the informers cannot see, and no verb
-        the controller does not have. Such a child is kept, and its label written back."""
-        missing = {s.name for s in self.ud.spec.subsets if s.name not in self.sites}
-        missing -= claimed.by_subset.keys() | claimed.terminating.keys()
-        if not missing or self.ud.spec.selector is None or not self.previous.get("subsetStatuses"):
-            # A UD whose status never listed its subsets has no child to lose (those it just
-            # created stand in the expectations): a cold start makes no extra LIST.
-            return
-        ours = str(parse_selector(self.ud.spec.selector.to_dict()))
-        unlabelled = ",".join(filter(None, (ours, f"!{self.keys.subset_name}")))
-        listed = await self.r.client.list(resource, namespace=self.namespace, label_selector=unlabelled)
-        claimed.by_subset.update(strays(self.ud, listed.items, self.keys, missing))
-
-    async def pods_by_subset(self, by_subset: Mapping[str, Json]) -> dict[str, list[Json]]:
-        """Each child's pods: those its selector matches in the pod cache (which holds only
-        pods carrying the subset-name label). A selector that pins that label (ours always
-        do) reads only the pods with that value, from the cache's index, so a pass costs its
-        own pods, not subsets x the namespace's; other selectors scan the namespace, one
-        child per step of the loop."""
-        out = {}
-        for subset, child in by_subset.items():
-            pods = self.site(subset).pods
-            if pods is None:
-                continue
-            raw = (child.get("spec") or {}).get("selector") or {}
-            sel = parse_selector(raw)
-            value = (raw.get("matchLabels") or {}).get(self.keys.subset_name)
-            candidates = pods.labelled(self.namespace, value) if isinstance(value, str) else pods.list(self.namespace)
-            out[subset] = [p for p in candidates if sel.matches((p.get("metadata") or {}).get("labels") or {})]
-            await asyncio.sleep(0)
-        return out
-
-    def decide(
-        self,
-        settings: adaptive.Settings,
-        by_subset: Mapping[str, Json],
-        pods: Mapping[str, list[Json]],
-        updated: str,
-        seconds: float,
-    ) -> dict[str, adaptive.Decision]:
-        """Adaptive decisions for every subset with a child, in topology order."""
-        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
-        updated_since = None
-        for c in self.previous.get("conditions") or ():
-            if isinstance(c, dict) and c.get("type") == UPDATED:
-                updated_since = parse_time(c.get("lastTransitionTime"))
-        out = {}
-        for subset in self.ud.spec.subsets:
-            child = by_subset.get(subset.name)
-            if child is None:
-                continue
-            replicas = int((child.get("spec") or {}).get("replicas") or 0)
-            out[subset.name] = adaptive.decide(
-                settings,
-                pods.get(subset.name, []),
-                subset=subset.name,
-                previous=adaptive.schedulable_condition(previous.get(subset.name)),
-                now=seconds,
-                keys=self.keys,
-                updated_revision=updated,
-                updated_since=updated_since,
-                replicas=replicas,
-                partition=partition(self.ud.spec, subset.name, replicas),
-            )
-        return out
-
-    def regrow(
-        self,
-        settings: adaptive.Settings,
-        plan: Plan,
-        state: dict[str, SubsetState],
-        decisions: dict[str, adaptive.Decision],
-        seconds: float,
-    ) -> Plan:
-        """Reservation: a recovered subset that grows keeps its substitutes until its new pods
-        prove ready; allocate again with its new pods counted as reserved."""
-        previous = {s.get("name"): s for s in self.previous.get("subsetStatuses") or () if isinstance(s, dict)}
-        grown = False
-        for name, d in list(decisions.items()):
-            st = state[name]
-            again = adaptive.regrow(
-                settings,
-                d,
-                subset=name,
-                previous=adaptive.schedulable_condition(previous.get(name)),
-                replicas=st.replicas,
-                allocated=plan[name].replicas,
-                now=seconds,
-            )
-            if again is None:
-                continue
-            decisions[name] = again
-            state[name] = SubsetState(
-                replicas=plan[name].replicas,
-                ready_replicas=st.ready_replicas,
-                unschedulable=True,
-                reserved_pods=again.held,
-            )
-            grown = True
-        return allocate(self.ud.spec, state) if grown else plan
-
-    def counts(self, pods: Mapping[str, list[Json]], updated: str, seconds: float) -> dict[str, rollout.Counts]:
-        """Each subset's pods counted for a Progressive rollout (available: Ready for the
-        template's ``minReadySeconds``)."""
-        template = self.ud.spec.template
-        assert template is not None
-        min_ready = template.spec.get("minReadySeconds")
-        return {
-            name: rollout.counts(
-                subset_pods,
-                revision_label=self.keys.revision,
-                updated=updated,
-                min_ready_seconds=min_ready if isinstance(min_ready, int) else 0,
-                now=seconds,
-            )
-            for name, subset_pods in pods.items()
-        }
-
-    def capacity(
-        self, plan: Plan, by_subset: Mapping[str, Json], counts: Mapping[str, rollout.Counts]
-    ) -> tuple[Plan, Shift]:
-        """The allocation with donors held back until the receivers' pods are available, and
-        the removed subsets' children kept meanwhile (:mod:`united.uniteddeployment.shift`)."""
-        children = {
-            name: Holding(
-                int((c.get("spec") or {}).get("replicas") or 0), counts[name].available if name in counts else 0
-            )
-            for name, c in by_subset.items()
-        }
-        progressive = self.ud.spec.update.progressive or Progressive()
-        moved = shift(
-            {a.name: a.replicas for a in plan.subsets},
-            children,
-            order=[a.name for a in plan.subsets],
-            total=plan.replicas,
-            budget=rollout.budget(progressive, plan.replicas),
-        )
-        subsets = [
-            a
-            if moved.replicas[a.name] == a.replicas
-            else dataclasses.replace(
-                a,
-                replicas=moved.replicas[a.name],
-                message=f"{a.message}; {moved.replicas[a.name]} kept until the other subsets' new pods are available",
-            )
-            for a in plan.subsets
-        ]
-        subsets += [
-            Allocation(
-                n, moved.replicas[n], 0, "draining", "removed: kept until the other subsets' new pods are available"
-            )
-            for n in moved.draining
-        ]
-        return dataclasses.replace(plan, subsets=tuple(subsets)), moved
-
-    def rollout(
-        self,
-        by_subset: Mapping[str, Json],
-        counts: Mapping[str, rollout.Counts],
-        plan: Plan,
-        updated: str,
-        seconds: float,
-    ) -> rollout.Decision:
-        """A Progressive rollout's decision for this pass, from each subset's child and pods."""
-        template = self.ud.spec.template
-        assert template is not None
-        kind = KINDS[template.variant]
-        facts = {}
-        for a in plan.subsets:
-            subset_counts = counts.get(a.name, rollout.Counts())
-            child = by_subset.get(a.name)
-            partitioned = template.variant != DEPLOYMENT
-            if child is None:
-                facts[a.name] = rollout.SubsetFacts(a.replicas, partitioned, exists=False, counts=subset_counts)
-                continue
-            meta = child.get("metadata") or {}
-            replicas = int((child.get("spec") or {}).get("replicas") or 0)
-            facts[a.name] = rollout.SubsetFacts(
-                a.replicas,
-                partitioned,
-                revision=(meta.get("labels") or {}).get(self.keys.revision),
-                child_replicas=replicas,
-                partition=kind.read_partition(child) or 0,
-                max_unavailable=rollout.rolling_max_unavailable(child),
-                max_surge=rollout.rolling_max_surge(child),
-                settled=_status_int(child, "observedGeneration") >= int(meta.get("generation") or 0),
-                reported=None
-                if partitioned
-                else (
-                    _status_int(child, "replicas"),
-                    _status_int(child, "updatedReplicas"),
-                    _status_int(child, "availableReplicas"),
-                ),
-                counts=subset_counts,
-            )
-        return rollout.decide(
-            self.ud.spec.update.progressive or Progressive(),
-            replicas=plan.replicas,
-            revision=updated,
-            facts=facts,
-            subsets=[s.name for s in self.ud.spec.subsets],
-            previous=self.previous.get("rollout") or {},
-            progress=(
-                sum(f.counts.updated for f in facts.values()),
-                sum(f.counts.updated_ready for f in facts.values()),
-            ),
-            previous_progress=(
-                int(self.previous.get("updatedReplicas") or 0),
-                int(self.previous.get("updatedReadyReplicas") or 0),
-            ),
-            annotations=self.ud.annotations,
-            now=seconds,
-        )
-
-    def held_template(self, name: str) -> Template | None:
-        """The template of revision ``name``, from the revision cache; None when it is gone."""
-        template = self.ud.spec.template
-        assert template is not None
-        stored = self.r.caches.revisions.get(f"{self.namespace}/{name}")
-        return revision.template_of((stored or {}).get("data"), template.variant) if stored else None
-
-    async def label_pods(self, decisions: Mapping[str, adaptive.Decision]) -> None:
-        """Reservation: set the reserved-pod label where it changed (a merge patch of one label;
-        the ClusterRole's ``patch`` on pods exists for this alone)."""
-        for name, d in decisions.items():
-            site = self.site(name)
-            if not site.usable or site.client is None:
-                continue
-            for change in d.labels:
-                body = {"metadata": {"labels": {self.keys.reserved_pod: change.value}}}
-                await self.write(
-                    "label",
-                    f"pod {change.pod}",
-                    site.client.patch(PODS, change.pod, body, patch_type=PatchType.MERGE, namespace=self.namespace),
-                    success=None,
-                    missing_ok=True,
-                    site=site,
-                )
-
-    def max_unavailable(
-        self,
-        settings: adaptive.Settings | None,
-        by_subset: Mapping[str, Json],
-        plan: Plan,
-        decisions: Mapping[str, adaptive.Decision],
-    ) -> dict[str, int]:
-        """Reservation: how many pods a rollout of each unschedulable subset may take down, so
-        its reserved (pending) pods can be replaced by the new revision."""
-        if settings is None or not settings.reserve:
-            return {}
-        out = {}
-        for name, d in decisions.items():
-            if not d.unschedulable or name not in by_subset:
-                continue
-            ready = int((by_subset[name].get("status") or {}).get("readyReplicas") or 0)
-            out[name] = adaptive.max_unavailable(plan[name].replicas, ready, d.update_timeout_pods)
-        return out
-
-    async def revisions(self, owner: Json) -> history.HistoryPlan:
-        """Adopt, create, bump and trim this UD's revisions (``history.plan`` decides). Our own
-        writes stand in for a lagging cache as for children; a name taken by a revision the
-        cache has not shown yet ends the pass, so the next one compares its data."""
-        cache = self.r.caches.revisions
-        owned = self.r.fresh(self.key, CONTROLLER_REVISIONS, cache.by_owner(self.ud.uid, self.namespace))
-        mine = {name_of(r) for r in owned}
-        orphans = [r for r in cache.orphans(self.namespace) if name_of(r) not in mine]
-
-        def taken(name: str) -> bool:
-            return name not in mine and cache.get(f"{self.namespace}/{name}") is not None
-
-        current = self.previous.get("currentRevision") or None
-        count = int(self.previous.get("collisionCount") or 0)
-        likeness = await self.likeness(owned)
-        hp = history.plan(
-            self.ud,
-            owned,
-            owner_reference=owner,
-            current=current,
-            collision_count=count,
-            others=orphans,
-            taken=taken,
-            likeness=likeness,
-        )
-        by_name = {name_of(r): r for r in [*owned, *hp.adopt]}
-        if hp.adopt:
-            await self.recheck()
-        for orphan in hp.adopt:
-            refs = [*((orphan.get("metadata") or {}).get("ownerReferences") or ()), owner]
-            body = identified({"metadata": {"ownerReferences": refs}}, orphan, exact=True)
-            name = name_of(orphan)
-            answer = await self.r.client.patch(
-                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
-            )
-            self.mark(name, answer)
-        if hp.create is not None:
-            try:
-                created = await self.r.client.create(
-                    CONTROLLER_REVISIONS, revision.go_json(hp.create), namespace=self.namespace
-                )
-            except AlreadyExists as e:
-                raise RetryableError(
-                    f"ControllerRevision {hp.updated} exists but is not cached yet; requeued to compare its data"
-                ) from e
-            self.mark(hp.updated, created)
-        if hp.bump is not None:
-            name, number = hp.bump
-            body = identified({"revision": number}, by_name[name])
-            answer = await self.r.client.patch(
-                CONTROLLER_REVISIONS, name, body, patch_type=PatchType.MERGE, namespace=self.namespace
-            )
-            self.mark(name, answer)
-        for name in hp.delete:
-            with contextlib.suppress(NotFound):
-                await self.r.client.delete(
-                    CONTROLLER_REVISIONS, name, namespace=self.namespace, preconditions=_same(by_name[name])
-                )
-                self.writes += 1
-            self.r.remember(self.key, CONTROLLER_REVISIONS, name, None, rv=_rv(by_name[name]))
-        return hp
-
-    async def likeness(self, owned: list[Json]) -> history.Likeness:
-        """The template's :class:`~united.uniteddeployment.history.Likeness`, kept while the template stays, with
-        every owned revision compared: one new revision per step of the loop."""
-        template = self.ud.spec.template
-        assert template is not None
-        kept = self.r.likeness.get(self.key)
-        if kept is None or (kept.template is not template and kept.template != template):
-            kept = self.r.likeness[self.key] = history.Likeness(template)
-        kept.keep(owned)
-        for r in owned:
-            if not kept.known(r):
-                kept(r)
-                await asyncio.sleep(0)
-        return kept
-
-    def mark(self, name: str, answer: Json) -> None:
-        """A revision write went through: count it and remember it for the next pass."""
-        self.writes += 1
-        self.r.remember(self.key, CONTROLLER_REVISIONS, name, answer, rv=_rv(answer))
-
-    async def recheck(self) -> None:
-        """client-go's RecheckDeletionTimestamp: before adopting anything, read the
-        UnitedDeployment afresh (the cache may lag) and give up the pass if it is being
-        deleted or has been replaced by another of the same name."""
-        if self.rechecked:
-            return
-        try:
-            live = await self.r.client.get(self.r.ud_resource, self.ud.name, namespace=self.namespace)
-        except NotFound:
-            live = {}
-        if uid_of(live) != self.ud.uid or deleting(live):
-            raise OwnerChangedError(f"{self.key} is being deleted or was replaced; nothing adopted")
-        self.rechecked = True
-
-    async def children(
-        self,
-        resource: Resource,
-        claimed: Any,
-        plan: Plan,
-        updated: str,
-        overrides: Mapping[str, int],
-        held: Mapping[str, str],
-        still: frozenset[str] = frozenset(),
-    ) -> dict[str, bool]:
-        applied: dict[str, bool] = {}
-        kind = KINDS[resource_variant(resource)]
-        for subset in self.ud.spec.subsets:
-            await asyncio.sleep(0)  # one subset's render and diff per step of the loop
-            a = plan[subset.name]
-            live = claimed.by_subset.get(subset.name)
-            site = self.site(subset.name)
-            rendered, overridden = self.render(
-                subset,
-                a,
-                held.get(subset.name, updated),
-                overrides.get(subset.name, 0),
-                live,
-                still=subset.name in still,
-                remote=site.remote,
-            )
-            applied[subset.name] = rendered.partition_applied
-            if not site.usable or site.client is None:
-                continue  # no request to a cluster we cannot use; the status says why
-            where = f" in cluster {site.cluster}" if site.cluster else ""
-            if live is None:
-                if subset.name in claimed.terminating:
-                    continue
-                created = await self.write(
-                    "create",
-                    f"{subset.name}{where}",
-                    self.create(site, resource, rendered.object),
-                    success=(
-                        "SuccessfulCreate",
-                        f"Created {kind.kind} for subset {subset.name}{where} with {a.replicas} replicas",
-                    ),
-                    site=site,
-                )
-                if created:
-                    self.r.remember(
-                        self.key, resource, name_of(created), created, rv=_rv(created), cluster=site.cluster or ""
-                    )
-                continue
-            fields = immutable_changes(live, rendered.object, kind=kind)
-            if fields:
-                self.immutable.append(
-                    f"subset {subset.name}: {kind.kind} {name_of(live)} cannot change {', '.join(fields)} (immutable);"
-                    " delete it to have it recreated from the template (its pods are replaced), or revert the change"
-                )
-            patch = child_patch(
-                live, rendered.object, kind=kind, keys=self.keys, partition_applied=rendered.partition_applied
-            )
-            if patch is None:
-                continue
-            before = int((live.get("spec") or {}).get("replicas") or 0)
-            what = []
-            if before != a.replicas:
-                what.append(f"scaled from {before} to {a.replicas}")
-            if (patch.get("spec") or {}).keys() - {"replicas"}:
-                if ((live.get("metadata") or {}).get("labels") or {}).get(self.keys.revision) != updated:
-                    what.append(f"updated to revision {updated}")
-                elif overridden:
-                    what.append(f"maxUnavailable {overrides[subset.name]} while its pods are reserved")
-                else:
-                    what.append("spec updated")
-            adopting = "ownerReferences" in (patch.get("metadata") or {})
-            if adopting:
-                what.append("adopted")
-            message = f"{kind.kind} {name_of(live)} of subset {subset.name}{where}: " + (
-                ", ".join(what) or "labels updated"
-            )
-            patched = await self.write(
-                "update",
-                subset.name,
-                site.client.patch(
-                    resource,
-                    name_of(live),
-                    identified(patch, live, exact=adopting),
-                    patch_type=PatchType.MERGE,
-                    namespace=self.namespace,
-                ),
-                success=("ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset", message),
-                site=site,
-            )
-            if patched:
-                self.r.remember(
-                    self.key, resource, name_of(patched), patched, rv=_rv(patched), cluster=site.cluster or ""
-                )
-        return applied
-
-    def render(
-        self,
-        subset: Subset,
-        a: Allocation,
-        revision_name: str,
-        override: int,
-        live: Json | None,
-        *,
-        still: bool = False,
-        remote: RemoteKeys | None = None,
-    ) -> tuple[Rendered, bool]:
-        """The child of ``subset`` with its reservation override (and whether it has one). From
-        the blueprint the reconciler kept when ``live`` carries the same spec digest: the diff
-        then reads nothing of the pod template, which that child lacks; in full otherwise. A
-        child held at an older revision (a Progressive rollout) is rendered in full from that
-        revision's template (``revision_name``; the updated revision's when it is gone)."""
-        template = self.held_template(revision_name) if revision_name != self.update_revision else None
-        if template is not None:
-            ud = dataclasses.replace(self.ud, spec=dataclasses.replace(self.ud.spec, templates=(template,)))
-            rendered = render_child(
-                ud,
-                subset=subset,
-                replicas=a.replicas,
-                partition=a.partition,
-                revision=revision_name,
-                keys=self.keys,
-                remote=remote,
-            )
-            return rendered, self.override(rendered.object, override, exact=still)
-        complete = live is None
-        while True:
-            rendered = self.r.blueprints.render(
-                self.key,
-                self.ud,
-                subset=subset,
-                replicas=a.replicas,
-                partition=a.partition,
-                revision=self.update_revision,
-                keys=self.keys,
-                complete=complete,
-                remote=remote,
-            )
-            overridden = self.override(rendered.object, override, exact=still)
-            if rendered.complete or _digest(live, self.keys) == _digest(rendered.object, self.keys):
-                return rendered, overridden
-            complete = True
-
-    def override(self, child: Json, value: int, *, exact: bool = False) -> bool:
-        """Write a reservation's or a rollout's ``maxUnavailable`` into a rendered child and fold it into the
-        child's spec digest, so the diff sees it come and go like any other rendered change
-        (when it goes, the template's own strategy is written back)."""
-        template = self.ud.spec.template
-        assert template is not None
-        if not adaptive.override_max_unavailable(template.variant, child["spec"], value, exact=exact):
-            return False
-        annotations = child["metadata"]["annotations"]
-        annotations[self.keys.spec_hash] = spec_digest(rendered=annotations[self.keys.spec_hash], maxUnavailable=value)
-        return True
-
-    async def drain(self, resource: Resource, claimed: Any, plan: Plan, draining: Iterable[str]) -> None:
-        """Scale the children of removed subsets that are kept while they drain."""
-        for name in draining:
-            child = claimed.by_subset[name]
-            before = int((child.get("spec") or {}).get("replicas") or 0)
-            after = plan[name].replicas
-            if before == after:
-                continue
-            patched = await self.write(
-                "update",
-                name,
-                self.r.client.patch(
-                    resource,
-                    name_of(child),
-                    identified({"spec": {"replicas": after}}, child),
-                    patch_type=PatchType.MERGE,
-                    namespace=self.namespace,
-                ),
-                success=(
-                    "ScaledSubset",
-                    f"{name_of(child)} of removed subset {name}: draining from {before} to {after}",
-                ),
-            )
-            if patched:
-                self.r.remember(self.key, resource, name_of(patched), patched, rv=_rv(patched))
-
-    async def cleanup(self, resource: Resource, variant: str, claimed: Any, *, keep: Iterable[str] = ()) -> int:
-        """Delete children of removed subsets, duplicates and children of other kinds; release
-        children that stopped matching. Returns how many children remain to go."""
-        topology = {s.name for s in self.ud.spec.subsets}
-        kept = set(keep)
-        doomed = [(c, resource) for name, c in claimed.by_subset.items() if name not in topology | kept]
-        doomed += [(c, resource) for c in claimed.duplicates]
-        for other, store in self.r.caches.children.items():
-            if other != variant:
-                res = resource_of(other)
-                doomed += [(c, res) for c in store.by_owner(self.ud.uid, self.namespace)]
-        sited = [(self.host, c, res) for c, res in doomed] + [(site, c, resource) for site, c in self.elsewhere]
-        remaining = 0
-        for site, child, res in sited:
-            remaining += 1
-            if deleting(child) or not site.usable or site.client is None:
-                continue
-            where = f" in cluster {site.cluster}" if site.cluster else ""
-            gone = await self.write(
-                "delete",
-                f"{name_of(child)}{where}",
-                site.client.delete(
-                    res,
-                    name_of(child),
-                    namespace=self.namespace,
-                    propagation_policy="Background",
-                    preconditions=_same(child),
-                ),
-                success=("SuccessfulDelete", f"Deleted {child.get('kind', res.kind)} {name_of(child)}{where}"),
-                missing_ok=True,
-                site=site,
-            )
-            if gone is not None:
-                self.r.remember(
-                    self.key, res, name_of(child), None, rv=_rv(child), cluster=site.cluster or "", uid=uid_of(child)
-                )
-        for child in claimed.release:
-            refs = [
-                r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != self.ud.uid
-            ]
-            await self.write(
-                "release",
-                name_of(child),
-                self.r.client.patch(
-                    resource,
-                    name_of(child),
-                    identified({"metadata": {"ownerReferences": refs or None}}, child, exact=True),
-                    patch_type=PatchType.MERGE,
-                    namespace=self.namespace,
-                ),
-                success=("Released", f"Released {name_of(child)}: it no longer matches the selector"),
-                missing_ok=True,
-            )
-        return remaining
-
-    async def write(
-        self,
-        verb: str,
-        target: str,
-        call: Any,
-        *,
-        success: tuple[str, str] | None,
-        missing_ok: bool = False,
-        site: Site | None = None,
-    ) -> Json | None:
-        """Await one write; failures are collected (the status reports them, the key is
-        requeued), never raised — but a namespace being deleted ends the pass. Returns the API
-        server's answer, or None on failure. A member that failed in transport is probed at once."""
-        try:
-            answer = await call
-        except NotFound:
-            if not missing_ok:
-                self.errors.append(f"{verb} {target}: not found")
-            return None
-        except Conflict as e:
-            self.errors.append(f"{verb} {target}: conflict ({e})")
-            return None
-        except ApiError as e:
-            if namespace_terminating(e):
-                raise
-            if site is not None and site.suspect is not None and (e.status == 0 or e.status >= 500):
-                site.suspect()
-            self.errors.append(f"{verb} {target}: {e}")
-            self.event("Warning", f"Failed{verb.capitalize()}", f"{verb} {target}: {e}")
-            return None
-        self.writes += 1
-        if success is not None:
-            reason, message = success
-            self.done.setdefault(reason, []).append(message)
-        return answer if isinstance(answer, dict) else {}
-
-    def observe(
-        self,
-        by_subset: Mapping[str, Json],
-        pods: Mapping[str, list[Json]],
-        updated: str,
-        decisions: Mapping[str, adaptive.Decision],
-    ) -> dict[str, ChildView]:
-        views = {}
-        for subset, child in by_subset.items():
-            view = observe(child, pods.get(subset, []), revision_label=self.keys.revision, updated=updated)
-            d = decisions.get(subset)
-            views[subset] = dataclasses.replace(view, reserved=d.reserved) if d is not None else view
-        return views
-
-
-def _schedulable(status: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``Schedulable`` conditions of a status, by subset."""
-    return {
-        str(s.get("name")): s.get("conditions")
-        for s in status.get("subsetStatuses") or ()
-        if isinstance(s, dict) and s.get("conditions")
-    }
-
-
-def resource_variant(resource: Resource) -> str:
-    for variant in TEMPLATE_VARIANTS:
-        if resource_of(variant) == resource:
-            return variant
-    raise KeyError(resource)
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
 def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
@@ -1505,10 +298,6 @@ def owners_of(obj: Mapping[str, Any]) -> Iterable[str]:
     for ref in meta.get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == "UnitedDeployment":
             yield f"{meta.get('namespace')}/{ref.get('name')}"
-
-
-def _status_int(obj: Json, field: str) -> int:
-    return int((obj.get("status") or {}).get(field) or 0)
 
 
 def changed_paths(patch: Any, prefix: str = "", depth: int = 2) -> list[str]:

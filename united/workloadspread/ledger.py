@@ -28,9 +28,10 @@ from typing import Any
 import structlog
 
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
+from united.runtime.expectations import rv_of
 from united.workloadspread.booking import Booking
 from united.workloadspread.model import WorkloadSpread
-from united.workloadspread.reconciler import rv_of, status_patch
+from united.workloadspread.reconciler import status_patch
 from united.workloadspread.webhookconfig import TIMEOUT_SECONDS
 
 log = structlog.get_logger(__name__)

@@ -31,6 +31,7 @@ from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, REPLICA_SET
 from united.kube.discovery import served
 from united.kube.errors import namespace_terminating
 from united.runtime.controller import Controller, Host, Result, Stores
+from united.runtime.expectations import LastWrite, rv_of
 from united.runtime.informer import MODIFIED, Informer
 from united.workloadspread import matching
 from united.workloadspread.admission import admit
@@ -304,7 +305,7 @@ class Reconciler:
         self.resource = resource
         self.recorder = recorder
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
-        self._written: dict[str, Json] = {}
+        self._written: LastWrite[Json] = LastWrite()
         """The spread as our last status write returned it, by key: read instead of a cache
         that has not shown that write yet, so the next pass neither repeats it nor 409s."""
 
@@ -312,7 +313,7 @@ class Reconciler:
         obj = self.caches.spreads.get(key)
         if obj is None:
             self.caches.forget(key)
-            self._written.pop(key, None)
+            self._written.forget(key)
             return Result()
         obj = self._freshest(key, obj)
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
@@ -392,11 +393,8 @@ class Reconciler:
         return Result(decided.requeue_after)
 
     def _freshest(self, key: str, cached: Json) -> Json:
-        written = self._written.get(key)
-        if written is None or _uid(written) != _uid(cached) or rv_of(written) <= rv_of(cached):
-            self._written.pop(key, None)
-            return cached
-        return written
+        written = self._written.newer(key, cached)
+        return written[1] if written is not None else cached
 
     async def write_status(self, ws: WorkloadSpread, status: Status) -> Json:
         body = status_patch(ws, status)
@@ -409,21 +407,12 @@ class Reconciler:
             namespace=ws.namespace,
             subresource="status",
         )
-        self._written[f"{ws.namespace}/{ws.name}"] = answer
+        self._written.record(f"{ws.namespace}/{ws.name}", rv_of(answer), answer, uid=_uid(answer))
         return answer
 
 
-def rv_of(obj: Mapping[str, Any]) -> int:
-    """resourceVersions compared as integers: etcd revisions, the shortcut client-go's
-    expectations take too."""
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
-def _uid(obj: Mapping[str, Any]) -> Any:
-    return (obj.get("metadata") or {}).get("uid")
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def merge_patch_union(a: Json, b: Json) -> Json:

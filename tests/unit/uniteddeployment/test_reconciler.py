@@ -121,54 +121,54 @@ class TestExpectations:
     """Our own writes stand in for a cache that has not shown them yet, and only until it has."""
 
     def test_a_created_child_is_seen_until_the_cache_has_it(self) -> None:
-        r = reconciler()
+        r = reconciler().expectations
         r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
         assert [c["metadata"]["name"] for c in r.fresh("ns/web", DEPLOYMENTS, [])] == ["web-a"]
         assert r.fresh("ns/other", DEPLOYMENTS, []) == []
         assert r.fresh("ns/web", STATEFULSETS, []) == []
         assert r.fresh("ns/web", DEPLOYMENTS, [child("web-a", 10)]) == [child("web-a", 10)]
-        assert r._children == {}
+        assert len(r) == 0
 
     def test_a_patched_child_wins_over_an_older_cached_copy(self) -> None:
-        r = reconciler()
+        r = reconciler().expectations
         r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 12, replicas=3), rv=12)
         assert r.fresh("ns/web", DEPLOYMENTS, [child("web-a", 11)]) == [child("web-a", 12, replicas=3)]
         newer = child("web-a", 13, replicas=5)
         assert r.fresh("ns/web", DEPLOYMENTS, [newer]) == [newer]
 
     def test_a_deleted_child_is_hidden_until_the_cache_drops_it(self) -> None:
-        r = reconciler()
+        r = reconciler().expectations
         r.remember("ns/web", DEPLOYMENTS, "web-b", None, rv=7)
         assert r.fresh("ns/web", DEPLOYMENTS, [child("web-b", 7), child("web-a", 3)]) == [child("web-a", 3)]
         assert r.fresh("ns/web", DEPLOYMENTS, [child("web-a", 3)]) == [child("web-a", 3)]
-        assert r._children == {}
+        assert len(r) == 0
 
     def test_a_deleted_child_stays_hidden_when_a_version_older_than_the_delete_arrives(self) -> None:
         """Its status was written between our read and our delete (uid precondition): the cache's
         newer version is of the object we deleted; showing it would send a second DELETE."""
-        r = reconciler()
+        r = reconciler().expectations
         deleted = {**child("web-b", 7), "metadata": {**child("web-b", 7)["metadata"], "uid": "u1"}}
         r.remember("ns/web", DEPLOYMENTS, "web-b", None, rv=7, uid="u1")
         status_update = {**deleted, "metadata": {**deleted["metadata"], "resourceVersion": "8"}}
         assert r.fresh("ns/web", DEPLOYMENTS, [status_update, child("web-a", 3)]) == [child("web-a", 3)]
         recreated = {**status_update, "metadata": {**status_update["metadata"], "uid": "u2", "resourceVersion": "9"}}
         assert r.fresh("ns/web", DEPLOYMENTS, [recreated]) == [recreated]
-        assert r._children == {}
+        assert len(r) == 0
 
     def test_expectations_expire(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from united.uniteddeployment import reconciler as module
+        from united.runtime import expectations as module
 
-        r = reconciler()
+        r = reconciler().expectations
         r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
         start = module.time.monotonic()
-        monkeypatch.setattr(module.time, "monotonic", lambda: start + module.EXPECTATION_TTL + 1)
+        monkeypatch.setattr(module.time, "monotonic", lambda: start + module.TTL + 1)
         assert r.fresh("ns/web", DEPLOYMENTS, []) == []
 
     async def test_a_deleted_ud_forgets_its_expectations(self) -> None:
         r = reconciler()
-        r.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
+        r.expectations.remember("ns/web", DEPLOYMENTS, "web-a", child("web-a", 10), rv=10)
         await r.reconcile("ns/web")
-        assert r._children == {}
+        assert len(r.expectations) == 0
 
 
 class KeywordClient(FakeClient):
@@ -252,7 +252,7 @@ class TestStatusWrites:
     async def test_while_the_cache_lags_our_own_write_its_version_is_the_precondition(self) -> None:
         r = reconciler()
         obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
-        r._written["ns/web"] = (99, {"replicas": 1})
+        r._written.record("ns/web", 99, {"replicas": 1})
         assert r._previous_status("ns/web", obj) == {"replicas": 1}
         assert await r._write_status("ns/web", obj, {"replicas": 1}, {"replicas": 2})
         [(_, body)] = r.client.writes("patch", "uniteddeployments/status")
@@ -268,7 +268,7 @@ class TestStatusWrites:
         obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
         with pytest.raises(Conflict):
             await r._write_status("ns/web", obj, {}, {"replicas": 2})
-        assert r._written == {}
+        assert "ns/web" not in r._written
 
 
 async def test_a_relabelled_child_gets_its_label_back_and_no_sibling_is_deleted() -> None:

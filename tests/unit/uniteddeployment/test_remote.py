@@ -14,7 +14,8 @@ from united.kube.errors import error_from_status
 from united.multicluster.health import REACHABLE, UNREACHABLE, Health
 from united.multicluster.identity import RemoteKeys
 from united.runtime.informer import Store
-from united.uniteddeployment.reconciler import SETTLE_SECONDS, Caches, Reconciler
+from united.uniteddeployment.executor import SETTLE_SECONDS
+from united.uniteddeployment.reconciler import Caches, Reconciler
 
 HOST_ID = "host-uid"
 REMOTE = RemoteKeys(KEYS, HOST_ID)
@@ -342,7 +343,7 @@ async def test_a_child_another_host_made_is_not_ours() -> None:
     await world.reconcile()
     world.settle()
     m1.children[0]["metadata"]["labels"][KEYS.owner_cluster] = "another-host"
-    world.reconciler._children.clear()  # our own create is no longer expected (the cache showed it)
+    world.reconciler.expectations.clear()  # our own create is no longer expected (the cache showed it)
     await world.reconcile()
     assert len(creates(m1.client)) == 1, "ours is missing: created; theirs is left alone"
     assert m1.client.writes("delete", "deployments") == []

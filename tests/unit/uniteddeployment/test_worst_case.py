@@ -49,10 +49,10 @@ class Units:
     pass should do one subset's share of either between two turns of the loop."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from united.uniteddeployment import reconciler, validation
+        from united.uniteddeployment import intents, validation
 
         self.merged = self.rendered = 0
-        place, render = getattr(validation, "place"), reconciler._Pass.render  # noqa: B009
+        place, render = getattr(validation, "place"), intents.render  # noqa: B009
 
         def placing(*args: Any, **kw: Any) -> Any:
             self.merged += 1
@@ -63,7 +63,7 @@ class Units:
             return render(*args, **kw)
 
         monkeypatch.setattr(validation, "place", placing)
-        monkeypatch.setattr(reconciler._Pass, "render", rendering)
+        monkeypatch.setattr(intents, "render", rendering)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -127,7 +127,7 @@ def settled(subsets: int) -> World:
 def test_pods_are_matched_per_subset_from_the_index_with_the_selector_still_applied(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from united.uniteddeployment import reconciler as module
+    from united.uniteddeployment import executor as module
 
     world = settled(50)
     for i in range(500):  # another UnitedDeployment's pods, with the same subset names
@@ -148,7 +148,7 @@ def test_pods_are_matched_per_subset_from_the_index_with_the_selector_still_appl
         return Counting()
 
     monkeypatch.setattr(module, "parse_selector", counting)
-    pass_ = module._Pass(world.reconciler, admit(world.obj), world.obj, {}, 1)
+    pass_ = module.Executor(world.reconciler, admit(world.obj), world.obj, {}, 1)
     children = {c["metadata"]["labels"][KEYS.subset_name]: c for c in world.children.list()}
     pods = asyncio.run(pass_.pods_by_subset(children))
     assert {s: len(p) for s, p in pods.items()} == {f"s{i}": PODS_PER_SUBSET for i in range(50)}
