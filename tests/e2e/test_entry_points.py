@@ -47,6 +47,8 @@ async def test_demo_converges_a_sample_until_interrupted() -> None:
     proc, lines = await run_until([sys.executable, "-m", "united", "demo"], READY_LINE)
     kubeconfig = Path(value(lines, "kubeconfig:"))
     server = value(lines, "is running at")
+    running = next(line for line in lines if "is running at" in line)
+    assert running.startswith(f"Kubernetes {KUBE_VERSION.tag} is running at"), running  # what /version says
     try:
         async with await KubeClient.from_kubeconfig(kubeconfig) as client:
             nodes = await client.list(NODES, label_selector=f"{SIMULATED_LABEL}=true")
