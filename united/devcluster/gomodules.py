@@ -117,39 +117,28 @@ def kube_wrapper_go_mod(kubernetes_go_mod: str, version: KubeVersion) -> str:
     same ``go`` and ``godebug`` lines (the main module's decide the runtime's defaults), the
     requirement, and :func:`replace_block`."""
     mod = parse_go_mod(kubernetes_go_mod)
-    return _render(
-        f"{KUBERNETES_MODULE} {version.tag}",
-        go=mod.go,
-        godebug=mod.godebug,
-        requires=[f"{KUBERNETES_MODULE} {version.tag}"],
-        replaces=replace_block(mod, version),
-    )
+    return _wrapper(KUBERNETES_MODULE, version.tag, mod, replace_block(mod, version))
 
 
 def etcd_wrapper_go_mod(etcd_go_mod: str, etcd_version: str) -> str:
     """The wrapper that builds etcd ``etcd_version`` from ``go.etcd.io/etcd/server/v3``. Its
     go.mod replaces its sibling modules by directories of etcd's repository, but also requires
     each at the same release, which is what a dependency gets: only the ``go`` line is copied."""
-    mod = parse_go_mod(etcd_go_mod)
-    return _render(
-        f"{ETCD_SERVER_MODULE} {etcd_version}",
-        go=mod.go,
-        godebug=mod.godebug,
-        requires=[f"{ETCD_SERVER_MODULE} {etcd_version}"],
-        replaces=[],
-    )
+    return _wrapper(ETCD_SERVER_MODULE, etcd_version, parse_go_mod(etcd_go_mod), [])
 
 
-def _render(origin: str, *, go: str, godebug: Sequence[str], requires: Sequence[str], replaces: Sequence[str]) -> str:
+def _wrapper(module: str, version: str, mod: GoMod, replaces: Sequence[str]) -> str:
+    """A go.mod requiring ``module`` at ``version``, with ``mod``'s (its own go.mod's) ``go``
+    and ``godebug`` lines and ``replaces``."""
     lines = [
-        f"// Written by united.devcluster from {origin}'s go.mod; rewritten on every build.",
+        f"// Written by united.devcluster from {module} {version}'s go.mod; rewritten on every build.",
         f"module {WRAPPER_MODULE}",
         "",
-        f"go {go}",
-        *(["", *(f"godebug {line}" for line in godebug)] if godebug else []),
+        f"go {mod.go}",
+        *(["", *(f"godebug {line}" for line in mod.godebug)] if mod.godebug else []),
         "",
         "require (",
-        *(f"\t{line}" for line in requires),
+        f"\t{module} {version}",
         ")",
     ]
     if replaces:

@@ -121,10 +121,15 @@ def test_binaries_that_do_not_say_the_version_are_not_stamped(tmp_path: Path, fa
     text = (fake_go / "go").read_text().replace('"Kubernetes " + said[0]', '"Kubernetes v0.0.0-master"')
     (fake_go / "go").write_text(text)
     layout = Layout(tmp_path / "kube", NEWEST)
+    error = _failed(layout)
+    assert "--version says 'Kubernetes v0.0.0-master', not 'Kubernetes v1.37.2'" in error.message
+    assert not layout.stamp.exists()
+
+
+def _failed(layout: Layout) -> ProvisionError:
     with pytest.raises(ProvisionError) as caught:
         provision(NEWEST, layout=layout, progress=lambda _: None)
-    assert "--version says 'Kubernetes v0.0.0-master', not 'Kubernetes v1.37.2'" in caught.value.message
-    assert not layout.stamp.exists()
+    return caught.value
 
 
 def test_an_unreachable_module_proxy_is_one_paragraph_naming_it(
@@ -133,9 +138,7 @@ def test_an_unreachable_module_proxy_is_one_paragraph_naming_it(
     monkeypatch.setenv("FAKE_GO_OFFLINE", "1")
     monkeypatch.setenv("GOPROXY", "https://mirror.example")
     layout = Layout(tmp_path / "kube", NEWEST)
-    with pytest.raises(ProvisionError) as caught:
-        provision(NEWEST, layout=layout, progress=lambda _: None)
-    error = caught.value
+    error = _failed(layout)
     assert error.message == "step 'go mod download' failed with exit code 1"
     assert "the Go module proxy (https://mirror.example) could not be reached" in error.hint
     assert "no such host" in layout.build_log.read_text()
@@ -146,11 +149,9 @@ def test_a_go_older_than_the_release_needs_is_named_with_what_to_do(
     tmp_path: Path, fake_go: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_GO_VERSION", "go1.19.8")
-    layout = Layout(tmp_path / "kube", NEWEST)
-    with pytest.raises(ProvisionError) as caught:
-        provision(NEWEST, layout=layout, progress=lambda _: None)
-    assert caught.value.message == f"kube needs Go 1.26.0 or newer; {fake_go / 'go'} is go1.19.8"
-    assert "GOTOOLCHAIN=go1.26.0" in caught.value.hint
+    error = _failed(Layout(tmp_path / "kube", NEWEST))
+    assert error.message == f"kube needs Go 1.26.0 or newer; {fake_go / 'go'} is go1.19.8"
+    assert "GOTOOLCHAIN=go1.26.0" in error.hint
     assert _builds(fake_go) == []
 
 
@@ -168,9 +169,7 @@ def test_a_named_toolchain_is_fetched_instead_of_refusing_an_old_go(
 
 def test_no_go_at_all_says_how_to_get_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UNITED_GO", str(tmp_path / "missing" / "go"))
-    layout = Layout(tmp_path / "kube", NEWEST)
-    with pytest.raises(ProvisionError) as caught:
-        provision(NEWEST, layout=layout, progress=lambda _: None)
-    assert caught.value.message.startswith("no Go found to build with")
-    assert "UNITED_GO=/path/to/bin/go" in caught.value.hint and "go.dev/dl" in caught.value.hint
-    assert os.environ["UNITED_GO"] in caught.value.message
+    error = _failed(Layout(tmp_path / "kube", NEWEST))
+    assert error.message.startswith("no Go found to build with")
+    assert "UNITED_GO=/path/to/bin/go" in error.hint and "go.dev/dl" in error.hint
+    assert os.environ["UNITED_GO"] in error.message
