@@ -109,6 +109,7 @@ def test_a_module_build_fills_the_cache_and_leaves_only_the_binaries(tmp_path: P
     assert "require (\n\tk8s.io/kubernetes v1.37.2" in wrapper
     assert "go.etcd.io/etcd/server/v3 v3.6.16" in (layout.modules_dir / "etcd" / "go.mod").read_text()
     assert not layout.gopath.exists() and not layout.go_cache.exists() and not (layout.root / "built").exists()
+    assert sorted(p.name for p in layout.root.iterdir()) == [".lock", "bin", "build.log", "modules", "stamp.json"]
     assert json.loads(layout.stamp.read_text())["version"] == str(NEWEST)
 
     calls = len(_calls(fake_go))
