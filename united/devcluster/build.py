@@ -556,7 +556,7 @@ class _ModuleBuilder(_Steps):
         env = gomodules.module_go_env(
             os.environ, go=go, gopath=layout.gopath, cache=layout.go_cache, toolchain=toolchain
         )
-        build_date = self._wrappers(env, toolchain)
+        build_date = self._wrappers(go, env, toolchain)
         self.report(f"[3/5] compile: {' '.join(KUBE_BINARIES)} (about 20 minutes on 2 cores, cold)")
         ldflags = gomodules.version_ldflags(version, build_date=build_date)
         self._run(
@@ -614,15 +614,14 @@ class _ModuleBuilder(_Steps):
         self.report(f"[1/5] go: {reported} ({go}){fetched}")
         return go, toolchain
 
-    def _wrappers(self, env: Mapping[str, str], toolchain: str) -> str:
+    def _wrappers(self, go: Path, env: Mapping[str, str], toolchain: str) -> str:
         """[2/5] Download the two release go.mods, check the Go is new enough, write the wrapper
         modules; returns the Kubernetes release's date (the binaries' ``buildDate``)."""
         version = self.layout.version
         kube = f"{gomodules.KUBERNETES_MODULE}@{version.tag}"
         etcd = f"{gomodules.ETCD_SERVER_MODULE}@{ETCD_MODULE_VERSION}"
         self.report(f"[2/5] modules: {kube}, {etcd} (from {env.get('GOPROXY') or 'the default Go module proxy'})")
-        go = env["PATH"].split(os.pathsep)[0] + "/go"
-        text = self._output([go, "mod", "download", "-json", kube, etcd], label="go mod download", env=env,
+        text = self._output([str(go), "mod", "download", "-json", kube, etcd], label="go mod download", env=env,
                             hint=self._proxy_hint(env))  # fmt: skip
         try:
             found = {entry["Path"]: entry for entry in gomodules.json_stream(text)}
@@ -635,7 +634,7 @@ class _ModuleBuilder(_Steps):
             }
         except (OSError, KeyError, TypeError, ValueError) as exc:
             raise self._fail(f"cannot read what the module proxy served for {kube} and {etcd}: {exc}") from exc
-        reported = _go_version(Path(go))
+        reported = _go_version(go)
         for name, wrapper in wrappers.items():
             needed = gomodules.parse_go_mod(wrapper).go
             if toolchain == "local" and not gomodules.go_version_at_least(reported, needed):
