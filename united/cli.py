@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from united.api.groups import GROUP, KRUISE_GROUP
 from united.api.names import dns_label_errors, dns_subdomain_errors, label_value_errors
 from united.api.selector import text_errors
 from united.controller.settings import Settings
+from united.devcluster import versions
 from united.log import add_logging_arguments, configure_logging
 from united.manifest import Source, State, load, load_state
 from united.multicluster import join_command
@@ -172,6 +174,12 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="start a local control plane and show a UnitedDeployment converging")
     d.add_argument(
         "--sample", metavar="FILE", help="sample to apply: a UnitedDeployment, or a WorkloadSpread and its target"
+    )
+    d.add_argument(
+        "--kube-version",
+        metavar="V",
+        help=f"Kubernetes release to run (built once if needed), 'newest' ({versions.NEWEST}) or 'default'; "
+        f"default: ${versions.VERSION_VARIABLE}, else {versions.DEFAULT}",
     )
     d.set_defaults(func=_demo)
 
@@ -465,7 +473,12 @@ def _run_flag_errors(args: argparse.Namespace) -> list[FieldError]:
 def _demo(args: argparse.Namespace) -> int:
     from united.devcluster.demo import run
 
-    return run(sample=args.sample)
+    try:
+        version = versions.chosen(args.kube_version, os.environ)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return run(sample=args.sample, version=version)
 
 
 def _install(args: argparse.Namespace) -> int:

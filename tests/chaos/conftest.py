@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from tests.chaos.support import KILLS, SEED
 from tests.e2e.conftest import ZONES, kube, namespace, sim, skip_local_only
 from tests.e2e.controller.conftest import LOG_DIR
 from tests.e2e.multicluster.conftest import member_kube, members
+from united.devcluster import versions
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.installation import SYSTEM, install_controller
@@ -60,10 +62,10 @@ def pytest_report_header() -> str:
 @pytest.fixture(scope="package")
 def cluster() -> Iterator[LocalCluster]:
     """A local control plane of the chaos suite's own (see the module docstring)."""
-    layout = Layout.default()
+    layout = Layout.default(versions.requested(os.environ))
     if not is_provisioned(layout):
         print(
-            f"\nchaos: building the local control plane in {layout.root} (about 7 minutes)",
+            f"\nchaos: building the local control plane (Kubernetes {layout.version}) in {layout.root}",
             file=sys.__stderr__,
             flush=True,
         )

@@ -34,6 +34,7 @@ import yaml
 
 from tests.e2e.controller.conftest import Controller
 from tests.support.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
+from united.devcluster import versions
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.credentials import StaticUser
@@ -49,6 +50,8 @@ ZONES = ("zone-a", "zone-b", "zone-c")
 NOBODY = StaticUser("e2e-nobody", groups=("e2e-testers",))
 EXTERNAL = target(os.environ)
 """The existing cluster to test instead of a local control plane, if any."""
+KUBE_VERSION = versions.requested(os.environ)
+"""The local control plane's version: ``UNITED_KUBE_VERSION``, else the default."""
 
 
 # A safety net against a hung test eating CI's time; generous enough to include a
@@ -96,10 +99,10 @@ def cluster() -> Iterator[LocalCluster]:
     if EXTERNAL is not None:
         yield from _existing(EXTERNAL)
         return
-    layout = Layout.default()
+    layout = Layout.default(KUBE_VERSION)
     if not is_provisioned(layout):
-        _progress(f"\ne2e: the local control plane is not provisioned in {layout.root}; "
-                  "building it now (about 6 minutes; `python -m united.devcluster provision`)")
+        _progress(f"\ne2e: the local control plane (Kubernetes {KUBE_VERSION}) is not provisioned in "
+                  f"{layout.root}; building it now (`python -m united.devcluster provision`)")
     problem = ""
     try:
         binaries = provision(layout=layout, progress=_progress)
@@ -197,7 +200,7 @@ async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
 
     async def usable() -> None:
         account = await kube.get(SERVICE_ACCOUNTS, "default", namespace=name)
-        if EXTERNAL is not None:
+        if EXTERNAL is not None or not versions.makes_token_secrets(KUBE_VERSION):
             return  # clusters since 1.24 make no token Secrets; pods get projected tokens
         names = [ref["name"] for ref in account.get("secrets") or []]
         assert names, f"namespace {name}: default ServiceAccount has no token secret yet"

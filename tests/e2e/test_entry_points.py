@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.console import interrupt, read_until, run_until, value
 from united.devcluster.build import Layout, provision
 from united.devcluster.cluster import LocalCluster
@@ -46,6 +47,8 @@ async def test_demo_converges_a_sample_until_interrupted() -> None:
     proc, lines = await run_until([sys.executable, "-m", "united", "demo"], READY_LINE)
     kubeconfig = Path(value(lines, "kubeconfig:"))
     server = value(lines, "is running at")
+    running = next(line for line in lines if "is running at" in line)
+    assert running.startswith(f"Kubernetes {KUBE_VERSION.tag} is running at"), running  # what /version says
     try:
         async with await KubeClient.from_kubeconfig(kubeconfig) as client:
             nodes = await client.list(NODES, label_selector=f"{SIMULATED_LABEL}=true")
@@ -170,7 +173,7 @@ async def test_a_second_ctrl_c_does_not_cut_the_tear_down_short() -> None:
     output = await _exit(proc)
     assert proc.returncode in (0, 130), output  # 0 if the stop was quicker than the second signal
     assert not _left_behind(files), output
-    assert Layout.default().bin_dir.is_dir(), "the cached binaries stay"
+    assert Layout.default(KUBE_VERSION).bin_dir.is_dir(), "the cached binaries stay"
 
 
 async def test_a_sample_the_api_server_refuses_ends_the_demo_with_its_reason(tmp_path: Path) -> None:
@@ -204,7 +207,7 @@ async def test_what_a_killed_process_left_is_removed_by_the_next_cluster() -> No
     proc.kill()
     await _exit(proc)
     assert _left_behind(files), "SIGKILL left nothing behind? then this test tests nothing"
-    next_one = LocalCluster(provision(layout=Layout.default()))
+    next_one = LocalCluster(provision(layout=Layout.default(KUBE_VERSION)))
     try:
         assert not _left_behind(files)
     finally:

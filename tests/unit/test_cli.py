@@ -21,6 +21,7 @@ import yaml
 
 from united import __version__, cli, data
 from united.api.groups import GROUP, KRUISE_GROUP
+from united.devcluster.versions import DEFAULT, NEWEST, KubeVersion
 from united.uniteddeployment.allocation import AllocationError
 
 REPO = Path(__file__).parents[2]
@@ -717,15 +718,19 @@ def test_run_rejects_unsafe_lease_timings(capsys: pytest.CaptureFixture[str]) ->
 def test_demo_passes_the_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     from united.devcluster import demo
 
-    seen: list[str | None] = []
+    seen: list[tuple[str | None, KubeVersion]] = []
 
-    def fake_run(*, sample: str | None = None) -> int:
-        seen.append(sample)
+    def fake_run(*, sample: str | None = None, version: KubeVersion = DEFAULT) -> int:
+        seen.append((sample, version))
         return 0
 
     monkeypatch.setattr(demo, "run", fake_run)
+    monkeypatch.delenv("UNITED_KUBE_VERSION", raising=False)
     assert cli.main(["demo", "--sample", ZONES]) == 0
-    assert seen == [ZONES]
+    assert cli.main(["demo", "--kube-version", "newest"]) == 0
+    monkeypatch.setenv("UNITED_KUBE_VERSION", "1.36.3")
+    assert cli.main(["demo"]) == 0
+    assert seen == [(ZONES, DEFAULT), (None, NEWEST), (None, KubeVersion(1, 36, 3))]
 
 
 # ------------------------------------------------------------------ samples and install (packaged data)

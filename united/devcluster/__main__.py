@@ -1,17 +1,21 @@
-"""``python -m united.devcluster provision|start``.
+"""``python -m united.devcluster provision|start [--kube-version V]``.
 
 ``provision`` builds (or confirms) the cached binaries; CI runs it before the tests
 so a build failure is reported as such, with the build log's tail. ``start`` brings
-up a bare control plane, prints its kubeconfig and waits for Ctrl-C.
+up a bare control plane, prints its kubeconfig and waits for Ctrl-C. The version is
+``--kube-version`` (a release, ``newest`` or ``default``), else ``UNITED_KUBE_VERSION``
+(as the e2e fixtures read it), else the default, 1.20.2.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 
+from united.devcluster import versions
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster, describe, interrupts_deferred
 
@@ -22,10 +26,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     prov = commands.add_parser("provision", help="build or confirm the cached binaries")
     prov.add_argument("--force", action="store_true", help="rebuild even if the cache is complete")
     prov.add_argument("--check", action="store_true", help="only report whether the cache is complete (exit 1 if not)")
-    commands.add_parser("start", help="start a control plane and wait for Ctrl-C")
+    start = commands.add_parser("start", help="start a control plane and wait for Ctrl-C")
+    for command in (prov, start):
+        command.add_argument(
+            "--kube-version",
+            metavar="V",
+            help=f"Kubernetes release (e.g. {versions.NEWEST}), 'newest' or 'default' ({versions.DEFAULT}); "
+            f"default: ${versions.VERSION_VARIABLE}, else {versions.DEFAULT}",
+        )
     args = parser.parse_args(argv)
 
-    layout = Layout.default()
+    try:
+        version = versions.chosen(args.kube_version, os.environ)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    layout = Layout.default(version)
     if args.command == "provision" and args.check:
         done = is_provisioned(layout)
         print(f"{layout.root}: {'complete' if done else 'not provisioned'}")
@@ -37,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"--- last lines of {exc.log} ---\n{tail(exc.log)}", file=sys.stderr)
         return 1
     if args.command == "provision":
-        print(f"binaries ready in {layout.bin_dir} (etcd: {binaries.etcd})")
+        print(f"Kubernetes {version} binaries ready in {layout.bin_dir} (etcd: {binaries.etcd})")
         return 0
 
     try:

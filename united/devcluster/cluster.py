@@ -39,12 +39,14 @@ from types import TracebackType
 from typing import IO, Self
 
 from united.devcluster import certs as certs_mod
+from united.devcluster import versions
 from united.devcluster.build import Binaries, tail
 from united.devcluster.credentials import (
     StaticUser,
     admin_user,
     render_kubeconfig,
     render_token_file,
+    request_token,
     user_kubeconfig,
     write_kubeconfig,
     write_private,
@@ -146,15 +148,17 @@ def apiserver_args(
     token_file: Path,
     profiling: bool = False,
     admission_config: Path | None = None,
+    version: versions.KubeVersion = versions.DEFAULT,
 ) -> list[str]:
-    """kube-apiserver 1.20's flags: TLS, static tokens, RBAC, ServiceAccount tokens; with
+    """kube-apiserver's flags for ``version``: TLS, static tokens, RBAC, ServiceAccount tokens
+    (and, before 1.24, ``--insecure-port=0``: without it 1.20 refuses to start); with
     ``admission_config``, its ``--admission-control-config-file``."""
     extra = [f"--admission-control-config-file={admission_config}"] if admission_config is not None else []
     return [
         f"--advertise-address={HOST}",
         f"--bind-address={HOST}",
         f"--secure-port={ports.apiserver}",
-        "--insecure-port=0",
+        *(["--insecure-port=0"] if versions.has_insecure_port_flag(version) else []),
         f"--etcd-servers=http://{HOST}:{ports.etcd_client}",
         f"--tls-cert-file={certs.serving_cert}",
         f"--tls-private-key-file={certs.serving_key}",
@@ -179,13 +183,15 @@ def controller_manager_args(
     kubeconfig: Path,
     certs: certs_mod.CertificateSet,
     controllers: Sequence[str],
+    version: versions.KubeVersion = versions.DEFAULT,
 ) -> list[str]:
-    """kube-controller-manager's flags: only ``controllers``, no leader election."""
+    """kube-controller-manager's flags for ``version``: only ``controllers``, no leader election,
+    no insecure port (``--port=0`` while the flag exists)."""
     return [
         f"--kubeconfig={kubeconfig}",
         f"--bind-address={HOST}",
         f"--secure-port={ports.controller_manager}",
-        "--port=0",
+        *(["--port=0"] if versions.controller_manager_has_port_flag(version) else []),
         "--leader-elect=false",
         f"--controllers={','.join(controllers)}",
         f"--service-account-private-key-file={certs.service_account_key}",
@@ -197,13 +203,14 @@ def controller_manager_args(
     ]
 
 
-def scheduler_args(*, ports: Ports, kubeconfig: Path) -> list[str]:
-    """kube-scheduler's flags: no leader election, loopback only."""
+def scheduler_args(*, ports: Ports, kubeconfig: Path, version: versions.KubeVersion = versions.DEFAULT) -> list[str]:
+    """kube-scheduler's flags for ``version``: no leader election, loopback only, no insecure
+    port (``--port=0`` while it serves one)."""
     return [
         f"--kubeconfig={kubeconfig}",
         f"--bind-address={HOST}",
         f"--secure-port={ports.scheduler}",
-        "--port=0",
+        *(["--port=0"] if versions.scheduler_has_port_flag(version) else []),
         "--leader-elect=false",
         "--profiling=false",
         "--v=1",
@@ -332,11 +339,14 @@ class LocalCluster:
         self, client: KubeClient, *, namespace: str, name: str, within: float = 30.0
     ) -> Path:
         """A kubeconfig with the token of ServiceAccount ``namespace/name`` — the
-        identity the controller has in a real cluster. Waits for the token
-        controller to have issued the token Secret."""
+        identity the controller has in a real cluster. Before 1.24 waits for the token
+        controller to have issued the token Secret; since then (no such Secrets) asks the
+        TokenRequest API once the ServiceAccount exists."""
 
         async def token() -> str:
             account = await client.get(SERVICE_ACCOUNTS, name, namespace=namespace)
+            if not versions.makes_token_secrets(self.binaries.version):
+                return await request_token(client, namespace=namespace, name=name)
             for ref in account.get("secrets") or []:
                 secret = await client.get(SECRETS, ref["name"], namespace=namespace)
                 if secret.get("type") == "kubernetes.io/service-account-token":
@@ -377,13 +387,24 @@ class LocalCluster:
         binaries = self.binaries
         etcd = etcd_args(name=self.name, data_dir=self._etcd_dir / "data", ports=self.ports)
         yield [self._spawn("etcd", [str(binaries.etcd), *etcd])]
-        apiserver = apiserver_args(ports=self.ports, certs=certs, token_file=token_file, profiling=self.profiling,
-                                   admission_config=self.admission_config)  # fmt: skip
+        version = binaries.version
+        apiserver = apiserver_args(
+            ports=self.ports,
+            certs=certs,
+            token_file=token_file,
+            profiling=self.profiling,
+            admission_config=self.admission_config,
+            version=version,
+        )
         yield [self._spawn("kube-apiserver", [str(binaries.kube_apiserver), *apiserver])]
         manager = controller_manager_args(
-            ports=self.ports, kubeconfig=self.admin_kubeconfig, certs=certs, controllers=self.controllers
+            ports=self.ports,
+            kubeconfig=self.admin_kubeconfig,
+            certs=certs,
+            controllers=self.controllers,
+            version=version,
         )
-        scheduler = scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig)
+        scheduler = scheduler_args(ports=self.ports, kubeconfig=self.admin_kubeconfig, version=version)
         yield [
             self._spawn("kube-controller-manager", [str(binaries.kube_controller_manager), *manager]),
             self._spawn("kube-scheduler", [str(binaries.kube_scheduler), *scheduler]),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 from collections.abc import Sequence
 from importlib.resources.abc import Traversable
@@ -33,6 +34,7 @@ from united.devcluster.build import ProvisionError, provision
 from united.devcluster.cluster import HOST, ClusterError, LocalCluster, free_ports
 from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_nodes
 from united.devcluster.planes import Plane, start_planes, stop_planes
+from united.devcluster.versions import DEFAULT, KubeVersion, makes_token_secrets
 from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
@@ -122,8 +124,9 @@ def sample_path(sample: str | None) -> Traversable:
     return path if path.exists() else data.sample(sample)
 
 
-def run(*, sample: str | None = None) -> int:
-    """Run the demo until Ctrl-C (or SIGTERM). Returns the process exit code."""
+def run(*, sample: str | None = None, version: KubeVersion = DEFAULT) -> int:
+    """Run the demo on Kubernetes ``version`` until Ctrl-C (or SIGTERM). Returns the process
+    exit code."""
     try:
         path = sample_path(sample)
     except LookupError as exc:
@@ -137,7 +140,7 @@ def run(*, sample: str | None = None) -> int:
         return 2
     configure_logging(level="WARNING", log_format="console")
     try:
-        binaries = provision(progress=_say)
+        binaries = provision(version, progress=_say)
     except ProvisionError as exc:
         _say(provision_failure(exc))
         return 1
@@ -148,7 +151,8 @@ def run(*, sample: str | None = None) -> int:
             _say(f"starting the local control planes: the host and {', '.join(p.name for p in members)} ...")
             start_planes(members, together=[cluster])
         else:
-            _say("starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler) ...")
+            _say(f"starting the local control plane, Kubernetes {version} (etcd, kube-apiserver, "
+                 "controller-manager, scheduler) ...")  # fmt: skip
             cluster.start()
         return asyncio.run(_serve(cluster, doc, path, workloads=workloads, members=members))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM before the controller handles it
@@ -175,7 +179,7 @@ async def _serve(
         nodes = NodeSimulator(client)
         async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes(doc))
-            await _namespace(client)
+            await _namespace(client, cluster.binaries.version)
             # The pod webhooks, served here on loopback; the controller's own namespace (its
             # certificate Secret) is excluded from them, so it is not the demo's.
             port = free_ports(1)[0]
@@ -216,7 +220,8 @@ async def _serve(
                     manager.request_stop()
                     await controller
                     return 1
-            _print_usage(cluster, path, resource, members=members)
+            served = json.loads(await client.get_path("/version")).get("gitVersion", "?")
+            _print_usage(cluster, path, resource, members=members, served=served)
             shown = ""
             while not controller.done():
                 for plane in (cluster, *(m.cluster for m in members)):
@@ -239,12 +244,16 @@ async def _webhooks_trusted(client: KubeClient) -> None:
         assert all(w["clientConfig"].get("caBundle") for w in config.get("webhooks") or []), "no caBundle yet"
 
 
-async def _namespace(client: KubeClient) -> None:
+async def _namespace(client: KubeClient, version: KubeVersion) -> None:
+    """The demo's namespace, once pods can be created in it (before 1.24: once its ``default``
+    ServiceAccount has its token Secret)."""
     with contextlib.suppress(AlreadyExists):
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
 
     async def token() -> None:
         account = await client.get(SERVICE_ACCOUNTS, "default", namespace=NAMESPACE)
+        if not makes_token_secrets(version):
+            return
         names = [ref["name"] for ref in account.get("secrets") or []]
         assert names, "no token secret yet"
         await client.get(SECRETS, names[0], namespace=NAMESPACE)
@@ -329,12 +338,15 @@ def workload_resource(obj: JSON) -> Resource:
     return Resource(group, version, plural, True, kind)
 
 
-def _print_usage(cluster: LocalCluster, path: Traversable, resource: Resource, *, members: Sequence[Plane]) -> None:
+def _print_usage(
+    cluster: LocalCluster, path: Traversable, resource: Resource, *, members: Sequence[Plane], served: str
+) -> None:
+    """What runs where, and what to try; ``served`` is the version the API server says it is."""
     kubectl = cluster.binaries.kubectl
     scale = "deployments,clonesets.apps.kruise.io" if resource.kind == WS_KIND else f"{resource.plural}.{GROUP}"
     lines = [
         "",
-        f"Kubernetes 1.20.2 is running at {cluster.server}",
+        f"Kubernetes {served} is running at {cluster.server}",
         f"  kubeconfig: {cluster.admin_kubeconfig}",
         f"  kubectl:    {kubectl}",
         f"  logs:       {cluster.log_dir}",

@@ -8,6 +8,7 @@ and OpenKruise.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from typing import Any
 
@@ -42,7 +43,15 @@ from united.kube.errors import NotFound
 
 pytestmark = pytest.mark.e2e
 
-HPAS = Resource("autoscaling", "v2beta2", "horizontalpodautoscalers", True, "HorizontalPodAutoscaler")
+HPA_VERSIONS = ("v2", "v2beta2")
+"""autoscaling/v2 (GA 1.23; v2beta2 is gone since 1.26), else v2beta2 (1.20): the same fields."""
+
+
+async def hpas(kube: KubeClient) -> Resource:
+    """HorizontalPodAutoscalers in the newest of :data:`HPA_VERSIONS` the server serves."""
+    served = {v["version"] for v in json.loads(await kube.get_path("/apis/autoscaling"))["versions"]}
+    version = next(v for v in HPA_VERSIONS if v in served)
+    return Resource("autoscaling", version, "horizontalpodautoscalers", True, "HorizontalPodAutoscaler")
 THREE_ZONES = [zone("a", "zone-a"), zone("b", "zone-b"), zone("c", "zone-c")]
 
 
@@ -450,14 +459,15 @@ async def test_kruise_manifests_work_unchanged(
 async def test_an_hpa_drives_replicas_through_the_scale_subresource(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """A real autoscaling/v2beta2 HPA (kube-controller-manager's controller). Without a
-    metrics API it still enforces minReplicas and maxReplicas through /scale, which is all
+    """A real autoscaling/v2 HPA (v2beta2 on 1.20; kube-controller-manager's controller). Without
+    a metrics API it still enforces minReplicas and maxReplicas through /scale, which is all
     it takes to prove the wiring: scale target, labelSelector, and percentages re-split."""
     doc = ud("hpa", [zone("a", "zone-a", replicas="20%"), zone("b", "zone-b")], replicas=2)
     await create(kube, namespace, doc)
     await wait_shape(kube, namespace, doc, {"a": 0, "b": 2})
+    resource = await hpas(kube)
     hpa = {
-        "apiVersion": "autoscaling/v2beta2",
+        "apiVersion": f"autoscaling/{resource.version}",
         "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "hpa"},
         "spec": {
@@ -472,10 +482,10 @@ async def test_an_hpa_drives_replicas_through_the_scale_subresource(
             ],
         },
     }
-    await kube.create(HPAS, hpa, namespace=namespace)
+    await kube.create(resource, hpa, namespace=namespace)
     await wait_shape(kube, namespace, doc, {"a": 2, "b": 8}, within=90)
     await kube.patch(
-        HPAS, "hpa", {"spec": {"minReplicas": 1, "maxReplicas": 5}}, patch_type=PatchType.MERGE, namespace=namespace
+        resource, "hpa", {"spec": {"minReplicas": 1, "maxReplicas": 5}}, patch_type=PatchType.MERGE, namespace=namespace
     )
     await wait_shape(kube, namespace, doc, {"a": 1, "b": 4}, within=90)
 

@@ -1,4 +1,4 @@
-"""``kubectl united`` as users run it: the real kubectl 1.20.2 finds ``kubectl-united`` on PATH
+"""``kubectl united`` as users run it: the real kubectl (of the version under test) finds ``kubectl-united`` on PATH
 and runs it against the local control plane and the real controller. Each phase reached is
 also judged by the Argo CD health check (manifests/argocd) on the live object."""
 

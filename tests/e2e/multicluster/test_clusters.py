@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, ud, wait_ready, wait_shape, zone
 from united import data
@@ -174,7 +175,7 @@ async def test_ready_reasons(
 
     obj = await members.ready(good, "Reachable")
     status, ready = obj["status"], condition(obj, "Ready")
-    assert status["kubernetesVersion"] == "v1.20.2" and status["lastProbeTime"]
+    assert status["kubernetesVersion"] == KUBE_VERSION.tag and status["lastProbeTime"]
     assert ready["status"] == "True" and status["observedGeneration"] == obj["metadata"]["generation"]
 
     ready = condition(await members.ready(no_key, "CredentialsUnavailable"), "Ready")
@@ -235,7 +236,7 @@ async def test_secret_rotation(
     obj = await members.ready(name, "Reachable", within=2 * PROBE["periodSeconds"] + 10)
     assert clusters_controller.proc is not None and clusters_controller.proc.pid == pid, "no restart"
     assert clusters_controller.proc.poll() is None
-    assert obj["status"]["kubernetesVersion"] == "v1.20.2"
+    assert obj["status"]["kubernetesVersion"] == KUBE_VERSION.tag
     swaps = clusters_controller.log_path.read_text().count('"member credentials changed; client swapped"')
     assert swaps >= 2, "each new Secret content made a new client"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import fresh_namespace
+from tests.e2e.conftest import KUBE_VERSION, fresh_namespace
 from tests.e2e.controller.conftest import LOG_DIR
 from tests.e2e.test_smoke import deployment
 from united.devcluster.cluster import LocalCluster
@@ -103,7 +103,7 @@ async def test_a_service_account_kubeconfig_is_self_contained(
         path = tmp_path / "member.kubeconfig"
         path.write_text(text)
         async with await KubeClient.from_kubeconfig(path) as client:
-            assert json.loads(await client.get_path("/version"))["gitVersion"].startswith("v1.20")
+            assert json.loads(await client.get_path("/version"))["gitVersion"] == KUBE_VERSION.tag
             with pytest.raises(Forbidden, match=f"system:serviceaccount:{name}:united-member"):
                 await client.list(PODS, namespace=name)
 

@@ -3,15 +3,27 @@
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from united.devcluster.certs import generate, serving_extensions, subject_alt_names
 from united.devcluster.cluster import (
     DEFAULT_CONTROLLERS,
+    SERVICE_ACCOUNT_ISSUER,
     Ports,
     apiserver_args,
     controller_manager_args,
     etcd_args,
     free_ports,
     scheduler_args,
+)
+from united.devcluster.versions import (
+    DEBIAN,
+    NEWEST,
+    KubeVersion,
+    controller_manager_has_port_flag,
+    has_insecure_port_flag,
+    makes_token_secrets,
+    scheduler_has_port_flag,
 )
 
 PORTS = Ports(2379, 2380, 6443, 10257, 10259)
@@ -106,3 +118,45 @@ def test_the_apiserver_serves_pprof_only_when_asked(tmp_path: Path) -> None:
     certs = generate(tmp_path)
     assert "--profiling=false" in apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t")
     assert "--profiling=true" in apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t", profiling=True)
+
+
+def _all_flags(tmp_path: Path, version: KubeVersion) -> dict[str, list[str]]:
+    certs = generate(tmp_path)
+    return {
+        "kube-apiserver": apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t", version=version),
+        "kube-controller-manager": controller_manager_args(
+            ports=PORTS, kubeconfig=tmp_path / "k", certs=certs, controllers=DEFAULT_CONTROLLERS, version=version
+        ),
+        "kube-scheduler": scheduler_args(ports=PORTS, kubeconfig=tmp_path / "k", version=version),
+    }
+
+
+def test_1_20_gets_the_insecure_port_flags_it_needs(tmp_path: Path) -> None:
+    """Without ``--insecure-port=0`` / ``--port=0`` 1.20 would serve plain HTTP on 8080/10251/10252."""
+    flags = _all_flags(tmp_path, DEBIAN)
+    assert "--insecure-port=0" in flags["kube-apiserver"]
+    assert "--port=0" in flags["kube-controller-manager"]
+    assert "--port=0" in flags["kube-scheduler"]
+
+
+@pytest.mark.parametrize("version", [NEWEST, KubeVersion(1, 30, 0), KubeVersion(1, 24, 0)])
+def test_newer_releases_get_no_flag_they_removed(tmp_path: Path, version: KubeVersion) -> None:
+    """``--insecure-port`` and the managers' ``--port`` are gone since 1.24: passing them is fatal."""
+    flags = _all_flags(tmp_path, version)
+    assert not any(f.startswith("--insecure-port") for f in flags["kube-apiserver"])
+    assert not any(f.startswith("--port=") for f in flags["kube-controller-manager"] + flags["kube-scheduler"])
+    certs = generate(tmp_path / "again")
+    same = apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t", version=version)
+    assert f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}" in same
+    assert f"--service-account-signing-key-file={certs.service_account_key}" in same
+
+
+def test_the_scheduler_lost_its_port_a_release_before_the_others() -> None:
+    v1_23 = KubeVersion(1, 23, 0)
+    assert not scheduler_has_port_flag(v1_23)
+    assert controller_manager_has_port_flag(v1_23) and has_insecure_port_flag(v1_23)
+
+
+def test_token_secrets_end_with_1_24() -> None:
+    assert makes_token_secrets(DEBIAN) and makes_token_secrets(KubeVersion(1, 23, 17))
+    assert not makes_token_secrets(KubeVersion(1, 24, 0)) and not makes_token_secrets(NEWEST)
