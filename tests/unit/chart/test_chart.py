@@ -28,7 +28,8 @@ import pytest
 import yaml
 
 from tests.support.tools import HELM, ensure_tool
-from united.cli import _parser, _run_flag_errors
+from united.cli import parser
+from united.cli.run import flag_errors
 from united.data import ROOT as DATA_ROOT
 from united.kustomization import build
 
@@ -202,8 +203,8 @@ def test_every_value_reaches_the_controller_as_the_flag_it_means(helm: Path) -> 
     docs = objects(template(helm, VALUE_SETS["everything"]))
     main = container(docs)
     assert main["args"][0] == "run"
-    args = _parser().parse_args(main["args"])
-    assert _run_flag_errors(args) == []
+    args = parser().parse_args(main["args"])
+    assert flag_errors(args) == []
     assert (args.leader_elect, args.leader_election_lease_duration, args.leader_election_renew_deadline,
             args.leader_election_retry_period) == (True, 30.0, 20.0, 4.0)  # fmt: skip
     assert (args.namespace, args.selector, args.workers) == (["shop", "payments"], "shard=a", 8)
@@ -227,10 +228,10 @@ def test_every_value_reaches_the_controller_as_the_flag_it_means(helm: Path) -> 
 def test_default_flags_are_the_controllers_defaults_and_a_disabled_webhook_leaves_no_configuration(
     helm: Path,
 ) -> None:
-    default = _parser().parse_args(container(objects(template(helm)))["args"])
+    default = parser().parse_args(container(objects(template(helm)))["args"])
     assert (default.leader_elect, default.webhook_port, default.api_group) == (True, 9443, "apps.united.io")
     docs = objects(template(helm, VALUE_SETS["webhook-disabled"]))
-    assert _parser().parse_args(container(docs)["args"]).webhook_port is None
+    assert parser().parse_args(container(docs)["args"]).webhook_port is None
     kinds = {doc["kind"] for doc in docs}
     assert not kinds & {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
     assert [p["name"] for p in container(docs)["ports"]] == ["http"]

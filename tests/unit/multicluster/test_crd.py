@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.test_cli import united
+from tests.unit.cli.test_cli import united
 from tests.unit.test_crds import (
     CRD_DIR,
     api_server_problems,

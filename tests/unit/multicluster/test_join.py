@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from tests.unit.test_cli import _closed_port, assert_field_errors, united
+from tests.unit.cli.test_cli import _closed_port, assert_field_errors, united
 from united import data
 from united.kube.client import KubeClient
 from united.kube.errors import ConfigError, error_from_status

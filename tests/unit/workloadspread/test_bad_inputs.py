@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.unit.test_cli import ERROR_LINE, united
+from tests.unit.cli.test_cli import ERROR_LINE, united
 from united import cli
 
 HERE = Path(__file__).parent / "bad_inputs"

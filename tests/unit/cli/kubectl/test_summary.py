@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from united.kubectl.summary import conditions_text, lines, rows, spread, united
+from united.cli.kubectl.summary import conditions_text, lines, rows, spread, united
 
 UD: dict[str, Any] = {
     "kind": "UnitedDeployment",

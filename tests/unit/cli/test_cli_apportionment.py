@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.unit.test_cli import REPO, ZONES, assert_field_errors, united, write
+from tests.unit.cli.test_cli import REPO, ZONES, assert_field_errors, united, write
 
 TOPOLOGY = {
     "rounding": "Monotone",

@@ -108,4 +108,3 @@ def revision_template(revisions: Iterable[Mapping[str, Any]], uid: str, to_revis
     if not found:
         raise RevisionError(f"unable to find the specified revision {to_revision}")
     return template_of(found[-1])
-

@@ -7,6 +7,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from united.api.field import FieldError
+
+EXIT_OK, EXIT_FAILURE, EXIT_INVALID = 0, 1, 2
+"""The command line's exit codes: success, an internal failure, bad input."""
+
 
 def print_json(value: Any) -> None:
     json.dump(value, sys.stdout, indent=2)
@@ -18,3 +23,13 @@ def print_table(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+
+
+def fail(errors: Sequence[FieldError], *, json_out: bool) -> int:
+    """Bad input: the errors as ``field.path: message`` lines on stderr (and as JSON on stdout
+    with ``-o json``), exit 2."""
+    if json_out:
+        print_json({"valid": False, "errors": [e.as_dict() for e in errors]})
+    for e in errors:
+        print(e, file=sys.stderr)
+    return EXIT_INVALID

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from united.api.field import ManifestError
-from united.manifest import State, load, load_documents, load_state, parse_state, read_text
+from united.cli.manifest import State, load, load_documents, load_state, parse_state, read_text
 from united.uniteddeployment.allocation import SubsetState
 
 UD = """\

@@ -17,9 +17,9 @@ from typing import Any
 
 from united.api.field import FieldError, ManifestError, Path, invalid, required
 from united.api.timestamp import parse_time
-from united.output import print_json
+from united.cli.output import print_json
+from united.cli.spread import documents
 from united.workloadspread.admission import admit
-from united.workloadspread.commands import documents
 from united.workloadspread.cost import KINDS, costs
 from united.workloadspread.matching import is_active, selects
 from united.workloadspread.model import KIND, WorkloadSpread

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tests.unit.test_cli import ADAPTIVE, REPO, ZONES, assert_field_errors, united
+from tests.unit.cli.test_cli import ADAPTIVE, REPO, ZONES, assert_field_errors, united
 
 
 def adaptive_with_remote_ecs() -> str:

@@ -16,8 +16,9 @@ import yaml
 
 from united.api import yamlload
 from united.api.field import FieldError, ManifestError, Path, invalid
+from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import SubsetState
-from united.uniteddeployment.model import KIND
+from united.uniteddeployment.model import KIND, UnitedDeployment
 from united.workloadspread import model as workloadspread
 
 #: The kinds a manifest file is read for, in the order commands look for them.
@@ -176,3 +177,16 @@ def state_entries(doc: Any, fields: Mapping[str, type]) -> dict[str, dict[str, A
     if errors:
         raise ManifestError(errors)
     return out
+
+
+def read(file: str) -> Source:
+    """``load``, with its notes (other documents ignored) on stderr."""
+    source = load(file)
+    for note in source.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return source
+
+
+def read_united(file: str, *, replicas: int | None = None) -> UnitedDeployment:
+    """The file's UnitedDeployment, parsed, defaulted and validated (``replicas``: as /scale)."""
+    return admit(read(file).document, replicas=replicas)

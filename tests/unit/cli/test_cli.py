@@ -21,10 +21,13 @@ import yaml
 
 from united import __version__, cli, data
 from united.api.groups import GROUP, KRUISE_GROUP
+from united.cli import manifest as cli_manifest
+from united.cli import plan as cli_plan
+from united.cli import run as cli_run
 from united.devcluster.versions import DEFAULT, NEWEST, KubeVersion
 from united.uniteddeployment.allocation import AllocationError
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 SAMPLES = sorted((REPO / "manifests" / "samples").glob("*.yaml"))
 ZONES = "manifests/samples/zones-percent.yaml"
 ELASTIC = "manifests/samples/elastic-pool.yaml"
@@ -630,7 +633,7 @@ def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(path: str) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "load", interrupted)
+    monkeypatch.setattr(cli_manifest, "load", interrupted)
     assert cli.main(["validate", ZONES]) == 130
 
 
@@ -638,7 +641,7 @@ def test_closed_stdout_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(value: Any) -> None:
         raise BrokenPipeError
 
-    monkeypatch.setattr(cli, "_print_json", broken)
+    monkeypatch.setattr(cli_plan, "print_json", broken)
     assert cli.main(["plan", str(REPO / ZONES), "-o", "json"]) == 0
 
 
@@ -648,7 +651,7 @@ def test_allocation_error_is_a_field_error(monkeypatch: pytest.MonkeyPatch, caps
     def impossible(*args: Any) -> Any:
         raise AllocationError("specified subsets' replica (4) is greater than UnitedDeployment replica (3)")
 
-    monkeypatch.setattr(cli, "allocate", impossible)
+    monkeypatch.setattr(cli_plan, "allocate", impossible)
     assert cli.main(["plan", str(REPO / ZONES), "-o", "json"]) == 2
     assert json.loads(capsys.readouterr().out) == {
         "valid": False,
@@ -673,7 +676,7 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         return 0
 
     monkeypatch.setattr(manager, "run", fake_run)
-    monkeypatch.setattr(cli, "configure_logging", lambda **kw: seen.append(kw))
+    monkeypatch.setattr(cli_run, "configure_logging", lambda **kw: seen.append(kw))
     return seen
 
 

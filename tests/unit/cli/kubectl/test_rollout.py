@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from united.kubectl.rollout import (
+from united.cli.kubectl.rollout import (
     RESTARTED_AT,
     RESUME_ANNOTATION,
     RolloutError,
@@ -22,7 +22,7 @@ from united.kubectl.rollout import (
     verdict,
 )
 
-STATUSES = Path(__file__).resolve().parents[1] / "argocd" / "statuses"
+STATUSES = Path(__file__).resolve().parents[2] / "argocd" / "statuses"
 
 
 def cond(kind: str, status: bool, reason: str = "R", message: str = "") -> dict[str, Any]:

@@ -174,4 +174,3 @@ def restart_patch(obj: Mapping[str, Any], *, now: str) -> dict[str, Any]:
         raise RolloutError(str(invalid(Path("spec").child("template"), "", "has no workload template to restart")))
     pod_metadata = {"metadata": {"annotations": {RESTARTED_AT: now}}}
     return _guarded(obj, {"spec": {"template": {variant: {"spec": {"template": pod_metadata}}}}})
-

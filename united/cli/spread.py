@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 
 from united.api.field import FieldError, ManifestError, Path
-from united.manifest import load_documents, read_text, state_entries
-from united.output import print_json, print_table
+from united.cli.manifest import load_documents, read_text, state_entries
+from united.cli.output import print_json, print_table
 from united.placement.patch import PatchError
 from united.workloadspread import model
 from united.workloadspread.admission import admit
@@ -124,3 +124,13 @@ def _state(path: str, ws: model.WorkloadSpread) -> dict[str, Load]:
     if unknown:
         raise ManifestError(unknown)
     return {n: Load(pods=v.get("pods", 0), unschedulable=v.get("unschedulable", False)) for n, v in entries.items()}
+
+
+def register_admit(sub: Any) -> None:
+    a = sub.add_parser("admit", help="show what the pod webhook would do to a pod of a WorkloadSpread's target")
+    a.add_argument("file", metavar="WS", help="WorkloadSpread manifest (may carry a status), or - for stdin")
+    a.add_argument("pod", metavar="POD", help="the pod, as created (CREATE) or as it is (DELETE, EVICT)")
+    a.add_argument("--operation", choices=OPERATIONS, default="CREATE")
+    a.add_argument("--replicas", type=int, metavar="N", help="the target's replicas (for percentages)")
+    a.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    a.set_defaults(func=admit_command)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from united.kubectl.rollback import (
+from united.cli.kubectl.rollback import (
     RevisionError,
     choose,
     history_rows,

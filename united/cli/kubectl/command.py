@@ -22,12 +22,12 @@ from united import __version__
 from united.api.field import ManifestError, Path, invalid
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.api.timestamp import format_time
+from united.cli.kubectl import rollback, rollout, summary
+from united.cli.kubectl.connection import connect, context_namespace, duration, kubeconfig_path
+from united.cli.output import print_json, print_table
 from united.kube.client import CONTROLLER_REVISIONS, KubeClient, PatchType, Resource
 from united.kube.errors import ApiError, ConfigError, Conflict, Gone, TransientError
-from united.kubectl import rollback, rollout, summary
-from united.kubectl.connection import connect, context_namespace, duration, kubeconfig_path
 from united.log import configure_logging
-from united.output import print_json, print_table
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 _CONFLICT_ATTEMPTS = 5

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from united.api.field import ManifestError
-from united.kubectl.command import EXIT_FAILURE, EXIT_USAGE, main, parser, target
-from united.kubectl.connection import context_namespace, duration, kubeconfig_path
+from united.cli.kubectl.command import EXIT_FAILURE, EXIT_USAGE, main, parser, target
+from united.cli.kubectl.connection import context_namespace, duration, kubeconfig_path
 
-SAMPLE = Path(__file__).resolve().parents[3] / "manifests" / "samples" / "zones-percent.yaml"
+SAMPLE = Path(__file__).resolve().parents[4] / "manifests" / "samples" / "zones-percent.yaml"
 
 
 def test_connection_flags_work_before_and_after_the_subcommand() -> None:

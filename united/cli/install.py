@@ -1,0 +1,51 @@
+"""``united install``: the CRDs and the controller applied to a cluster, or printed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+
+from united import __version__, data
+from united.api.field import FieldError, ManifestError
+from united.api.groups import GROUP, KRUISE_GROUP
+from united.cli.output import EXIT_INVALID, EXIT_OK
+from united.log import configure_logging
+
+
+def register(sub: Any) -> None:
+    i = sub.add_parser("install", help=f"apply (or print) the CRD and the controller {__version__} for a cluster")
+    i.add_argument(
+        "--api-group",
+        default=GROUP,
+        choices=(GROUP, KRUISE_GROUP),
+        help=f"the group to serve ({KRUISE_GROUP}: the compat CRD and RBAC, for clusters without OpenKruise)",
+    )
+    i.add_argument("--print", action="store_true", dest="print_only", help="print the manifests, apply nothing")
+    i.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
+    i.set_defaults(func=_install)
+
+
+def _install(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from united.devcluster.installation import install
+    from united.kube.errors import ApiError, ConfigError
+
+    docs = data.controller(args.api_group)
+    if args.print_only:
+        sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
+        return EXIT_OK
+    configure_logging(level="ERROR", log_format="console")
+    try:
+        asyncio.run(install(docs, kubeconfig=args.kubeconfig))
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return EXIT_INVALID
+    except ApiError as e:
+        raise ManifestError([FieldError("install", f"cannot apply to the cluster: {e.__cause__ or e.message}")]) from e
+    for doc in docs:
+        print(f"{doc['kind']}/{doc['metadata']['name']} applied")
+    return EXIT_OK
