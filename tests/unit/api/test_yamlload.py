@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from united import manifest
 from united.api import decode, yamlload
 from united.api.field import ManifestError
+from united.cli import manifest
 from united.kube import kubeconfig
 from united.kube.errors import ConfigError
 
