@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-Json = dict[str, Any]
+from united.api.document import Json
 
 
 def merge_patch(live: Any, desired: Any) -> Any:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from united.api.document import Json
 from united.api.field import FieldError, Path, invalid
 from united.api.intstr import INT32_MAX, IntOrStr
-
-Json = dict[str, Any]
 
 
 class Reader:

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from united.api.document import Json
 from united.api.field import FieldError, ManifestError, Path, invalid, required
 from united.api.timestamp import parse_time
 from united.cli.output import print_json
@@ -25,8 +26,6 @@ from united.workloadspread.matching import is_active, selects
 from united.workloadspread.model import KIND, WorkloadSpread
 from united.workloadspread.pods import group, pods_of, replicas_of
 from united.workloadspread.version import pod_version, workload_version
-
-Json = dict[str, Any]
 
 
 def add_parser(sub: Any) -> None:

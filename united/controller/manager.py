@@ -75,8 +75,6 @@ STOP_WITHIN = 10.0
 """The documented bound from SIGTERM/SIGINT to exit, in every state: the shutdown grace of
 reconciles in flight, the Lease release and the Event flush, plus margin."""
 
-Json = dict[str, Any]
-
 
 def ud_resource(api_group: str) -> Resource:
     version = "v1alpha1" if api_group == GROUP else "v1beta1"

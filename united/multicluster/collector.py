@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from united.api.document import Json
 from united.kube import ApiError, KubeClient, NotFound, Resource
-from united.multicluster.gc import Json, Sightings, suspects
+from united.multicluster.gc import Sightings, suspects
 from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Member
 from united.runtime.controller import Stores

@@ -13,10 +13,10 @@ caches, so a pass with nothing to collect makes no request).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import structlog
 
+from united.api.document import Json
 from united.api.field import ManifestError
 from united.kube import PatchType
 from united.multicluster.collector import Collector
@@ -28,7 +28,6 @@ from united.runtime.controller import Controller, Host, Result, Stores
 from united.runtime.informer import DELETED
 
 log = structlog.get_logger(__name__)
-Json = dict[str, Any]
 
 
 class ClusterController(Controller):

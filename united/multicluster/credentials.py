@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from united.api.document import Json
 from united.kube import ApiError, KubeClient
 from united.kube.client import SECRETS
 from united.multicluster.health import Failure
@@ -27,7 +28,6 @@ from united.multicluster.model import SecretRef
 from united.runtime.failures import FailureLog
 from united.runtime.informer import Informer
 
-Json = dict[str, Any]
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 REREAD_EVERY = 10.0
 """Seconds between two GETs of the same Secret by :meth:`SecretWatch.reread`."""

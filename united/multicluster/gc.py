@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
+from united.api.document import Json
 from united.multicluster.identity import RemoteKeys
-
-Json = dict[str, Any]
 
 
 def suspects(children: Iterable[Json], live_uids: Container[str], remote: RemoteKeys) -> list[Json]:

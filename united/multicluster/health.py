@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from united.api.document import Json
 from united.api.timestamp import format_time, parse_time
-
-Json = dict[str, Any]
 
 READY = "Ready"
 PROBING = "Probing"

@@ -12,10 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from united.api.document import Json
 from united.api.field import FieldError, ManifestError, Path, duplicate, forbidden, invalid, required, too_many
 from united.api.groups import GROUP
 from united.api.names import dns_label_errors, dns_subdomain_errors
-from united.api.reader import Json, Reader
+from united.api.reader import Reader
 
 VERSION = "v1alpha1"
 KIND = "Cluster"

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from united.api.document import Json
 from united.api.field import FieldError, Path, forbidden, invalid, not_supported, required
 from united.api.names import label_key_errors, label_value_errors
-
-Json = dict[str, Any]
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

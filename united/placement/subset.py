@@ -18,9 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from united.api.document import Json
 from united.placement.patch import strategic_merge
-
-Json = dict[str, Any]
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 

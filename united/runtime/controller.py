@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import structlog
 
 from united.api.decode import Undecodable
+from united.api.document import Json
 from united.kube import ApiError, Fenced, KubeClient, Resource
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
@@ -28,7 +29,6 @@ from united.runtime.metrics import Metrics, ReconcileResult
 from united.runtime.queue import ShutDown, WorkQueue, default_controller_rate_limiter
 
 log = structlog.get_logger(__name__)
-Json = dict[str, Any]
 
 
 class Stores:

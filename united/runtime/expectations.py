@@ -23,9 +23,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
+from united.api.document import Json
+
 __all__ = ["TTL", "Expectations", "Kind", "LastWrite", "rv_of"]
 
-Json = dict[str, Any]
 T = TypeVar("T")
 
 TTL = 300.0

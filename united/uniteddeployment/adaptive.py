@@ -36,12 +36,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from united.api.document import Json
 from united.api.timestamp import format_time, parse_time
 from united.uniteddeployment.defaults import DEFAULT_RESCHEDULE_CRITICAL_SECONDS, DEFAULT_UNSCHEDULABLE_DURATION
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import CLONE_SET, DEPLOYMENT, Spec
-
-Json = dict[str, Any]
 
 SCHEDULABLE = "Schedulable"
 """The per-subset condition type (``status.subsetStatuses[].conditions``)."""

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united.api import selector as label_selector
+from united.api.document import Json
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import UnitedDeployment
-
-Json = dict[str, Any]
 
 
 def controller_uid(obj: Mapping[str, Any]) -> str | None:

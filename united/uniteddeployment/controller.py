@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 
 from united.api.decode import Undecodable
+from united.api.document import Json
 from united.api.selector import parse as parse_selector
 from united.kube import Resource
 from united.kube.client import CONTROLLER_REVISIONS, PODS
@@ -29,7 +30,6 @@ from united.uniteddeployment.reconciler import Caches, Reconciler, owners_of
 from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)
-Json = dict[str, Any]
 
 
 def _meta_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:

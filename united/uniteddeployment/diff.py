@@ -25,11 +25,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from united.api.document import Json
 from united.api.mergepatch import merge_patch
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.render.kind import ChildKind
-
-Json = dict[str, Any]
 
 
 def child_patch(

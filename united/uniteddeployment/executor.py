@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from united.api.conditions import Problem
+from united.api.document import Json
 from united.api.mergepatch import identified
 from united.api.selector import parse as parse_selector
 from united.kube import ApiError, Conflict, NotFound, PatchType, Resource
@@ -48,7 +49,6 @@ from united.uniteddeployment.status import stalled
 if TYPE_CHECKING:
     from united.uniteddeployment.reconciler import Reconciler
 
-Json = dict[str, Any]
 log = structlog.get_logger(__name__)
 
 

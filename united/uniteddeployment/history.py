@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united.api import selector as label_selector
+from united.api.document import Json
 from united.uniteddeployment import revision
 from united.uniteddeployment.children import controller_uid, deleting, labels_of, name_of, namespace_of, uid_of
 from united.uniteddeployment.keys import REVISION_HASH_LABEL
 from united.uniteddeployment.model import Template, UnitedDeployment
-
-Json = dict[str, Any]
 
 
 @dataclass
@@ -36,6 +35,7 @@ class HistoryPlan:
     delete: list[str] = field(default_factory=list)
     adopt: list[Json] = field(default_factory=list)
     """Orphaned revisions to take over (they count as ours from now on)."""
+
 
 CHANGE_CAUSE = "kubernetes.io/change-cause"
 """Why a template changed, as the user recorded it on the UnitedDeployment (kubectl's annotation)."""

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from united.api.document import Json
 from united.uniteddeployment import adaptive
 from united.uniteddeployment.allocation import Allocation, Plan
 from united.uniteddeployment.children import Claim, name_of
@@ -26,8 +27,6 @@ from united.uniteddeployment.render.kind import ChildKind
 
 if TYPE_CHECKING:
     from united.multicluster.identity import RemoteKeys
-
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

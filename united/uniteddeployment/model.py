@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from united.api.document import Json
 from united.api.field import ManifestError, Path, invalid, not_supported, required
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.api.intstr import INT32_MAX, IntOrStr
@@ -41,8 +42,6 @@ PROGRESSIVE = "Progressive"
 #: ``spec.topology.rounding``: OpenKruise's per-subset half-up rounding (default), or ours.
 HALF_UP = "HalfUp"
 MONOTONE = "Monotone"
-
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ import structlog
 
 from united.api.conditions import Problem
 from united.api.decode import Undecodable
+from united.api.document import Json
 from united.api.field import ManifestError
 from united.api.mergepatch import merge_patch
 from united.api.timestamp import now_rfc3339
@@ -56,7 +57,6 @@ from united.uniteddeployment.status import stalled
 if TYPE_CHECKING:
     pass
 
-Json = dict[str, Any]
 log = structlog.get_logger(__name__)
 
 

@@ -36,11 +36,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from united.api.document import Json
 from united.api.intstr import IntOrStr, is_percent, resolve, scaled
 from united.api.timestamp import parse_time
 from united.uniteddeployment.model import Progressive
-
-Json = dict[str, Any]
 
 RESUME_ANNOTATION = "rollout.apps.united.io/resume"
 DEFAULT_MAX_UNAVAILABLE: IntOrStr = "25%"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from united.api.decode import Undecodable
+from united.api.document import Json
 from united.api.timestamp import format_time
 from united.kube import ApiError, KubeClient, NotFound, Resource
 from united.kube.client import NAMESPACES
@@ -30,8 +31,6 @@ from united.uniteddeployment.resources import resource_of
 if TYPE_CHECKING:
     from united.multicluster.identity import RemoteKeys
     from united.multicluster.member import Members
-
-Json = dict[str, Any]
 
 
 class Store(Protocol):

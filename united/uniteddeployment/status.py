@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from united.api.conditions import READY, RECONCILING, STALLED, Problem, kstatus
+from united.api.document import Json
 from united.api.selector import EQUALS, Requirement, Selector
 from united.api.selector import parse as parse_selector
 from united.uniteddeployment.allocation import Plan
-
-Json = dict[str, Any]
 
 UPDATED = "UnitedDeploymentUpdated"
 

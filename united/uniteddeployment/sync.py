@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from united.api.conditions import Problem
+from united.api.document import Json
 from united.api.timestamp import parse_time
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, cluster_ready
 from united.uniteddeployment import adaptive, rollout
@@ -34,8 +35,6 @@ from united.uniteddeployment.model import DEPLOYMENT, Progressive, UnitedDeploym
 from united.uniteddeployment.render import KINDS
 from united.uniteddeployment.shift import Holding, Shift, shift
 from united.uniteddeployment.status import UPDATED, ChildView, Facts, compute, hpa_selector, observe
-
-Json = dict[str, Any]
 
 DEADLINE_MARGIN = 0.05
 """Seconds added to a requeue for an adaptive deadline: the timeouts are strict (``<``), so

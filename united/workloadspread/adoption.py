@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from united.api.document import Json
 from united.api.intstr import INT32_MAX
 from united.placement.patch import POD, PatchError, strategic_merge
 from united.workloadspread.booking import resolve
@@ -46,8 +47,6 @@ from united.workloadspread.model import (
 )
 from united.workloadspread.pods import subset_of
 from united.workloadspread.version import pod_version
-
-Json = dict[str, Any]
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 

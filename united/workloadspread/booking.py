@@ -37,15 +37,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+from united.api.document import Json
 from united.api.intstr import INT32_MAX, IntOrStr, int_value, scaled
 from united.workloadspread.injection import matched
 from united.workloadspread.matching import controller_ref, is_active
 from united.workloadspread.model import Status, Subset, SubsetStatus, WorkloadSpread
 from united.workloadspread.version import pod_version
-
-Json = dict[str, Any]
 
 _ORDINAL = re.compile(r"^(.*)-([0-9]+)$")
 

@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from united.api import decode
-from united.workloadspread.model import KIND, KRUISE_ALPHA, KRUISE_BETA, Json, subset_field_names
+from united.api.document import Json
+from united.workloadspread.model import KIND, KRUISE_ALPHA, KRUISE_BETA, subset_field_names
 
 REVIEW_API_VERSIONS: Final = ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1")
 #: v1alpha1 subset field -> its v1beta1 name.

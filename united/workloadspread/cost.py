@@ -32,14 +32,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
 
+from united.api.document import Json
 from united.api.intstr import legacy_scaled
 from united.api.timestamp import parse_time
 from united.workloadspread.matching import is_active
 from united.workloadspread.model import DELETION_COST_ANNOTATION, FAKE_SUBSET, Subset, WorkloadSpread
 
-Json = dict[str, Any]
 #: version -> subset name (or :data:`FAKE_SUBSET`) -> pods.
 Buckets = Mapping[str, Mapping[str, Sequence[Json]]]
 

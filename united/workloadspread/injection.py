@@ -17,14 +17,12 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from united.api import decode
+from united.api.document import Json
 from united.placement.patch import POD, strategic_merge_touched
 from united.placement.subset import node_affinity, require, tolerate
 from united.workloadspread.model import MATCHED_ANNOTATION, WorkloadSpread
-
-Json = dict[str, Any]
 
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 

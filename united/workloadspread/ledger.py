@@ -23,10 +23,10 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 
+from united.api.document import Json
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.runtime.expectations import rv_of
 from united.workloadspread.booking import Booking
@@ -35,7 +35,6 @@ from united.workloadspread.reconciler import status_patch
 from united.workloadspread.webhookconfig import TIMEOUT_SECONDS
 
 log = structlog.get_logger(__name__)
-Json = dict[str, Any]
 
 ATTEMPTS = 5
 """Status writes per batch before its pods are let in unplaced."""

@@ -16,13 +16,12 @@ webhook selects none, so no pod of such a spread was ever placed).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 from united.api import selector
+from united.api.document import Json
 from united.api.field import Path
 from united.workloadspread.model import TargetRef, WorkloadSpread, group_of
 
-Json = dict[str, Any]
 Owner = Callable[[str, Json], Json | None]
 
 #: (group, kind) of the workloads whose pods may be spread, and of the owners walked through.

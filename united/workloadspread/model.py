@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from united.api.document import Json
 from united.api.field import ManifestError, Path, invalid, not_supported, required
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.api.intstr import IntOrStr
@@ -43,8 +44,6 @@ IGNORE_PATCH_EXISTING_PODS_ANNOTATION = "workloadspread.kruise.io/ignore-patch-e
 VERSION_IGNORED = "versionIgnored"
 #: Name of the bucket of pods that belong to no subset (reported, never written to status).
 FAKE_SUBSET = "kruise.io/workloadspread-fake-subset-name"
-
-Json = dict[str, Any]
 
 
 def group_of(api_version: str) -> str:

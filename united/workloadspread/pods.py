@@ -22,13 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from united.api.document import Json
 from united.api.field import ManifestError, Path, invalid
 from united.workloadspread.injection import matched
 from united.workloadspread.matching import controller_ref, selects
 from united.workloadspread.model import FAKE_SUBSET, WorkloadSpread
 from united.workloadspread.version import pod_version
-
-Json = dict[str, Any]
 
 
 def pods_of(

@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from united.api.document import Json
 from united.api.field import ManifestError
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.api.mergepatch import identified, merge_patch
@@ -42,7 +43,6 @@ from united.workloadspread.sync import sync
 from united.workloadspread.validation import conflicts
 
 log = structlog.get_logger(__name__)
-Json = dict[str, Any]
 JOBS = Resource("batch", "v1", "jobs", True, "Job")
 WORKLOADS: Mapping[tuple[str, str], Resource] = {
     ("apps", "Deployment"): DEPLOYMENTS,

@@ -33,11 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from united.api.document import Json
 from united.api.timestamp import format_time, parse_time
 from united.workloadspread.injection import matched
 from united.workloadspread.model import WorkloadSpread
-
-Json = dict[str, Any]
 
 SCHEDULABLE = "Schedulable"
 UNSCHEDULABLE = "PodUnschedulable"

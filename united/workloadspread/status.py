@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from united.api.conditions import READY, RECONCILING, STALLED, Problem, kstatus
+from united.api.document import Json
 from united.api.field import FieldError
 from united.api.timestamp import format_time, parse_time
 from united.workloadspread.booking import resolve
@@ -50,7 +51,6 @@ from united.workloadspread.matching import is_active
 from united.workloadspread.model import FAKE_SUBSET, Status, Subset, SubsetStatus, WorkloadSpread
 from united.workloadspread.reschedule import SCHEDULABLE, assess
 
-Json = dict[str, Any]
 Event = tuple[str, str, str]
 
 CREATE_TIMEOUT = 30.0

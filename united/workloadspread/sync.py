@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from united.api.conditions import Problem
+from united.api.document import Json
 from united.api.field import ManifestError
 from united.workloadspread import cost
 from united.workloadspread.adoption import adopt, adopted_subset
@@ -32,8 +32,6 @@ from united.workloadspread.model import Status, WorkloadSpread
 from united.workloadspread.pods import group, pods_of, replicas_of
 from united.workloadspread.status import compute, stalled
 from united.workloadspread.version import workload_version
-
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
 from united.api import selector as label_selector
+from united.api.document import Json
 from united.api.field import FieldError, Path, forbidden, invalid, required, show, too_long, too_many
 from united.api.intstr import IntOrStr, scaled
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, size
@@ -34,7 +35,7 @@ from united.placement.constraints import node_selector_term_errors, preferred_te
 from united.placement.patch import PatchError
 from united.placement.podtemplate import RESTART_ALWAYS, RESTART_POLICIES, pod_template_errors
 from united.placement.subset import place
-from united.workloadspread.model import ADAPTIVE, FIXED, Json, Spec, Subset, TargetRef, WorkloadSpread
+from united.workloadspread.model import ADAPTIVE, FIXED, Spec, Subset, TargetRef, WorkloadSpread
 
 SPEC = Path("spec")
 TARGET_REF = SPEC.child("targetRef")

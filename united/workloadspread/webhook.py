@@ -38,6 +38,7 @@ from typing import Any
 
 import structlog
 
+from united.api.document import Json
 from united.api.field import ManifestError
 from united.kube import ApiError, KubeClient
 from united.placement.patch import PatchError
@@ -53,7 +54,6 @@ from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler
 from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
 
 log = structlog.get_logger(__name__)
-Json = dict[str, Any]
 
 
 class PodWebhook:

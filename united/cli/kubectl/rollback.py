@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from united.api.document import Json
 from united.uniteddeployment import revision
 from united.uniteddeployment.history import CHANGE_CAUSE, number, ordered
 from united.uniteddeployment.model import TEMPLATE_VARIANTS, Template
-
-Json = dict[str, Any]
 
 
 class RevisionError(LookupError):

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-Json = dict[str, Any]
+from united.api.document import Json
+
 NONE = "-"
 _ABNORMAL = {"Ready": "False", "UnitedDeploymentUpdated": "False"}
 """The status of a condition type whose message is worth a line of its own (default True:

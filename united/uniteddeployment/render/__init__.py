@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from united.api.document import Json
 from united.api.names import child_prefix
 from united.multicluster.identity import RemoteKeys
 from united.placement.subset import patch_text, place
@@ -34,8 +35,6 @@ from united.uniteddeployment.model import (
 )
 from united.uniteddeployment.render import advanced_statefulset, cloneset, deployment, statefulset
 from united.uniteddeployment.render.kind import ChildKind
-
-Json = dict[str, Any]
 
 KINDS: dict[str, ChildKind] = {
     STATEFUL_SET: statefulset.KIND,

@@ -6,8 +6,9 @@ Same partition field as apps/v1 StatefulSet, but an empty update-strategy type s
 
 from __future__ import annotations
 
+from united.api.document import Json
 from united.uniteddeployment.model import ADVANCED_STATEFUL_SET
-from united.uniteddeployment.render.kind import Json, read_rolling_partition, rolling_partition
+from united.uniteddeployment.render.kind import read_rolling_partition, rolling_partition
 from united.uniteddeployment.validation import ADVANCED_STATEFUL_SET_MUTABLE
 
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from united.api.document import Json
 from united.multicluster.identity import RemoteKeys
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import Subset, UnitedDeployment
-from united.uniteddeployment.render import Json, Rendered, blueprint, finish, kind_of
+from united.uniteddeployment.render import Rendered, blueprint, finish, kind_of
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from united.api.document import Json
 from united.uniteddeployment.model import CLONE_SET
-from united.uniteddeployment.render.kind import Json
 
 _PERCENT = re.compile(r"^([0-9]+)%$")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from united.api.document import Json
 from united.uniteddeployment.model import DEPLOYMENT
-from united.uniteddeployment.render.kind import Json
 
 
 class Deployment:

@@ -8,9 +8,9 @@ Advanced StatefulSet disagree on.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-Json = dict[str, Any]
+from united.api.document import Json
 
 
 class ChildKind(Protocol):

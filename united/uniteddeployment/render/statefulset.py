@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from united.api.document import Json
 from united.uniteddeployment.model import STATEFUL_SET
-from united.uniteddeployment.render.kind import Json, read_rolling_partition, rolling_partition
+from united.uniteddeployment.render.kind import read_rolling_partition, rolling_partition
 from united.uniteddeployment.validation import STATEFUL_SET_MUTABLE
 
 

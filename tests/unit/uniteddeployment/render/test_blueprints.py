@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.uniteddeployment.render.test_render import GOLDEN_CASES, manifest
+from united.api.document import Json
 from united.api.groups import KRUISE_GROUP
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import UnitedDeployment
-from united.uniteddeployment.render import KINDS, Json, Rendered, render
+from united.uniteddeployment.render import KINDS, Rendered, render
 from united.uniteddeployment.render import blueprints as module
 from united.uniteddeployment.render.blueprints import Blueprints
 
