@@ -248,6 +248,8 @@ class Manager:
                     self.spawn(informer.run(), name=f"informer-{resource.plural}")
                 if self._deferred is not None:
                     self._deferred.append(informer)
+                elif started and self._discovered:
+                    self.spawn(self._track_when_synced(informer), name=f"sync-{resource.plural}")
                 elif started:
                     self.informers.append(informer)
             informer.add_handler(handler)
@@ -269,6 +271,12 @@ class Manager:
 
     def track(self, informers: Iterable[Informer]) -> None:
         self.informers.extend(informers)
+
+    async def _track_when_synced(self, informer: Informer) -> None:
+        """Count an informer made by a later discovery (a kind served after start) in
+        readiness once it has synced: a Ready replica must not turn unready for a first LIST."""
+        await informer.has_synced.wait()
+        self.track([informer])
 
     def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro, name=name)
