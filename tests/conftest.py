@@ -18,3 +18,33 @@ def nobody_site() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="united-nobody-") as name:
         Path(name).chmod(0o755)
         yield readable_site(Path(name))
+
+
+SHARED_PACKAGES = (("chaos",), ("e2e", "multicluster"), ("e2e", "workloadspread"))
+"""Packages whose tests share package-scoped fixtures (their own control plane, member planes,
+the spreading controller): each runs whole on one worker."""
+
+
+def group(relative: Path) -> str | None:
+    """The xdist group of the test file at ``relative`` (to ``tests/``), or None for a unit test,
+    which any worker may take. Each worker has its own session control plane and controller;
+    tests that share a module- or package-scoped fixture run on one, so it is made once."""
+    parts = relative.parts
+    if parts[0] not in ("e2e", "chaos"):
+        return None
+    for package in SHARED_PACKAGES:
+        if parts[: len(package)] == package:
+            return "/".join(package)
+    return relative.as_posix()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each e2e and chaos test with its group before pytest-xdist reads the marks."""
+    root = Path(__file__).parent
+    for item in items:
+        path = Path(item.path)
+        if root in path.parents:
+            name = group(path.relative_to(root))
+            if name is not None:
+                item.add_marker(pytest.mark.xdist_group(name))
