@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -51,12 +52,32 @@ NOBODY = StaticUser("e2e-nobody", groups=("e2e-testers",))
 EXTERNAL = target(os.environ)
 """The existing cluster to test instead of a local control plane, if any."""
 KUBE_VERSION = versions.requested(os.environ)
-"""The local control plane's version: ``UNITED_KUBE_VERSION``, else the default."""
+"""The local control plane's version: ``UNITED_KUBE_VERSION``, else the default (the newest)."""
+FLOOR = versions.FLOOR
+"""The oldest supported version: tests marked ``compat`` run on it too (each once per version)."""
 
 
 # A safety net against a hung test eating CI's time; generous enough to include a
 # first provisioning (about 7 minutes) in the first test's setup.
 E2E_TIMEOUT_SECONDS = 1200
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test on the local control plane runs on ``KUBE_VERSION``; a ``compat`` one also on
+    the floor. The version is a session-scoped parameter, so each version's control plane (and
+    the session's controller on it) starts once per worker that runs a test on it."""
+    if "kube_version" not in metafunc.fixturenames:
+        return
+    wanted = [KUBE_VERSION]
+    if metafunc.definition.get_closest_marker("compat") and EXTERNAL is None and FLOOR != KUBE_VERSION:
+        wanted.append(FLOOR)
+    metafunc.parametrize("kube_version", wanted, indirect=True, scope="session", ids=lambda v: f"kube-{v}")
+
+
+@pytest.fixture(scope="session")
+def kube_version(request: pytest.FixtureRequest) -> versions.KubeVersion:
+    """The Kubernetes version of the session's control plane (see :func:`pytest_generate_tests`)."""
+    return getattr(request, "param", KUBE_VERSION)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -95,13 +116,13 @@ def _existing(where: Target) -> Iterator[ExternalCluster]:
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[LocalCluster]:
+def cluster(kube_version: versions.KubeVersion) -> Iterator[LocalCluster]:
     if EXTERNAL is not None:
         yield from _existing(EXTERNAL)
         return
-    layout = Layout.default(KUBE_VERSION)
+    layout = Layout.default(kube_version)
     if not is_provisioned(layout):
-        _progress(f"\ne2e: the local control plane (Kubernetes {KUBE_VERSION}) is not provisioned in "
+        _progress(f"\ne2e: the local control plane (Kubernetes {kube_version}) is not provisioned in "
                   f"{layout.root}; building it now (`python -m united.devcluster provision`)")
     problem = ""
     try:
@@ -190,6 +211,11 @@ async def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> AsyncIt
         yield name
 
 
+async def server_version(kube: KubeClient) -> versions.KubeVersion:
+    """The version a local control plane's ``/version`` reports (its ldflags set it exactly)."""
+    return versions.KubeVersion.parse(json.loads(await kube.get_path("/version"))["gitVersion"])
+
+
 @contextlib.asynccontextmanager
 async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
     """Namespace ``name``, usable (pods can be created in it), deleted on exit."""
@@ -200,7 +226,7 @@ async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
 
     async def usable() -> None:
         account = await kube.get(SERVICE_ACCOUNTS, "default", namespace=name)
-        if EXTERNAL is not None or not versions.makes_token_secrets(KUBE_VERSION):
+        if EXTERNAL is not None or not versions.makes_token_secrets(await server_version(kube)):
             return  # clusters since 1.24 make no token Secrets; pods get projected tokens
         names = [ref["name"] for ref in account.get("secrets") or []]
         assert names, f"namespace {name}: default ServiceAccount has no token secret yet"

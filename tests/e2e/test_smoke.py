@@ -4,6 +4,7 @@ Kruise's."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -90,6 +91,8 @@ async def test_deployment_pods_become_ready_on_simulated_nodes(
 
 
 async def test_simulated_nodes_are_ready_and_untainted(kube: KubeClient, sim: Simulation) -> None:
+    server = json.loads(await kube.get_path("/version"))["gitVersion"]
+
     async def healthy() -> None:
         for name in sim.node_names:
             node = await kube.get(NODES, name)
@@ -98,6 +101,7 @@ async def test_simulated_nodes_are_ready_and_untainted(kube: KubeClient, sim: Si
             ready = [c for c in conditions if c["type"] == "Ready"]
             assert ready and ready[0]["status"] == "True", f"{name} not Ready"
             assert not (node["spec"].get("taints") or []), f"{name} tainted: {node['spec']}"
+            assert node["status"]["nodeInfo"]["kubeletVersion"] == server, "a kubelet of the server's release"
 
     await eventually(healthy, within=30, what="simulated nodes healthy")
 

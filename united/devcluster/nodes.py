@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ CONDITION_TAINTS = frozenset(
     }
 )
 KUBELET_VERSION = "v1.20.2"
+"""What a simulated kubelet reports until it has read the API server's own version."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def node_object(state: NodeState) -> JSON:
     }
 
 
-def node_status(state: NodeState, *, now: str) -> JSON:
+def node_status(state: NodeState, *, now: str, kubelet_version: str = KUBELET_VERSION) -> JSON:
     """A healthy kubelet's node status, with ``now`` as heartbeat; a full node has
     allocatable pods 0 (capacity unchanged) so the scheduler fits nothing more."""
     spec = state.spec
@@ -189,8 +191,8 @@ def node_status(state: NodeState, *, now: str) -> JSON:
         "nodeInfo": {
             "architecture": spec.arch,
             "operatingSystem": "linux",
-            "kubeletVersion": KUBELET_VERSION,
-            "kubeProxyVersion": KUBELET_VERSION,
+            "kubeletVersion": kubelet_version,
+            "kubeProxyVersion": kubelet_version,
             "containerRuntimeVersion": "simulated://1.0",
             "kernelVersion": "",
             "osImage": "united node simulator",
@@ -308,9 +310,13 @@ class NodeSimulator(Background):
         self._tasks: list[asyncio.Task[None]] = []
         self._ips: dict[str, str] = {}
         self._next_ip = 0
+        self.kubelet_version = KUBELET_VERSION
 
     async def start(self) -> None:
-        """Start watching pods and heartbeating; returns once the first list is done."""
+        """Start watching pods and heartbeating; returns once the first list is done. The
+        kubelets report the API server's version, as a cluster's nodes of the same release do."""
+        with contextlib.suppress(ApiError, ValueError, KeyError, TypeError):
+            self.kubelet_version = str(json.loads(await self.client.get_path("/version"))["gitVersion"])
         self._tasks = [
             asyncio.create_task(self._pods.run(), name="node-simulator-pods"),
             asyncio.create_task(self._heartbeat(), name="node-simulator-heartbeat"),
@@ -442,7 +448,7 @@ class NodeSimulator(Background):
         await self.client.patch(
             NODES,
             state.spec.name,
-            {"status": node_status(state, now=now_rfc3339())},
+            {"status": node_status(state, now=now_rfc3339(), kubelet_version=self.kubelet_version)},
             patch_type=PatchType.MERGE,
             subresource="status",
         )

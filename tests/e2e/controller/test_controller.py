@@ -59,6 +59,7 @@ async def create(kube: KubeClient, namespace: str, doc: dict[str, Any]) -> dict[
     return await kube.create(resource_for(doc), doc, namespace=namespace)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(
     "name",
     [
@@ -88,6 +89,7 @@ async def test_every_sample_converges(
     assert status["labelSelector"] == f"app={doc['spec']['selector']['matchLabels']['app']}"
 
 
+@pytest.mark.compat
 async def test_scale_through_spec_and_scale_subresource_resplits_percentages(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
@@ -155,6 +157,7 @@ async def test_elastic_fill_in_order_and_scale_in_in_reverse(
     assert reasons == {"a": "overflow", "b": "overflow", "c": "overflow"}
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("variant", ["statefulSetTemplate", "cloneSetTemplate"])
 async def test_template_update_with_manual_partitions(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str, variant: str
@@ -201,6 +204,7 @@ async def test_template_update_with_manual_partitions(
     await eventually(progressed, within=120, what="partition lowered: 2 of subset a updated")
 
 
+@pytest.mark.compat
 async def test_deployment_partition_is_reported_not_pretended(
     controller: Controller, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
@@ -421,6 +425,7 @@ async def crd_absent(kube: KubeClient) -> None:
     raise AssertionError("statefulsets.apps.kruise.io still exists")
 
 
+@pytest.mark.compat
 async def test_kruise_manifests_work_unchanged(
     controller_identity: Any, cluster: Any, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:

@@ -61,6 +61,7 @@ def image_of(obj: dict[str, Any]) -> str:
     return str(obj["spec"]["template"]["deploymentTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"])
 
 
+@pytest.mark.compat
 async def test_rollout_status_waits_for_convergence_and_status_shows_the_subsets(
     cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str, sim: Simulation, tmp_path: Path
 ) -> None:
@@ -131,6 +132,7 @@ async def test_rollout_status_fails_on_a_stalled_unitedddeployment(
     assert "does not match template `labels`" in failed.stderr
 
 
+@pytest.mark.compat
 async def test_undo_restores_the_previous_template_then_a_given_revision(
     cluster: LocalCluster, controller: Any, kube: KubeClient, namespace: str
 ) -> None:

@@ -84,6 +84,7 @@ def token_of(kubeconfig: bytes) -> str:
     return str(yaml.safe_load(kubeconfig)["users"][0]["user"]["token"])
 
 
+@pytest.mark.compat
 async def test_join_then_rejoin_rotates_the_token(
     contexts: Path,
     leaves: None,

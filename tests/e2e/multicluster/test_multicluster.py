@@ -27,6 +27,7 @@ __all__ = ["joined"]
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.compat
 async def test_converges_across_three_clusters(
     joined: dict[str, Plane], kube: KubeClient, member_kube: dict[str, KubeClient], namespace: str
 ) -> None:

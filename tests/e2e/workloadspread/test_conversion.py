@@ -26,7 +26,7 @@ from united.runtime.certificates import Bundle
 from united.workloadspread.model import KIND, KRUISE_ALPHA, KRUISE_BETA
 from united.workloadspread.webhookconfig import CONVERT_PATH
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.compat]
 
 JSON = dict[str, Any]
 ALPHA = Resource("apps.kruise.io", "v1alpha1", "workloadspreads", True, KIND)

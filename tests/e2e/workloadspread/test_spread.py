@@ -127,6 +127,7 @@ async def observed(kube: KubeClient, namespace: str, name: str) -> JSON:
     return result
 
 
+@pytest.mark.compat
 async def test_pods_land_in_subset_order_in_their_zones_with_status_and_costs(
     kube: KubeClient, namespace: str, spreading: Spreading
 ) -> None:

@@ -31,7 +31,7 @@ def test_anything_else_is_not_a_release(text: str) -> None:
 
 
 def test_aliases_and_the_two_kinds_of_build() -> None:
-    assert resolve("newest") == NEWEST and resolve("Default") == DEFAULT == DEBIAN and resolve("floor") == DEBIAN
+    assert resolve("newest") == NEWEST and resolve("Default") == DEFAULT == NEWEST and resolve("floor") == DEBIAN
     assert resolve("1.20.2").from_debian and not resolve("1.36.3").from_debian
     assert resolve("v1.30.0") == KubeVersion(1, 30, 0)
 

@@ -40,6 +40,11 @@ def test_full_node_has_no_allocatable_pods_but_keeps_capacity() -> None:
     assert ready["status"] == "True" and ready["lastHeartbeatTime"] == NOW
 
 
+def test_the_kubelet_reports_the_version_it_is_given() -> None:
+    status = node_status(NodeState(NodeSpec("n")), now=NOW, kubelet_version="v1.37.2")
+    assert status["nodeInfo"]["kubeletVersion"] == status["nodeInfo"]["kubeProxyVersion"] == "v1.37.2"
+
+
 def test_condition_taints_are_cleared_and_foreign_taints_kept() -> None:
     current = [
         {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
