@@ -18,10 +18,8 @@ Knobs (environment):
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import os
-import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,15 +29,13 @@ import pytest
 from tests.chaos import figures
 from tests.chaos.support import KILLS, SEED
 from tests.e2e.conftest import ZONES, kube, namespace, sim, skip_local_only
-from tests.e2e.controller.conftest import LOG_DIR
 from tests.e2e.multicluster.conftest import member_kube, members
+from tests.support.cluster import controller_kubeconfig, local_cluster
+from tests.support.controller import LOG_DIR
 from united.devcluster import versions
-from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
-from united.devcluster.cluster import ClusterError, LocalCluster
-from united.devcluster.installation import SYSTEM, install_controller
+from united.devcluster.cluster import LocalCluster
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
-from united.kube.client import KubeClient
 
 __all__ = ["kube", "member_kube", "members", "namespace", "sim"]
 
@@ -62,32 +58,7 @@ def pytest_report_header() -> str:
 @pytest.fixture(scope="package")
 def cluster() -> Iterator[LocalCluster]:
     """A local control plane of the chaos suite's own (see the module docstring)."""
-    layout = Layout.default(versions.requested(os.environ))
-    if not is_provisioned(layout):
-        print(
-            f"\nchaos: building the local control plane (Kubernetes {layout.version}) in {layout.root}",
-            file=sys.__stderr__,
-            flush=True,
-        )
-    problem = ""
-    try:
-        binaries = provision(layout=layout, progress=lambda m: print(m, file=sys.__stderr__, flush=True))
-    except ProvisionError as exc:
-        problem = f"provisioning it failed: {exc}\n--- last lines of {exc.log} ---\n{tail(exc.log)}"
-    if problem:
-        pytest.fail(f"chaos tests need the local control plane, and {problem}", pytrace=False)
-    local = LocalCluster(binaries)
-    try:
-        local.start()
-    except ClusterError as exc:
-        problem = f"it did not start: {exc}"
-    if problem:
-        pytest.fail(f"chaos tests need the local control plane, and {problem}", pytrace=False)
-    try:
-        yield local
-        local.check_alive()
-    finally:
-        local.stop()
+    yield from local_cluster(versions.requested(os.environ), suite="chaos")
 
 
 @pytest.fixture(scope="package")
@@ -110,15 +81,7 @@ def simulation(cluster: LocalCluster) -> Iterator[Simulation]:
 
 @pytest.fixture(scope="package")
 def controller_identity(cluster: LocalCluster) -> Path:
-    """The CRDs, the controller's namespace, ServiceAccount and RBAC from ``manifests/base``,
-    and a kubeconfig with that ServiceAccount's token (the shipped ClusterRole applies)."""
-
-    async def setup() -> Path:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-            await install_controller(client, compat=True, leader_election=True)
-            return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
-
-    return asyncio.run(setup())
+    return controller_kubeconfig(cluster)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -23,8 +23,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import CHILDREN, PODS, UD, condition, ud, zone
+from tests.support.controller import Controller
 from united.api.selector import parse as parse_selector
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient, PatchType

@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 import yaml
 
-from tests.e2e.controller.conftest import Controller
+from tests.support.controller import Controller
 from tests.support.faultproxy import ThreadedFaultProxy
 from united.devcluster.cluster import LocalCluster
 from united.kube.client import Resource

@@ -35,11 +35,11 @@ from bench.limits import manifest
 from tests.chaos.figures import record
 from tests.chaos.invariants import KEYS, scale, storm_doc, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for, raw_create
-from tests.e2e.conftest import fresh_namespace
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, UD, children, condition, get_ud, subset_of, wait_ready
 from tests.e2e.controller.test_ownership import deployment, forged_owner
 from tests.e2e.controller.test_undecodable import DEEP, deep_ud, reported
+from tests.support.controller import Controller
+from tests.support.namespace import fresh_namespace
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, MAX_TEMPLATE_BYTES, size
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation

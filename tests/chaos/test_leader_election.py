@@ -29,8 +29,8 @@ import pytest
 from tests.chaos.figures import record
 from tests.chaos.invariants import scale, storm_doc, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD
+from tests.support.controller import Controller
 from tests.support.faultproxy import LogEntry, ThreadedFaultProxy
 from united.controller.settings import Settings
 from united.devcluster.cluster import LocalCluster

@@ -27,9 +27,9 @@ import yaml
 from tests.chaos.figures import record
 from tests.chaos.invariants import KEYS, scale, wait_converged
 from tests.chaos.support import proxied_controller, proxy_for
-from tests.e2e.controller.conftest import SYSTEM
 from tests.e2e.controller.helpers import DEPLOYMENTS, EVENTS, PODS, UD, children, condition, get_ud, patch_ud, ud, zone
 from tests.e2e.workloadspread import harness
+from tests.support.controller import SYSTEM
 from tests.support.faultproxy import LogEntry
 from united import data, kustomization
 from united.controller.webhooks import MUTATING, VALIDATING

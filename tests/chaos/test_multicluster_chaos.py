@@ -43,10 +43,10 @@ from tests.chaos.figures import record
 from tests.chaos.invariants import scale
 from tests.chaos.multicluster import KEYS, wait_converged
 from tests.chaos.support import KILLS, SEED, proxied_controller, proxy_for
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, IMAGE, UD, condition
 from tests.e2e.multicluster.conftest import namespace
 from tests.e2e.multicluster.remote import by_hand, join, leave, remote_children, spread
+from tests.support.controller import Controller
 from tests.support.faultproxy import DROP, WRITE_METHODS, LogEntry, LogFilter, ThreadedFaultProxy, WatchAction
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.planes import Plane

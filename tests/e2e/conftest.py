@@ -19,13 +19,10 @@ local control plane are skipped at collection with the reason.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 import os
 import re
 import secrets
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,17 +30,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.controller.conftest import Controller
+from tests.support.cluster import controller_kubeconfig, local_cluster
+from tests.support.controller import Controller
 from tests.support.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
+from tests.support.namespace import fresh_namespace
 from united.devcluster import versions
-from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
-from united.devcluster.cluster import ClusterError, LocalCluster
+from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.installation import SYSTEM, install_controller
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
-from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient
+from united.kube.client import NAMESPACES, SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -97,10 +93,6 @@ def skip_local_only(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.__stderr__, flush=True)
-
-
 def _existing(where: Target) -> Iterator[ExternalCluster]:
     problem = ""
     try:
@@ -120,30 +112,7 @@ def cluster(kube_version: versions.KubeVersion) -> Iterator[LocalCluster]:
     if EXTERNAL is not None:
         yield from _existing(EXTERNAL)
         return
-    layout = Layout.default(kube_version)
-    if not is_provisioned(layout):
-        _progress(f"\ne2e: the local control plane (Kubernetes {kube_version}) is not provisioned in "
-                  f"{layout.root}; building it now (`python -m united.devcluster provision`)")
-    problem = ""
-    try:
-        binaries = provision(layout=layout, progress=_progress)
-    except ProvisionError as exc:
-        problem = (f"provisioning it failed: {exc}\n"
-                   f"--- last lines of {exc.log} ---\n{tail(exc.log)}")
-    if problem:
-        pytest.fail(f"e2e tests need the local control plane, and {problem}", pytrace=False)
-    local = LocalCluster(binaries, users=[NOBODY])
-    try:
-        local.start()
-    except ClusterError as exc:
-        problem = f"it did not start: {exc}"
-    if problem:
-        pytest.fail(f"e2e tests need the local control plane, and {problem}", pytrace=False)
-    try:
-        yield local
-        local.check_alive()
-    finally:
-        local.stop()
+    yield from local_cluster(kube_version, suite="e2e", users=[NOBODY])
 
 
 @pytest.fixture(scope="session")
@@ -211,48 +180,11 @@ async def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> AsyncIt
         yield name
 
 
-async def server_version(kube: KubeClient) -> versions.KubeVersion:
-    """The version a local control plane's ``/version`` reports (its ldflags set it exactly)."""
-    return versions.KubeVersion.parse(json.loads(await kube.get_path("/version"))["gitVersion"])
-
-
-@contextlib.asynccontextmanager
-async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
-    """Namespace ``name``, usable (pods can be created in it), deleted on exit."""
-    await kube.create(NAMESPACES, {
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"e2e.united.dev/test": "true"}},
-    })
-
-    async def usable() -> None:
-        account = await kube.get(SERVICE_ACCOUNTS, "default", namespace=name)
-        if EXTERNAL is not None or not versions.makes_token_secrets(await server_version(kube)):
-            return  # clusters since 1.24 make no token Secrets; pods get projected tokens
-        names = [ref["name"] for ref in account.get("secrets") or []]
-        assert names, f"namespace {name}: default ServiceAccount has no token secret yet"
-        secret = await kube.get(SECRETS, names[0], namespace=name)
-        token = (secret.get("data") or {}).get("token")
-        assert token and base64.b64decode(token), f"namespace {name}: token not issued yet"
-
-    try:
-        await eventually(usable, within=30, what=f"namespace {name} usable",
-                         retry_on=(AssertionError, NotFound))
-        yield name
-    finally:
-        with contextlib.suppress(NotFound):
-            await kube.delete(NAMESPACES, name)
-
-
 # The session's controller, shared by every e2e package that needs it (one process for the
 # whole run: several copies would take turns at the Lease, and counting writes would mislead).
 @pytest.fixture(scope="session")
 def controller_identity(cluster: LocalCluster) -> Path:
-    async def setup() -> Path:
-        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-            await install_controller(client, compat=True, leader_election=True)
-            return await cluster.service_account_kubeconfig(client, namespace=SYSTEM, name="united-controller")
-
-    return asyncio.run(setup())
+    return controller_kubeconfig(cluster)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import (
     CLONESETS,
     DEPLOYMENTS,
@@ -30,6 +29,7 @@ from tests.e2e.controller.helpers import (
     ud,
     zone,
 )
+from tests.support.controller import Controller
 from united.api.timestamp import parse_time
 from united.devcluster.nodes import NodeSpec
 from united.devcluster.simulation import Simulation

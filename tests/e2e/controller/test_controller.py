@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.conftest import CRDS, Controller, install_kruise_rbac
 from tests.e2e.controller.helpers import (
     DEPLOYMENTS,
     EVENTS,
@@ -35,6 +34,7 @@ from tests.e2e.controller.helpers import (
     wait_shape,
     zone,
 )
+from tests.support.controller import CRDS, Controller, install_kruise_rbac
 from united.devcluster.crds import install, kruise_crds
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import (
     STATEFULSETS,
     UD,
@@ -20,6 +19,7 @@ from tests.e2e.controller.helpers import (
     wait_shape,
     zone,
 )
+from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import KubeClient

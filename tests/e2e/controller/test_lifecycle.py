@@ -35,8 +35,8 @@ from typing import Any
 import pytest
 
 from tests.chaos.support import proxy_for, token_of
-from tests.e2e.controller.conftest import LOG_DIR, free_port
 from tests.e2e.controller.helpers import CLONESETS, UD, condition, ud, wait_ready, zone
+from tests.support.controller import LOG_DIR, free_port
 from tests.support.faultproxy import ThreadedFaultProxy
 from united.controller.manager import STOP_WITHIN
 from united.devcluster.cluster import LocalCluster

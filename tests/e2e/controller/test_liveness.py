@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
+from tests.support.controller import Controller
 
 pytestmark = pytest.mark.e2e
 

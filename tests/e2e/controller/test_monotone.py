@@ -14,8 +14,8 @@ import copy
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, UD, get_ud, subset_of, ud, wait_shape
+from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
 from united.kube.client import JSON, KubeClient, PatchType
 from united.uniteddeployment.admission import admit

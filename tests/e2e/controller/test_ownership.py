@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import (
     DEPLOYMENTS,
     EVENTS,
@@ -29,6 +28,7 @@ from tests.e2e.controller.helpers import (
     wait_shape,
     zone,
 )
+from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, CONTROLLER_REVISIONS, JSON, NAMESPACES, KubeClient, PatchType

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller.availability import REVISION, Availability, watching
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import (
     CHILDREN,
     DEPLOYMENTS,
@@ -32,6 +31,7 @@ from tests.e2e.controller.helpers import (
     zone,
 )
 from tests.e2e.controller.test_controller import quiescent
+from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient

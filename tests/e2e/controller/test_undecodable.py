@@ -15,8 +15,8 @@ import json
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import EVENTS, UD, children, condition, ud, wait_ready, zone
+from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
 from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient

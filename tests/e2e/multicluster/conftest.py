@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from tests.e2e.conftest import fresh_namespace
+from tests.support.namespace import fresh_namespace
 from united.api.groups import GROUP
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.planes import Plane, start_planes, stop_planes

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, ud, wait_ready, zone
+from tests.support.controller import Controller
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import request_token
 from united.devcluster.installation import apply

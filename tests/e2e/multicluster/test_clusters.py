@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import KUBE_VERSION
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, ud, wait_ready, wait_shape, zone
+from tests.support.controller import Controller
 from united import data
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import apply, documents

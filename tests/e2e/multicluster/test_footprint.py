@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.controller.conftest import LOG_DIR, Controller
 from tests.e2e.controller.helpers import UD
 from tests.e2e.multicluster.remote import PROBE, converged, joined, spread
+from tests.support.controller import LOG_DIR, Controller
 from united.devcluster.planes import Plane, footprint
 from united.kube.client import KubeClient
 

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD, wait_ready, zone
 from tests.e2e.controller.helpers import ud as make_ud
 from tests.e2e.multicluster.remote import HOME, ready_pods, remote_children
+from tests.support.controller import Controller
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually

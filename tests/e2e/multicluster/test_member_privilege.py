@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, ROOT, UD, patch_ud
 from tests.e2e.multicluster.remote import (
     MEMBER_NAMESPACE,
@@ -29,6 +28,7 @@ from tests.e2e.multicluster.remote import (
     remote_children,
     spread,
 )
+from tests.support.controller import Controller
 from united import data, kustomization
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.planes import Plane

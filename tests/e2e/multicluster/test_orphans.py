@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import DEPLOYMENTS, UD, ud
 from tests.e2e.multicluster.remote import G, by_hand, joined, remote_children
+from tests.support.controller import Controller
 from united.devcluster.planes import Plane
 from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, KubeClient

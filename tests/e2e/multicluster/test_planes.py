@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import KUBE_VERSION, fresh_namespace
-from tests.e2e.controller.conftest import LOG_DIR
+from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.test_smoke import deployment
+from tests.support.controller import LOG_DIR
+from tests.support.namespace import fresh_namespace
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.nodes import is_pod_ready
 from united.devcluster.planes import MEMBER_NODES, Plane, footprint

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import fresh_namespace
+from tests.support.namespace import fresh_namespace
 from tests.unit.runtime.test_connections import _client_pair
 from united.controller.webhooks import MUTATING
 from united.devcluster.cluster import LocalCluster

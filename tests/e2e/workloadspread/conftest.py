@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller, free_port
+from tests.support.controller import Controller, free_port
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import install_controller

@@ -10,8 +10,8 @@ import secrets
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from tests.e2e.controller.conftest import LOG_DIR, free_port
 from tests.e2e.workloadspread.occupancy import Occupancy
+from tests.support.controller import LOG_DIR, free_port
 from united.api.groups import GROUP
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
