@@ -167,3 +167,23 @@ async def test_a_namespace_it_did_not_create_is_refused_and_left_alone(
         assert (await kube.get(CONFIG_MAPS, "keep-me", namespace="theirs"))["data"] == {"a": "b"}
     finally:
         await _delete(kube, NAMESPACES, "theirs")
+
+
+async def test_a_cluster_running_united_is_refused(own_cluster: LocalCluster, someones: KubeClient) -> None:
+    """united's webhook configurations exist there: the demo's controller would take them over."""
+    kube = someones
+    body = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": WEBHOOK_CONFIGURATIONS}, "webhooks": []}  # fmt: skip
+    await kube.create(MUTATING_WEBHOOK_CONFIGURATIONS, body)
+    try:
+        before = await snapshot(kube)
+        done = await asyncio.create_subprocess_exec(
+            *_demo(own_cluster), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(done.communicate(), timeout=120)
+        assert (done.returncode, out) == (2, b""), err.decode()
+        (line,) = err.decode().splitlines()
+        assert line.startswith(f"--kubeconfig: MutatingWebhookConfiguration {WEBHOOK_CONFIGURATIONS} exists"), line
+        assert await snapshot(kube) == before
+    finally:
+        await _delete(kube, MUTATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_CONFIGURATIONS)
