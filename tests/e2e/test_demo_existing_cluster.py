@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.console import interrupt, read_until, run_until
 from united import data
+from united.api.groups import KRUISE_GROUP
 from united.devcluster import crds
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.existing import READY_LINE, RUN_LABEL, TAINT
@@ -49,6 +50,7 @@ CLUSTER_WIDE = (
     PERSISTENT_VOLUMES,
 )
 UD_CRD = "uniteddeployments.apps.united.io"
+KRUISE_SPREADS = "workloadspreads.apps.kruise.io"
 
 
 async def snapshot(kube: KubeClient) -> dict[str, list[tuple[str, str]]]:
@@ -62,13 +64,15 @@ async def snapshot(kube: KubeClient) -> dict[str, list[tuple[str, str]]]:
 @pytest.fixture
 async def someones(own_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
     """An admin client of the cluster, which already has the UnitedDeployment CRD (as an
-    earlier install left it); the CRD is removed afterwards, leaving ``own_cluster`` as found."""
+    earlier install left it) and a WorkloadSpread CRD of apps.kruise.io (as OpenKruise's); both
+    are removed afterwards, leaving ``own_cluster`` as found."""
     async with await KubeClient.from_kubeconfig(own_cluster.admin_kubeconfig) as kube:
-        await crds.install(kube, data.documents(data.crd()))
+        await crds.install(kube, data.documents(data.crd(), data.crd(KRUISE_GROUP, "workloadspreads")))
         try:
             yield kube
         finally:
-            await _delete(kube, CRDS, UD_CRD)
+            for name in (UD_CRD, KRUISE_SPREADS):
+                await _delete(kube, CRDS, name)
 
 
 async def _delete(kube: KubeClient, kind: Resource, name: str) -> None:
@@ -94,6 +98,7 @@ async def test_demo_converges_on_an_existing_cluster_and_leaves_it_as_it_was(
     kube = someones
     before = await snapshot(kube)
     found = await kube.get(CRDS, UD_CRD)
+    kruise = await kube.get(CRDS, KRUISE_SPREADS)
     proc, lines = await run_until(_demo(own_cluster), READY_LINE, within=180)
     try:
         await read_until(proc, lines, "api-zones: 10/10 ready", within=180)
@@ -114,6 +119,9 @@ async def test_demo_converges_on_an_existing_cluster_and_leaves_it_as_it_was(
     kept = await kube.get(CRDS, UD_CRD)
     assert kept["metadata"]["uid"] == found["metadata"]["uid"]
     assert RUN_LABEL not in (kept["metadata"].get("labels") or {}), "a CRD it found is not changed"
+    assert (await kube.get(CRDS, KRUISE_SPREADS))["metadata"]["resourceVersion"] == kruise["metadata"][
+        "resourceVersion"
+    ], "no conversion webhook is set on OpenKruise's CRD"
     print("\n".join(lines))
 
 
