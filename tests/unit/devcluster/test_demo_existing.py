@@ -192,3 +192,32 @@ def test_bad_options_are_one_line_and_exit_2(
     (printed,) = captured.err.splitlines()
     assert printed.startswith(line.replace("{config}", str(config))), printed
     assert captured.out == ""
+
+
+def test_the_options_reach_the_demo_on_an_existing_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, object]] = []
+
+    def fake_run(**options: object) -> int:
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(existing, "run", fake_run)
+    monkeypatch.setenv("HOME", "/home/someone")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    argv = ["demo", "--context", "kind-a", "--namespace", "try-it", "--webhook-host", "172.18.0.1", "--sample", "s"]
+    assert cli.main(argv) == 0
+    assert cli.main(["demo", "--current-context"]) == 0
+    assert seen == [
+        {
+            "target": Target(Path("/home/someone/.kube/config"), "kind-a", "--context"),
+            "sample": "s",
+            "namespace": "try-it",
+            "webhook_host": "172.18.0.1",
+        },
+        {
+            "target": Target(Path("/home/someone/.kube/config"), None, "--current-context"),
+            "sample": None,
+            "namespace": "demo",
+            "webhook_host": "127.0.0.1",
+        },
+    ]
