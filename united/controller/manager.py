@@ -39,6 +39,7 @@ import structlog
 from united.api.decode import Undecodable
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.controller.settings import Settings
+from united.controller.webhooks import Options as WebhookOptions
 from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import NAMESPACES
@@ -92,9 +93,13 @@ class Manager:
         *,
         metrics: Metrics | None = None,
         webhook_client: KubeClient | None = None,
+        webhook_options: WebhookOptions | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
+        self.webhook_options = webhook_options
+        """What ``settings`` would give the webhook certificates and configurations, overridden
+        (``united demo`` on a cluster it does not own narrows them to its own namespace)."""
         self.metrics = metrics or Metrics()
         self.health = HealthServer(
             registry=self.metrics.registry, closed=lambda reason: self.metrics.connection_closed("http", reason)
@@ -212,7 +217,12 @@ class Manager:
         watches this task, so it must not end while they run (nor go unnoticed if they end)."""
         screens = {MUTATE_PATH: self._has_spreads, VALIDATE_PATH: self._has_spreads}
         self._webhooks = await serve_webhooks(
-            self.webhook.client, self.settings, self.webhook.routes(), metrics=self.metrics, screens=screens
+            self.webhook.client,
+            self.settings,
+            self.webhook.routes(),
+            metrics=self.metrics,
+            options=self.webhook_options,
+            screens=screens,
         )
         log.info("serving webhooks", port=self._webhooks.server.port)
         await self._webhooks.wait()
