@@ -46,5 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = Path(item.path)
         if root in path.parents:
             name = group(path.relative_to(root))
+            if name is not None and "own_cluster" in getattr(item, "fixturenames", ()):
+                name = "own_cluster"  # a second control plane, made once
             if name is not None:
                 item.add_marker(pytest.mark.xdist_group(name))

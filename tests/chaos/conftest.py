@@ -58,7 +58,8 @@ def pytest_report_header() -> str:
 @pytest.fixture(scope="package")
 def cluster() -> Iterator[LocalCluster]:
     """A local control plane of the chaos suite's own (see the module docstring)."""
-    yield from local_cluster(versions.requested(os.environ), suite="chaos")
+    with local_cluster(versions.requested(os.environ), suite="chaos") as local:
+        yield local
 
 
 @pytest.fixture(scope="package")

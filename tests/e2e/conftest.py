@@ -112,7 +112,8 @@ def cluster(kube_version: versions.KubeVersion) -> Iterator[LocalCluster]:
     if EXTERNAL is not None:
         yield from _existing(EXTERNAL)
         return
-    yield from local_cluster(kube_version, suite="e2e", users=[NOBODY])
+    with local_cluster(kube_version, suite="e2e", users=[NOBODY]) as local:
+        yield local
 
 
 @pytest.fixture(scope="session")
@@ -167,16 +168,13 @@ def own_cluster() -> Iterator[LocalCluster]:
     for tests that install united themselves (Helm, the demo on an existing cluster): the
     session's controller owns the same cluster-wide names on ``cluster``. Each test leaves it
     as it found it."""
-    local = LocalCluster(provision(layout=Layout.default(KUBE_VERSION), progress=_progress), name="own")
-    local.start()
-    nodes = Simulation(local.admin_kubeconfig, nodes=zone_nodes(ZONES), workloads=False, heartbeat_interval=5.0)
-    try:
+    with local_cluster(KUBE_VERSION, suite="e2e", name="own") as local:
+        nodes = Simulation(local.admin_kubeconfig, nodes=zone_nodes(ZONES), workloads=False, heartbeat_interval=5.0)
         nodes.start()
-        yield local
-        local.check_alive()
-    finally:
-        nodes.stop()
-        local.stop()
+        try:
+            yield local
+        finally:
+            nodes.stop()
 
 
 @pytest.fixture

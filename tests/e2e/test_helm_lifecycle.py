@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller.conftest import Controller
 from tests.e2e.test_demo_existing_cluster import snapshot
+from tests.support.controller import Controller
 from tests.support.tools import HELM, ensure_tool
 from tests.unit.chart.test_chart import CHART
 from united.devcluster.cluster import LocalCluster, free_ports

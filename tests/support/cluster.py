@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -21,8 +22,9 @@ def progress(message: str) -> None:
     print(message, file=sys.__stderr__, flush=True)
 
 
+@contextlib.contextmanager
 def local_cluster(
-    version: versions.KubeVersion, *, suite: str, users: Sequence[StaticUser] = ()
+    version: versions.KubeVersion, *, suite: str, users: Sequence[StaticUser] = (), name: str = "host"
 ) -> Iterator[LocalCluster]:
     """Provision (a first build prints progress) and start a control plane of ``version``;
     stop it afterwards. If that is impossible the ``suite``'s tests *fail* with the reason:
@@ -38,7 +40,7 @@ def local_cluster(
         problem = f"provisioning it failed: {exc}\n--- last lines of {exc.log} ---\n{tail(exc.log)}"
     if problem:
         pytest.fail(f"{suite} tests need the local control plane, and {problem}", pytrace=False)
-    local = LocalCluster(binaries, users=list(users))
+    local = LocalCluster(binaries, users=list(users), name=name)
     try:
         local.start()
     except ClusterError as exc:

@@ -362,7 +362,9 @@ def run(*, target: Target, sample: str | None, namespace: str, webhook_host: str
         return 2
     configure_logging(level="WARNING", log_format="console")
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, signal.default_int_handler)  # the clean-up below runs on SIGTERM too
+        # SIGTERM is Ctrl-C: asyncio.run cancels its task on SIGINT (a KeyboardInterrupt raised at a
+        # random point of the loop instead left that task's exception unretrieved), then clean-up runs.
+        signal.signal(signal.SIGTERM, _as_ctrl_c)
     ledger = Ledger()
     code = 1
     try:
@@ -386,6 +388,10 @@ def run(*, target: Target, sample: str | None, namespace: str, webhook_host: str
             else:
                 say("removed everything the demo created; nothing else was changed")
     return code
+
+
+def _as_ctrl_c(signum: int, frame: object) -> None:
+    signal.raise_signal(signal.SIGINT)
 
 
 async def _clean(target: Target, ledger: Ledger) -> list[str]:

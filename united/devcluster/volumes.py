@@ -98,7 +98,9 @@ class VolumeProvisioner(Background):
     async def start(self) -> None:
         """Start watching; returns once both watches have listed once."""
         self._tasks = [asyncio.create_task(r.run()) for r in (self._claims, self._volumes)]
-        await asyncio.wait_for(asyncio.gather(self._claims.synced.wait(), self._volumes.synced.wait()), timeout=60)
+        async with asyncio.timeout(60):  # awaited one by one: no gathering future left unread on a cancel
+            for reflector in (self._claims, self._volumes):
+                await reflector.synced.wait()
 
     async def _on_claim(self, event: str, claim: JSON) -> None:
         if event == "DELETED" or not wants_volume(claim):

@@ -304,7 +304,9 @@ class WorkloadSimulator(Background):
         """Start watching; returns once every watch has listed once."""
         self._tasks = [asyncio.create_task(r.run()) for r in self._reflectors]
         self._tasks.append(asyncio.create_task(self._worker(), name="workload-simulator"))
-        await asyncio.wait_for(asyncio.gather(*(r.synced.wait() for r in self._reflectors)), timeout=60)
+        async with asyncio.timeout(60):  # awaited one by one: no gathering future left unread on a cancel
+            for reflector in self._reflectors:
+                await reflector.synced.wait()
 
     def _enqueue(self, kind: str, namespace: str, name: str) -> None:
         key = (kind, namespace, name)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.unprivileged import nobody_argv
+from united.devcluster.versions import DEFAULT
 
 
 def _demo(
@@ -72,7 +73,8 @@ def test_not_root_and_packages_missing(home: Path, cache: Path, nobody_site: Pat
         pytest.fail("this test switches to an unprivileged user, so it must start as root")
     dpkg = _world_writable(home / "dpkg")
     (dpkg / "status").write_text("")
-    result = _demo({"XDG_CACHE_HOME": str(cache), "DPKG_ADMINDIR": str(dpkg)}, nobody_site=nobody_site, cwd=home)
+    env = {"XDG_CACHE_HOME": str(cache), "DPKG_ADMINDIR": str(dpkg), "UNITED_KUBE_VERSION": "floor"}
+    result = _demo(env, nobody_site=nobody_site, cwd=home)
     assert result.returncode == 1, result.stderr
     paragraph = _paragraph(result.stderr)
     build_log = cache / "united" / "kube-1.20.2" / "build.log"
@@ -88,10 +90,11 @@ def test_not_root_and_packages_missing(home: Path, cache: Path, nobody_site: Pat
 
 
 def test_no_dpkg(tmp_path: Path, cache: Path) -> None:
-    """A system without Debian's tools (no dpkg-query on the PATH)."""
+    """A system without Debian's tools (no dpkg-query on the PATH), asked for the floor (the
+    release built from Debian's sources)."""
     empty = tmp_path / "bin"
     empty.mkdir()
-    result = _demo({"XDG_CACHE_HOME": str(cache), "PATH": str(empty)})
+    result = _demo({"XDG_CACHE_HOME": str(cache), "PATH": str(empty), "UNITED_KUBE_VERSION": "floor"})
     assert result.returncode == 1, result.stderr
     first, todo, log = _paragraph(result.stderr)
     assert first.endswith("this is not a Debian or Ubuntu system: dpkg-query was not found.")
@@ -109,5 +112,5 @@ def test_cache_not_writable(home: Path, nobody_site: Path) -> None:
     result = _demo({"XDG_CACHE_HOME": str(locked)}, nobody_site=nobody_site, cwd=home)
     assert result.returncode == 1, result.stderr
     first, todo, _ = _paragraph(result.stderr)
-    assert first.endswith(f"cannot provision into {locked / 'united' / 'kube-1.20.2'}: Permission denied.")
+    assert first.endswith(f"cannot provision into {locked / 'united' / f'kube-{DEFAULT}'}: Permission denied.")
     assert "XDG_CACHE_HOME" in todo

@@ -65,9 +65,9 @@ def test_provision_takes_the_version_from_the_option_or_the_environment(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("UNITED_KUBE_VERSION", raising=False)
     assert devcluster_main(["provision", "--check"]) == 1
-    assert capsys.readouterr().out == f"{tmp_path / 'united' / 'kube-1.20.2'}: not provisioned\n"
-    assert devcluster_main(["provision", "--check", "--kube-version", "newest"]) == 1
     assert capsys.readouterr().out == f"{tmp_path / 'united' / f'kube-{NEWEST}'}: not provisioned\n"
+    assert devcluster_main(["provision", "--check", "--kube-version", "floor"]) == 1
+    assert capsys.readouterr().out == f"{tmp_path / 'united' / 'kube-1.20.2'}: not provisioned\n"
     monkeypatch.setenv("UNITED_KUBE_VERSION", "1.36.3")
     assert devcluster_main(["provision", "--check"]) == 1
     assert capsys.readouterr().out == f"{tmp_path / 'united' / 'kube-1.36.3'}: not provisioned\n"
