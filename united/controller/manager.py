@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -207,13 +207,19 @@ class Manager:
         found = self._spread_caches()
         return found is not None and bool(found[0].spreads.list(namespace))
 
+    def _spread_namespaces(self) -> Collection[str] | None:
+        """The namespaces that hold a WorkloadSpread, None until the kind is served and synced."""
+        found = self._spread_caches()
+        return None if found is None else found[0].spreads.namespaces()
+
     async def _serve_webhooks(self) -> None:
         """Serve, then last as long as the webhook server and its certificate loop do: liveness
         watches this task, so it must not end while they run (nor go unnoticed if they end)."""
         screens = {MUTATE_PATH: self._has_spreads, VALIDATE_PATH: self._has_spreads}
         self._webhooks = await serve_webhooks(
-            self.webhook.client, self.settings, self.webhook.routes(), metrics=self.metrics, screens=screens
-        )
+            self.webhook.client, self.settings, self.webhook.routes(),
+            metrics=self.metrics, screens=screens, targeted=self._spread_namespaces,
+        )  # fmt: skip
         log.info("serving webhooks", port=self._webhooks.server.port)
         await self._webhooks.wait()
         raise RuntimeError("the webhook server or its certificate loop has ended")

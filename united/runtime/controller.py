@@ -47,6 +47,10 @@ class Stores:
     def list(self, namespace: str | None = None) -> list[Json]:
         return [obj for store in self.stores for obj in store.list(namespace)]
 
+    def namespaces(self) -> builtins.set[str]:
+        """The namespaces holding at least one object in any of the stores."""
+        return {namespace for store in self.stores for namespace in store.namespaces()}
+
     def by_owner(self, uid: str, namespace: str | None = None) -> builtins.list[Json]:
         return [obj for store in self.stores for obj in store.by_owner(uid, namespace)]
 
