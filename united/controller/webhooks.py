@@ -47,8 +47,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
-import re
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +59,7 @@ from cryptography import x509
 
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import CRDS, NAMESPACES, SECRETS, PatchType
+from united.kube.discovery import server_release
 from united.kube.errors import AlreadyExists, Conflict, NotFound
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, Policy
@@ -162,16 +161,6 @@ async def _reread_on_conflict(write: Callable[[], Awaitable[int]], attempts: int
         except Conflict:
             continue
     return await write()
-
-
-_GIT_VERSION = re.compile(r"^v?(\d+)\.(\d+)")
-
-
-def release(version: Mapping[str, Any]) -> tuple[int, int] | None:
-    """(major, minor) of a ``/version`` answer, from ``gitVersion`` (managed clusters' ``minor``
-    says ``30+``); None when it names no release."""
-    found = _GIT_VERSION.match(str(version.get("gitVersion") or ""))
-    return (int(found[1]), int(found[2])) if found else None
 
 
 class _Keep:
@@ -292,14 +281,12 @@ class Webhooks:
             return False
         if self.narrowing is None:
             try:
-                answer = json.loads(await self.client.get_path("/version", limit=64 * 1024))
-            except (ApiError, ValueError) as exc:
+                found = await server_release(self.client)
+            except ApiError as exc:
                 self._warn_once("/version", f"cannot read the server's version; every namespace is sent: {exc}")
                 return False
-            found = release(answer) if isinstance(answer, dict) else None
             self.narrowing = found is not None and found >= NARROWING_SINCE
-            _log.info("webhook namespaces", targeted=self.narrowing, server=str(answer.get("gitVersion"))[:40]
-                      if isinstance(answer, dict) else None)  # fmt: skip
+            _log.info("webhook namespaces", targeted=self.narrowing, server=found)
         return self.narrowing
 
     def targets(self) -> Targets:
@@ -631,6 +618,5 @@ __all__ = [
     "WebhookSettings",
     "Webhooks",
     "client_ca",
-    "release",
     "serve_webhooks",
 ]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.workloadspread.conftest import Spreading
+from tests.e2e.workloadspread.harness import sent_to_webhook
 from tests.e2e.workloadspread.test_spread import WS, cost_of, deployment, pods_of, spread, subset_of, webhook_ready
 from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, EVENTS, KubeClient
@@ -60,6 +61,7 @@ async def test_a_second_spread_on_a_workload_is_stalled_and_the_first_keeps_it(
     await kube.create(WS, spread("second", "shared", [5]), namespace=namespace)
     condition = await stalled(kube, namespace, "second")
     assert condition["reason"] == "InvalidSpec"
+    await eventually(lambda: sent_to_webhook(kube, namespace), within=30, what="the webhook selects the namespace")
     await kube.create(DEPLOYMENTS, deployment("shared", 3), namespace=namespace)
 
     async def placed() -> None:

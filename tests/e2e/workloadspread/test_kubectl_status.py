@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.controller.test_kubectl_plugin import Kubectl
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_invalid import stalled
-from tests.e2e.workloadspread.test_spread import WS, deployment, spread, webhook_ready
+from tests.e2e.workloadspread.test_spread import WS, deployment, observed, spread, webhook_ready
 from tests.unit.argocd.harness import health
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.wait import eventually
@@ -25,6 +25,7 @@ async def test_status_and_health_of_a_placed_and_an_invalid_spread(
     kubectl = Kubectl(cluster, namespace)
     await webhook_ready(kube, spreading)
     await kube.create(WS, spread("placed", "app", [1, None]), namespace=namespace)
+    await observed(kube, namespace, "placed")
     await kube.create(DEPLOYMENTS, deployment("app", 3), namespace=namespace)
 
     async def placed() -> dict[str, Any]:

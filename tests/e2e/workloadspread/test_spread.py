@@ -14,6 +14,7 @@ import pytest
 
 from tests.e2e.controller.helpers import IMAGE
 from tests.e2e.workloadspread.conftest import Spreading
+from tests.e2e.workloadspread.harness import sent_to_webhook
 from united.controller.webhooks import MUTATING
 from united.devcluster.wait import eventually
 from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, KubeClient, PatchType
@@ -124,7 +125,9 @@ async def observed(kube: KubeClient, namespace: str, name: str) -> JSON:
         return ws
 
     result: JSON = await eventually(seen, within=60, what="the controller observed the WorkloadSpread")
+    await eventually(lambda: sent_to_webhook(kube, namespace), within=30, what="the webhook selects the namespace")
     return result
+
 
 
 async def test_pods_land_in_subset_order_in_their_zones_with_status_and_costs(

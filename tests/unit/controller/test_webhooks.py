@@ -27,9 +27,9 @@ from united.controller.webhooks import (
     Webhooks,
     WebhookService,
     _covers,
-    release,
 )
 from united.kube.client import CRDS, NAMESPACES, PatchType, Resource
+from united.kube.discovery import release
 from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, issue
