@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from united import __version__, data
+from united.api import crdrules
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.data import documents
 from united.kube.client import (
@@ -26,6 +27,7 @@ from united.kube.client import (
     KubeClient,
     PatchType,
 )
+from united.kube.discovery import server_release
 from united.kube.errors import AlreadyExists
 
 from . import crds
@@ -68,8 +70,9 @@ _RESOURCES = {
 
 async def apply(client: KubeClient, docs: Iterable[JSON]) -> None:
     """Create each document, or merge-patch it where it exists; namespaced ones go to their
-    own namespace, else ``united-system``. CRDs are installed and waited for until Established."""
-    docs = list(docs)
+    own namespace, else ``united-system``. CRDs are installed and waited for until Established,
+    without their validation rules on servers that do not know them (:mod:`united.api.crdrules`)."""
+    docs = crdrules.for_server(docs, await server_release(client))
     await crds.install(client, [d for d in docs if d["kind"] == "CustomResourceDefinition"])
     for doc in docs:
         if doc["kind"] == "CustomResourceDefinition":
