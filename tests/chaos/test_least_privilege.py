@@ -478,9 +478,9 @@ async def test_workloadspread_permissions_are_each_needed_and_suffice(
                 assert all(DELETION_COST_ANNOTATION in (p["metadata"].get("annotations") or {}) for p in live)
 
             await eventually(costed, within=90, what="scaled in, deletion costs on the pods left")
-            bad = harness.spread({"zone-a": None})
+            bad = harness.spread({"zone-a": 1, "zone-b": None})  # no CRD validation rule catches it
             bad["metadata"]["name"] = "bad"
-            bad["spec"]["targetRef"] = {"apiVersion": "v1", "kind": "Pod", "name": "x"}
+            bad["spec"]["subsets"][1]["maxReplicas"] = "50%"
             await kube.create(harness.SPREADS, bad, namespace=namespace)
 
             async def warned() -> None:

@@ -46,12 +46,13 @@ async def test_status_and_health_of_a_placed_and_an_invalid_spread(
     header = next(i for i, line in enumerate(lines) if line.startswith("SUBSET"))
     assert [line.split()[:3] for line in lines[header + 1 :]] == [["zone-a", "1", "0"], ["zone-b", "2", "-1"]]
 
-    doc = spread("dup", "other", [1, None])
-    doc["spec"]["subsets"][1]["name"] = doc["spec"]["subsets"][0]["name"]
+    # Invalid in a way no CRD validation rule catches (1.25+ would refuse duplicated names at once).
+    doc = spread("mixed", "other", [1, None])
+    doc["spec"]["subsets"][1]["maxReplicas"] = "50%"
     await kube.create(WS, doc, namespace=namespace)
-    await stalled(kube, namespace, "dup")
-    status, message = health(await kube.get(WS, "dup", namespace=namespace))
+    await stalled(kube, namespace, "mixed")
+    status, message = health(await kube.get(WS, "mixed", namespace=namespace))
     assert (status, message.split(":")[0]) == ("Degraded", "InvalidSpec")
-    broken = await kubectl("status", "workloadspread/dup")
+    broken = await kubectl("status", "workloadspread/mixed")
     assert broken.returncode == 0, broken
     assert "Conditions: Ready=False,Reconciling=False,Stalled=True(InvalidSpec)" in broken.stdout
