@@ -79,6 +79,8 @@ VALIDATING = Resource(
 COMPAT_CRD = "workloadspreads.apps.kruise.io"
 TARGETS_POLL = 1.0
 """Seconds between two looks at the namespaces that hold spreads (also the most a new one waits)."""
+VERSION_RETRY = 10.0
+"""Seconds until the next pass while ``/version`` goes unanswered."""
 NARROWING_SINCE = (1, 22)
 """The first release whose API server labels every namespace with its name (GA, always on)."""
 Scope = Literal["targeted", "all"]
@@ -274,17 +276,17 @@ class Webhooks:
 
     # -- the namespaces sent -----------------------------------------------------------------
 
-    async def _narrowing(self) -> bool:
-        """Whether the selectors may name namespaces (asked once; an unanswered ``/version``
-        is asked again at the next pass, and meanwhile nothing is narrowed)."""
+    async def _narrowing(self) -> bool | None:
+        """Whether the selectors may name namespaces (asked once); None while ``/version`` goes
+        unanswered (asked again at the next pass; meanwhile the selectors stay as they are)."""
         if self.options.scope == "all" or self.targeted is None:
             return False
         if self.narrowing is None:
             try:
                 found = await server_release(self.client)
             except ApiError as exc:
-                self._warn_once("/version", f"cannot read the server's version; every namespace is sent: {exc}")
-                return False
+                self._warn_once("/version", f"cannot read the server's version; the webhook selectors stay: {exc}")
+                return None
             self.narrowing = found is not None and found >= NARROWING_SINCE
             _log.info("webhook namespaces", targeted=self.narrowing, server=found)
         return self.narrowing
@@ -426,7 +428,8 @@ class Webhooks:
                 writes += await self._exclude(namespace)
             except ApiError as exc:
                 self._warn_once(f"namespaces/{namespace}", f"cannot label it out of the webhooks: {exc}")
-        targets = self.targets() if await self._narrowing() else None
+        narrowing = await self._narrowing()
+        targets = KEEP if narrowing is None else self.targets() if narrowing else None
         write = self._managed if self.options.url is not None else self._shipped
         writes += await _reread_on_conflict(lambda: write(MUTATING, trust, targets))
         writes += await _reread_on_conflict(lambda: write(VALIDATING, trust, targets))
@@ -456,6 +459,8 @@ class Webhooks:
         if self.superseded:
             return RETRY_MIN
         self.published.set()
+        if self.narrowing is None and self.targeted is not None and self.options.scope == "targeted":
+            return VERSION_RETRY  # /version went unanswered: ask again soon, not at the next rotation check
         now = certificates.utcnow()
         due = certificates.next_check(bundle, now=now, policy=self.options.policy) - now
         return min(max(due, timedelta(seconds=RETRY_MIN)).total_seconds(), self.options.resync)

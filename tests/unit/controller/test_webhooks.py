@@ -410,3 +410,21 @@ def test_release_reads_the_git_version() -> None:
     assert release({"gitVersion": "v1.30.4-eks-a737599", "minor": "30+"}) == (1, 30)
     assert release({"gitVersion": "v0.0.0-master+$Format:%H$"}) == (0, 0)
     assert release({}) is None
+
+
+async def test_an_unanswered_version_keeps_the_selectors_as_they_are() -> None:
+    """A transient failure must not widen a narrowed selector (nor narrow one): the next pass asks again."""
+    api = versioned("v1.37.2")
+    await Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: {"a"}).sync()  # type: ignore[arg-type]
+    assert sent(api) == [["a"], ["a"]]
+
+    class Unanswered(VersionedApi):
+        async def get_path(self, path: str, **_: object) -> str:
+            raise TransientError("the API server is restarting")
+
+    flaky = Unanswered("v1.37.2")
+    flaky.objects, flaky.version = api.objects, api.version
+    webhooks = Webhooks(flaky, Options(namespace="ops"), TLS(), targeted=lambda: {"b"})  # type: ignore[arg-type]
+    assert await webhooks.sync() == webhooks_module.VERSION_RETRY, "asked again soon"
+    assert sent(flaky) == [["a"], ["a"]]
+    assert webhooks.narrowing is None
