@@ -28,6 +28,7 @@ import yaml
 from united import data
 from united.api import yamlload
 from united.api.groups import GROUP
+from united.controller.kinds import KINDS
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds, fleet
 from united.devcluster.build import ProvisionError, provision
@@ -194,7 +195,7 @@ async def _serve(
                 webhook_host=HOST,
                 webhook_url=f"https://{HOST}:{port}",
             )
-            manager = Manager(client, settings)
+            manager = Manager(client, settings, kinds=KINDS)
             client.observer = manager.metrics.api.observe
             controller = asyncio.create_task(manager.run(), name="controller")
             await eventually(lambda: _webhooks_trusted(client), within=60, what="the pod webhooks published",
