@@ -38,12 +38,13 @@ from united.devcluster import versions
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.installation import SYSTEM, install_controller
+from united.devcluster.installation import install_controller
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
+from united.kube.apply import SYSTEM
 from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 # A static user with no RBAC grants, for tests that check authorization.

@@ -15,7 +15,7 @@ import pytest
 from tests.support.tools import HELM, ensure_tool
 from tests.unit.chart.test_chart import CHART, VALUE_SETS, objects
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import SYSTEM
+from united.kube.apply import SYSTEM
 from united.kube.client import NAMESPACES, KubeClient
 from united.kube.errors import AlreadyExists
 

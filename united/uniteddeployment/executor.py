@@ -32,7 +32,6 @@ from united.kube import ApiError, Conflict, NotFound, PatchType, Resource
 from united.kube.client import CONTROLLER_REVISIONS, PODS
 from united.kube.errors import AlreadyExists, namespace_terminating
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING
-from united.multicluster.lastknown import LastKnown
 from united.runtime.controller import Result, RetryableError
 from united.runtime.expectations import rv_of as _rv
 from united.runtime.metrics import SubsetReplicas
@@ -40,6 +39,7 @@ from united.uniteddeployment import adaptive, history, intents, revision, sync
 from united.uniteddeployment.allocation import AllocationError, Plan
 from united.uniteddeployment.children import Claim, claim, deleting, name_of, strays, uid_of
 from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.lastknown import LastKnown
 from united.uniteddeployment.model import PROGRESSIVE, TEMPLATE_VARIANTS, Template, UnitedDeployment
 from united.uniteddeployment.render import KINDS, owner_reference
 from united.uniteddeployment.resources import resource_of

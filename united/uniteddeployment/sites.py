@@ -21,9 +21,9 @@ from united.kube import ApiError, KubeClient, NotFound, Resource
 from united.kube.client import NAMESPACES
 from united.kube.errors import AlreadyExists
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED
-from united.multicluster.lastknown import LastKnown, last_known
 from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, uid_of
 from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.lastknown import LastKnown, last_known
 from united.uniteddeployment.model import UnitedDeployment
 from united.uniteddeployment.render import KINDS
 from united.uniteddeployment.resources import resource_of

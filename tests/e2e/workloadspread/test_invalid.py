@@ -9,8 +9,8 @@ import pytest
 
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, cost_of, deployment, pods_of, spread, subset_of, webhook_ready
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, EVENTS, KubeClient
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 
