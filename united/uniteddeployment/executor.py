@@ -24,7 +24,7 @@ from united.runtime.expectations import rv_of
 from united.runtime.metrics import SubsetReplicas
 from united.uniteddeployment import sync
 from united.uniteddeployment.children import deleting, name_of, uid_of
-from united.uniteddeployment.intents import CHILD, POD, REVISION, Emit, Intent, Write
+from united.uniteddeployment.intents import CHILD, POD, REVISION, Emit, Write
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.planner import Pass
 from united.uniteddeployment.resources import resource_of
@@ -94,9 +94,8 @@ class Execution:
             return PODS
         return resource_of(w.variant)
 
-    async def send(self, w: Intent) -> None:
+    async def send(self, w: Write) -> None:
         """Send one write; failures are collected or raised as the intent says."""
-        assert isinstance(w, Write)
         if w.verb == "recheck":
             return await self.recheck()
         if w.verb == "finalizer":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from united.api.document import Json
 from united.api.selector import parse as parse_selector
@@ -36,10 +36,8 @@ to sync before it reports them as missing or syncing: a restart must not flap st
 write anything) while the ``Cluster`` objects are read and the member informers list."""
 
 
-def finalizers(obj: Mapping[str, object]) -> list[str]:
-    meta = obj.get("metadata") or {}
-    assert isinstance(meta, Mapping)
-    return [str(f) for f in meta.get("finalizers") or ()]
+def finalizers(obj: Mapping[str, Any]) -> list[str]:
+    return [str(f) for f in (obj.get("metadata") or {}).get("finalizers") or ()]
 
 
 async def read(
