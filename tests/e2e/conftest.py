@@ -172,6 +172,24 @@ def simulation(cluster: LocalCluster) -> Iterator[Simulation | None]:
         simulation.stop()
 
 
+@pytest.fixture(scope="session")
+def own_cluster() -> Iterator[LocalCluster]:
+    """A second local control plane, with simulated Nodes in three zones and no controller,
+    for tests that install united themselves (Helm, the demo on an existing cluster): the
+    session's controller owns the same cluster-wide names on ``cluster``. Each test leaves it
+    as it found it."""
+    local = LocalCluster(provision(layout=Layout.default(KUBE_VERSION), progress=_progress), name="own")
+    local.start()
+    nodes = Simulation(local.admin_kubeconfig, nodes=zone_nodes(ZONES), workloads=False, heartbeat_interval=5.0)
+    try:
+        nodes.start()
+        yield local
+        local.check_alive()
+    finally:
+        nodes.stop()
+        local.stop()
+
+
 @pytest.fixture
 async def sim(simulation: Simulation) -> AsyncIterator[Simulation]:
     yield simulation

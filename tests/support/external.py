@@ -43,6 +43,7 @@ LOCAL_FIXTURES = {
     "pkube": "a fault proxy on 127.0.0.1",
     "threaded_proxy": "a fault proxy on 127.0.0.1",
     "proxy_certs": "a fault proxy on 127.0.0.1",
+    "own_cluster": "starts a second local control plane",
 }
 """Fixtures (anywhere in a test's closure) that exist only with the local control plane."""
 

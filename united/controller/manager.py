@@ -37,6 +37,7 @@ import structlog
 
 from united.api.decode import Undecodable
 from united.controller.settings import Settings
+from united.controller.webhooks import Options as WebhookOptions
 from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.discovery import served
@@ -76,10 +77,14 @@ class Manager:
         kinds: Iterable[Kind] = (),
         metrics: Metrics | None = None,
         webhook_client: KubeClient | None = None,
+        webhook_options: WebhookOptions | None = None,
     ) -> None:
         self.client = client
         self.webhook_client = webhook_client or client
         self.settings = settings
+        self.webhook_options = webhook_options
+        """What ``settings`` would give the webhook certificates and configurations, overridden
+        (``united demo`` on a cluster it does not own narrows them to its own namespace)."""
         self.metrics = metrics or Metrics()
         self.health = HealthServer(
             registry=self.metrics.registry, closed=lambda reason: self.metrics.connection_closed("http", reason)
@@ -145,7 +150,12 @@ class Manager:
         """Serve, then last as long as the webhook server and its certificate loop do: liveness
         watches this task, so it must not end while they run (nor go unnoticed if they end)."""
         self._webhooks = await serve_webhooks(
-            self.webhook_client, self.settings, self._routes, metrics=self.metrics, screens=self._screens
+            self.webhook_client,
+            self.settings,
+            self._routes,
+            metrics=self.metrics,
+            options=self.webhook_options,
+            screens=self._screens,
         )
         log.info("serving webhooks", port=self._webhooks.server.port)
         await self._webhooks.wait()
@@ -181,6 +191,8 @@ class Manager:
                     self.spawn(informer.run(), name=f"informer-{resource.plural}")
                 if self._deferred is not None:
                     self._deferred.append(informer)
+                elif started and self._discovered:
+                    self.spawn(self._track_when_synced(informer), name=f"sync-{resource.plural}")
                 elif started:
                     self.informers.append(informer)
             informer.add_handler(handler)
@@ -202,6 +214,12 @@ class Manager:
 
     def track(self, informers: Iterable[Informer]) -> None:
         self.informers.extend(informers)
+
+    async def _track_when_synced(self, informer: Informer) -> None:
+        """Count an informer made by a later discovery (a kind served after start) in
+        readiness once it has synced: a Ready replica must not turn unready for a first LIST."""
+        await informer.has_synced.wait()
+        self.track([informer])
 
     def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro, name=name)

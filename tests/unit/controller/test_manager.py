@@ -147,9 +147,16 @@ async def test_a_kind_served_late_counts_in_readiness_and_gets_workers_only_once
     await asyncio.wait_for(activation, 1)
     assert made in m.controllers and set(informers) <= set(m.informers)
     assert spreads.caches() is not None and m._not_serving()
+    m._running = m._discovered = True
     late = m.watch(CLONE_SETS, None, lambda kind, obj, old: None)
     assert not all(i.has_synced.is_set() for i in late)
     assert spreads.caches() is not None, "an informer started later (CloneSets served) must not stop admission"
+    m._not_synced()
+    assert not set(late) & set(m.informers), "a Ready replica stays Ready while a kind found later lists"
+    for informer in late:
+        informer.has_synced.set()
+    await settle()
+    assert set(late) <= set(m.informers), "counted in readiness once synced"
     assert len(made._workers) == m.settings.workers
     made.abandon()
     await asyncio.gather(*made._workers, return_exceptions=True)
