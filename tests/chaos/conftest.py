@@ -36,9 +36,10 @@ from tests.e2e.multicluster.conftest import member_kube, members
 from united.devcluster import versions
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
-from united.devcluster.installation import SYSTEM, install_controller
+from united.devcluster.installation import install_controller
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
+from united.kube.apply import SYSTEM
 from united.kube.client import KubeClient
 
 __all__ = ["kube", "member_kube", "members", "namespace", "sim"]

@@ -42,9 +42,9 @@ from tests.unit.uniteddeployment.test_validation import base
 from united.api.crdrules import RULES_SINCE
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
 from united.kube.errors import ApiError
+from united.kube.wait import eventually
 
 HERE = Path(__file__).parent / "bad_inputs"
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -44,8 +43,8 @@ from tests.e2e.controller.test_undecodable import DEEP, deep_ud, reported
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, MAX_TEMPLATE_BYTES, size
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import CONTROLLER_REVISIONS, JSON, KubeClient, PatchType
+from united.kube.wait import eventually
 
 ROUNDS = [{"web": 5, "api": 4}, {"web": 2, "api": 1}, {"web": 6, "api": 3}, {"web": 4, "api": 5}, {"web": 3, "api": 2}]
 """The victim's ``/scale`` writes, one round between two hostile moves."""
@@ -69,9 +68,6 @@ def at_the_limit(name: str, **limits: int) -> JSON:
     return doc
 
 
-OPENKRUISE_KINDS = ("clonesets.apps.kruise.io", "statefulsets.apps.kruise.io")
-
-
 class Readiness:
     """Polls the controller's ``/readyz`` in the background; counts the failures outside
     the planned restart."""
@@ -80,7 +76,6 @@ class Readiness:
         self.controller = controller
         self.samples = 0
         self.failures: list[str] = []
-        self.first_lists: list[str] = []
         self.restarting = False
         self._task: asyncio.Task[None] | None = None
 
@@ -95,12 +90,7 @@ class Readiness:
                     outcome = repr(exc)
                 if not restarting and not self.restarting:
                     self.samples += 1
-                    listing = re.findall(r"([a-z]+\.[a-z.]+) \(LIST in progress\)", outcome)
-                    if listing and all(k in OPENKRUISE_KINDS for k in listing):
-                        # OpenKruise's kinds, found by discovery just after start, listed once: no tenant
-                        # here writes them. A re-list of anything a tenant writes still fails the test.
-                        self.first_lists.append(outcome)
-                    elif not outcome.startswith("200"):
+                    if not outcome.startswith("200"):
                         self.failures.append(outcome)
                 await asyncio.sleep(0.25)
 

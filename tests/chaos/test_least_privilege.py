@@ -37,7 +37,6 @@ from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import DEV_WEBHOOK_CONFIGURATIONS
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import (
     JSON,
     LEASES,
@@ -47,6 +46,7 @@ from united.kube.client import (
     PatchType,
 )
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
 from united.workloadspread.webhookconfig import EXCLUDE_LABEL
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATION

@@ -38,12 +38,13 @@ from united.devcluster import versions
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.installation import SYSTEM, install_controller
+from united.devcluster.installation import install_controller
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
+from united.kube.apply import SYSTEM
 from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 # A static user with no RBAC grants, for tests that check authorization.
@@ -169,6 +170,24 @@ def simulation(cluster: LocalCluster) -> Iterator[Simulation | None]:
         yield simulation
     finally:
         simulation.stop()
+
+
+@pytest.fixture(scope="session")
+def own_cluster() -> Iterator[LocalCluster]:
+    """A second local control plane, with simulated Nodes in three zones and no controller,
+    for tests that install united themselves (Helm, the demo on an existing cluster): the
+    session's controller owns the same cluster-wide names on ``cluster``. Each test leaves it
+    as it found it."""
+    local = LocalCluster(provision(layout=Layout.default(KUBE_VERSION), progress=_progress), name="own")
+    local.start()
+    nodes = Simulation(local.admin_kubeconfig, nodes=zone_nodes(ZONES), workloads=False, heartbeat_interval=5.0)
+    try:
+        nodes.start()
+        yield local
+        local.check_alive()
+    finally:
+        nodes.stop()
+        local.stop()
 
 
 @pytest.fixture

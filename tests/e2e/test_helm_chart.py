@@ -18,7 +18,7 @@ from tests.support.tools import HELM, ensure_tool
 from tests.unit.chart.test_chart import CHART, VALUE_SETS, objects
 from united.api import crdrules
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import SYSTEM
+from united.kube.apply import SYSTEM
 from united.kube.client import NAMESPACES, KubeClient
 from united.kube.errors import AlreadyExists
 

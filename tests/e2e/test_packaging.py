@@ -28,7 +28,7 @@ from united import __version__, data, kustomization
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
-from united.devcluster.installation import SYSTEM
+from united.kube.apply import SYSTEM
 from united.kube.client import (
     DEPLOYMENTS,
     MUTATING_WEBHOOK_CONFIGURATIONS,

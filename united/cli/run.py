@@ -107,6 +107,7 @@ def _lease_flag(name: str) -> str:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from united.controller.kinds import KINDS
     from united.controller.manager import run
     from united.kube.errors import ConfigError
     from united.runtime.leader import timing_problems
@@ -142,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
         create_member_namespaces=args.create_member_namespaces,
     )
     try:
-        return asyncio.run(run(settings))
+        return asyncio.run(run(settings, KINDS))
     except ConfigError as e:
         print(e, file=sys.stderr)
         return EXIT_INVALID

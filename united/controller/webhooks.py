@@ -102,8 +102,9 @@ class Options:
     secret: str = "united-webhook-certs"
     service: str = webhookconfig.SERVICE
     service_port: int = 443
-    conversion_crd: str = COMPAT_CRD
-    """The CRD whose conversion webhook is served at ``/convert`` (when it is installed)."""
+    conversion_crd: str | None = COMPAT_CRD
+    """The CRD whose conversion webhook is served at ``/convert`` (when it is installed); None:
+    none is touched (a cluster where that CRD is someone else's)."""
     match_labels: Mapping[str, str] | None = None
     """Narrows the namespaces the managed configurations select (tests; opt-in clusters)."""
     scope: Scope = "targeted"
@@ -370,6 +371,8 @@ class Webhooks:
         return 1
 
     async def _conversion(self, trust: _Trust) -> int:
+        if self.options.conversion_crd is None:
+            return 0
         try:
             crd = await self.client.get(CRDS, self.options.conversion_crd)
         except NotFound:
@@ -391,7 +394,7 @@ class Webhooks:
         versions = (conversion.get("webhook") or {}).get("conversionReviewVersions") or ["v1", "v1beta1"]
         patch = {"metadata": {"resourceVersion": _version(crd)}, "spec": {"conversion": {"strategy": "Webhook",
                  "webhook": {"clientConfig": wanted, "conversionReviewVersions": versions}}}}  # fmt: skip
-        await self.client.patch(CRDS, self.options.conversion_crd, patch, patch_type=PatchType.MERGE)
+        await self.client.patch(CRDS, crd["metadata"]["name"], patch, patch_type=PatchType.MERGE)
         return 1
 
     async def _exclude(self, namespace: str) -> int:

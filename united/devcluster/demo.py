@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import yaml
 from united import data
 from united.api import yamlload
 from united.api.groups import GROUP
+from united.controller.kinds import KINDS
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds, fleet
 from united.devcluster.build import ProvisionError, provision
@@ -36,8 +37,8 @@ from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_
 from united.devcluster.planes import Plane, start_planes, stop_planes
 from united.devcluster.versions import DEFAULT, KubeVersion, makes_token_secrets
 from united.devcluster.volumes import VolumeProvisioner
-from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
+from united.kube.apply import install_crds
 from united.kube.client import (
     JSON,
     MUTATING_WEBHOOK_CONFIGURATIONS,
@@ -49,6 +50,7 @@ from united.kube.client import (
     Resource,
 )
 from united.kube.errors import AlreadyExists, ApiError, NotFound
+from united.kube.wait import eventually
 from united.log import configure_logging
 from united.multicluster.join import JoinError
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
@@ -73,19 +75,21 @@ DEFAULT_SAMPLE = "zones-percent"
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
 
 
-def demo_nodes(sample: dict[str, Any]) -> list[NodeSpec]:
+def demo_nodes(sample: dict[str, Any], *, prefix: str = "", **spec: Any) -> list[NodeSpec]:
     """Two nodes per zone in pool ``general``, and two that fit each of the sample's subsets
-    in this cluster (a member's subsets get theirs in the member)."""
-    return zone_nodes(ZONES, per_zone=2, prefix="demo", pool="general") + subset_nodes(
+    in this cluster (a member's subsets get theirs in the member); names start with ``prefix``,
+    ``spec`` adds to every node's (labels, taints)."""
+    return zone_nodes(ZONES, per_zone=2, prefix=f"{prefix}demo", pool="general", **spec) + subset_nodes(
         fleet.part(sample, None) if sample.get("kind") == UD_KIND else sample,
-        prefix="fit",
+        prefix=f"{prefix}fit",
         per_subset=2,
         cpu="64",
         memory="256Gi",
+        **spec,
     )
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
@@ -124,44 +128,53 @@ def sample_path(sample: str | None) -> Traversable:
     return path if path.exists() else data.sample(sample)
 
 
-def run(*, sample: str | None = None, version: KubeVersion = DEFAULT) -> int:
-    """Run the demo on Kubernetes ``version`` until Ctrl-C (or SIGTERM). Returns the process
-    exit code."""
+def read_sample(sample: str | None) -> tuple[Traversable, JSON, list[tuple[Resource, JSON]]]:
+    """The sample's file, the object the demo shows and the workload to create with it (a
+    WorkloadSpread's target); ``ValueError`` says what is wrong, for a person."""
     try:
         path = sample_path(sample)
     except LookupError as exc:
-        _say(f"cannot read {sample}: no such file, and {exc}")
-        return 2
+        raise ValueError(f"cannot read {sample}: no such file, and {exc}") from None
     try:
         target, doc = split_sample(yamlload.load_all(path.read_text()))
         workloads = [(workload_resource(target), target)] if target else []
     except (OSError, LookupError, yaml.YAMLError) as exc:
-        _say(f"cannot read a {UD_KIND} or a {WS_KIND} with its target from {path}: {exc}")
+        raise ValueError(f"cannot read a {UD_KIND} or a {WS_KIND} with its target from {path}: {exc}") from None
+    return path, doc, workloads
+
+
+def run(*, sample: str | None = None, version: KubeVersion = DEFAULT) -> int:
+    """Run the demo on Kubernetes ``version`` until Ctrl-C (or SIGTERM). Returns the process
+    exit code."""
+    try:
+        path, doc, workloads = read_sample(sample)
+    except ValueError as exc:
+        say(str(exc))
         return 2
     configure_logging(level="WARNING", log_format="console")
     try:
-        binaries = provision(version, progress=_say)
+        binaries = provision(version, progress=say)
     except ProvisionError as exc:
-        _say(provision_failure(exc))
+        say(provision_failure(exc))
         return 1
     cluster = LocalCluster(binaries)
     members = fleet.member_planes(binaries, doc) if doc.get("kind") == UD_KIND else []
     try:
         if members:
-            _say(f"starting the local control planes: the host and {', '.join(p.name for p in members)} ...")
+            say(f"starting the local control planes: the host and {', '.join(p.name for p in members)} ...")
             start_planes(members, together=[cluster])
         else:
-            _say(f"starting the local control plane, Kubernetes {version} (etcd, kube-apiserver, "
+            say(f"starting the local control plane, Kubernetes {version} (etcd, kube-apiserver, "
                  "controller-manager, scheduler) ...")  # fmt: skip
             cluster.start()
         return asyncio.run(_serve(cluster, doc, path, workloads=workloads, members=members))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM before the controller handles it
         return 130
     except (ClusterError, TimeoutError, RuntimeError, JoinError) as exc:
-        _say(str(exc))
+        say(str(exc))
         return 1
     finally:
-        _say("stopping the local control plane" + ("s" if members else ""))
+        say("stopping the local control plane" + ("s" if members else ""))
         stop_planes(members)
         cluster.stop()
 
@@ -175,7 +188,7 @@ async def _serve(
     members: Sequence[Plane] = (),
 ) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
-        await crds.install(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
+        await install_crds(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
         nodes = NodeSimulator(client)
         async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes(doc))
@@ -194,50 +207,81 @@ async def _serve(
                 webhook_host=HOST,
                 webhook_url=f"https://{HOST}:{port}",
             )
-            manager = Manager(client, settings)
+            manager = Manager(client, settings, kinds=KINDS)
             client.observer = manager.metrics.api.observe
             controller = asyncio.create_task(manager.run(), name="controller")
-            await eventually(lambda: _webhooks_trusted(client), within=60, what="the pod webhooks published",
+            await eventually(lambda: webhooks_trusted(client), within=60, what="the pod webhooks published",
                              retry_on=(AssertionError, NotFound))  # fmt: skip
             try:
-                await fleet.join_members(client, members, say=_say)
+                await fleet.join_members(client, members, say=say)
             except JoinError:
                 manager.request_stop()
                 await controller
                 raise
-            group = str(doc["apiVersion"]).partition("/")[0]
-            if group != GROUP:
-                _say(f"note: {path} is an {group} manifest; the demo serves {GROUP}, so it is applied as such")
-                doc = {**doc, "apiVersion": f"{GROUP}/v1alpha1"}
-            resource = SHOWN[doc["kind"]]
-            for kind, obj in ((resource, doc), *workloads):  # the spread before its target's pods
-                try:
-                    await client.create(kind, obj, namespace=NAMESPACE)
-                except AlreadyExists:
-                    pass
-                except ApiError as exc:  # e.g. the API server refused the sample
-                    _say(f"cannot create {kind.kind} {obj['metadata'].get('name')} from {path}: {exc}")
-                    manager.request_stop()
-                    await controller
-                    return 1
+            applied = await apply_sample(client, path, doc, workloads, namespace=NAMESPACE)
+            if applied is None:
+                manager.request_stop()
+                await controller
+                return 1
+            resource, doc = applied
             served = json.loads(await client.get_path("/version")).get("gitVersion", "?")
             _print_usage(cluster, path, resource, members=members, served=served)
-            shown = ""
-            while not controller.done():
+
+            def alive() -> None:
                 for plane in (cluster, *(m.cluster for m in members)):
                     plane.check_alive()
-                with contextlib.suppress(NotFound):
-                    obj = await client.get(resource, doc["metadata"]["name"], namespace=NAMESPACE)
-                    table = render_table(obj)
-                    if table != shown:
-                        print(table, flush=True)
-                        shown = table
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(controller), timeout=1.0)
-            return controller.result()
+
+            return await show_until_stopped(client, resource, doc, controller, namespace=NAMESPACE, alive=alive)
 
 
-async def _webhooks_trusted(client: KubeClient) -> None:
+async def apply_sample(
+    client: KubeClient, path: Traversable, doc: JSON, workloads: Sequence[tuple[Resource, JSON]], *, namespace: str
+) -> tuple[Resource, JSON] | None:
+    """Create the shown object, then its target workload (the spread before its target's
+    pods), in ``namespace``, as the demo's group; what is shown and how, or None (said why)
+    when the API server refuses one."""
+    group = str(doc["apiVersion"]).partition("/")[0]
+    if group != GROUP:
+        say(f"note: {path} is an {group} manifest; the demo serves {GROUP}, so it is applied as such")
+        doc = {**doc, "apiVersion": f"{GROUP}/v1alpha1"}
+    resource = SHOWN[doc["kind"]]
+    for kind, obj in ((resource, doc), *workloads):
+        try:
+            await client.create(kind, obj, namespace=namespace)
+        except AlreadyExists:
+            pass
+        except ApiError as exc:  # e.g. the API server refused the sample
+            say(f"cannot create {kind.kind} {obj['metadata'].get('name')} from {path}: {exc}")
+            return None
+    return resource, doc
+
+
+async def show_until_stopped(
+    client: KubeClient,
+    resource: Resource,
+    doc: JSON,
+    controller: asyncio.Task[int],
+    *,
+    namespace: str,
+    alive: Callable[[], None],
+) -> int:
+    """Print the object's table whenever it changes until the controller stops (Ctrl-C);
+    ``alive`` raises when what the demo runs on has died. The controller's exit code."""
+    shown = ""
+    while not controller.done():
+        alive()
+        with contextlib.suppress(NotFound):
+            obj = await client.get(resource, doc["metadata"]["name"], namespace=namespace)
+            table = render_table(obj)
+            if table != shown:
+                print(table, flush=True)
+                shown = table
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(controller), timeout=1.0)
+    return controller.result()
+
+
+async def webhooks_trusted(client: KubeClient) -> None:
     """The API server may call the pod webhooks: both configurations carry our CA."""
     for resource in (MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS):
         config = await client.get(resource, WEBHOOK_CONFIGURATIONS)
@@ -245,20 +289,25 @@ async def _webhooks_trusted(client: KubeClient) -> None:
 
 
 async def _namespace(client: KubeClient, version: KubeVersion) -> None:
-    """The demo's namespace, once pods can be created in it (before 1.24: once its ``default``
-    ServiceAccount has its token Secret)."""
+    """The demo's namespace, once pods can be created in it."""
     with contextlib.suppress(AlreadyExists):
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    await namespace_usable(client, NAMESPACE, version)
+
+
+async def namespace_usable(client: KubeClient, namespace: str, version: KubeVersion) -> None:
+    """Wait until pods can be created in ``namespace`` (before 1.24: once its ``default``
+    ServiceAccount has its token Secret)."""
 
     async def token() -> None:
-        account = await client.get(SERVICE_ACCOUNTS, "default", namespace=NAMESPACE)
+        account = await client.get(SERVICE_ACCOUNTS, "default", namespace=namespace)
         if not makes_token_secrets(version):
             return
         names = [ref["name"] for ref in account.get("secrets") or []]
         assert names, "no token secret yet"
-        await client.get(SECRETS, names[0], namespace=NAMESPACE)
+        await client.get(SECRETS, names[0], namespace=namespace)
 
-    await eventually(token, within=30, what="demo namespace usable", retry_on=(AssertionError, NotFound))
+    await eventually(token, within=30, what=f"namespace {namespace} usable", retry_on=(AssertionError, NotFound))
 
 
 def render_table(obj: JSON) -> str:

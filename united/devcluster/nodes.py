@@ -118,6 +118,7 @@ def subset_nodes(manifest: Mapping[str, Any], *, prefix: str, per_subset: int = 
     takes the first value, ``Exists`` sets ``"true"`` (other operators need nothing). Lets the
     demo and the e2e tests run any sample, whatever labels its subsets select on."""
     out = []
+    extra: Mapping[str, str] = spec.pop("labels", {})
     body = manifest.get("spec") or {}
     subsets = body.get("subsets") or (body.get("topology") or {}).get("subsets") or []
     for i, subset in enumerate(subsets):
@@ -131,7 +132,8 @@ def subset_nodes(manifest: Mapping[str, Any], *, prefix: str, per_subset: int = 
         arch = labels.pop(ARCH_LABEL, "amd64")
         zone = labels.pop(ZONE_LABEL, None)
         out += [
-            NodeSpec(name=f"{prefix}-{i}-{n}", arch=arch, zone=zone, labels=labels, **spec) for n in range(per_subset)
+            NodeSpec(name=f"{prefix}-{i}-{n}", arch=arch, zone=zone, labels={**extra, **labels}, **spec)
+            for n in range(per_subset)
         ]
     return out
 

@@ -23,6 +23,20 @@ namespaceSelector:
       values: ["disabled"]
 {{- end -}}
 
+{{/* Where the API server calls the pod webhooks: the Service, or webhook.url (a controller
+     outside the cluster, which then also gets --webhook-url and keeps the same URL). */}}
+{{- define "united.webhookClient" -}}
+{{- with .root.Values.webhook.url -}}
+url: {{ printf "%s%s" (trimSuffix "/" .) $.path | quote }}
+{{- else -}}
+service:
+  namespace: {{ .root.Release.Namespace }}
+  name: united-webhook
+  path: {{ .path }}
+  port: 443
+{{- end -}}
+{{- end -}}
+
 {{- define "united.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}

@@ -19,8 +19,8 @@ from tests.e2e.controller.conftest import Controller
 from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, wait_ready
 from tests.e2e.multicluster.remote import G, converged, joined, remote_children, spread
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, KubeClient, PatchType
+from united.kube.wait import eventually
 
 __all__ = ["joined"]
 

@@ -17,9 +17,9 @@ from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import install_controller
 from united.devcluster.nodes import ZONE_LABEL
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, NAMESPACES, KubeClient, PatchType
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.workloadspread.reconciler import ws_resource
 from united.workloadspread.webhookconfig import NAME, targets_of
 

@@ -16,10 +16,10 @@ from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import webhook_ready
 from united.controller.webhooks import MUTATING
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, KubeClient, PatchType, Resource
 from united.kube.discovery import served
 from united.kube.errors import ApiError, NotFound
+from united.kube.wait import eventually
 from united.workloadspread.webhookconfig import NAME, with_targets
 
 pytestmark = pytest.mark.e2e

@@ -16,9 +16,9 @@ from tests.e2e.workloadspread.harness import sent_to_webhook
 from tests.e2e.workloadspread.test_spread import WS, cost_of, deployment, pods_of, spread, subset_of, webhook_ready
 from united.api.crdrules import knows_rules
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, EVENTS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -13,8 +13,8 @@ from tests.e2e.workloadspread.test_invalid import stalled
 from tests.e2e.workloadspread.test_spread import WS, deployment, observed, spread, webhook_ready
 from tests.unit.argocd.harness import health
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, KubeClient
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -14,8 +14,8 @@ import pytest
 from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, deployment, observed, pods_of, spread, subset_of, webhook_ready
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, KubeClient
+from united.kube.wait import eventually
 from united.uniteddeployment.status import pod_ready
 
 pytestmark = pytest.mark.e2e

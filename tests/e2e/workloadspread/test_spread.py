@@ -16,8 +16,8 @@ from tests.e2e.controller.helpers import IMAGE
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.harness import sent_to_webhook
 from united.controller.webhooks import MUTATING
-from united.devcluster.wait import eventually
 from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, KubeClient, PatchType
+from united.kube.wait import eventually
 from united.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
 from united.workloadspread.reconciler import ws_resource
 from united.workloadspread.webhookconfig import NAME

@@ -19,8 +19,8 @@ from tests.e2e.conftest import KUBE_VERSION, fresh_namespace
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, observed, spread, webhook_ready
 from united.controller.webhooks import MUTATING, VALIDATING
-from united.devcluster.wait import eventually
 from united.kube.client import PODS, KubeClient
+from united.kube.wait import eventually
 from united.workloadspread.webhookconfig import MUTATE_PATH, NAME, targets_of
 
 pytestmark = pytest.mark.e2e

@@ -46,6 +46,7 @@ VALUE_SETS: dict[str, list[str]] = {
     "kruise": ["--set", "apiGroup=apps.kruise.io"],
     "webhook-disabled": ["--set", "webhook.enabled=false"],
     "single-replica": ["--set", "replicaCount=1", "--set", "leaderElection.enabled=false"],
+    "webhook-url": ["--set", "webhook.url=https://192.0.2.10:9443/"],
     "everything": [
         "--set", "image.repository=registry.example/united",
         "--set", "image.tag=0.1.0-dev",
@@ -237,9 +238,30 @@ def test_default_flags_are_the_controllers_defaults_and_a_disabled_webhook_leave
     assert [p["name"] for p in container(docs)["ports"]] == ["http"]
 
 
+def test_a_webhook_url_goes_to_both_configurations_and_the_controller(helm: Path) -> None:
+    """``webhook.url``: the API server calls that URL (no Service), and the controller is told
+    the same one, so its certificate names that host and it keeps the configurations there."""
+    docs = objects(template(helm, VALUE_SETS["webhook-url"]))
+    args = parser().parse_args(container(docs)["args"])
+    assert args.webhook_url == "https://192.0.2.10:9443"
+    by_kind = keyed(docs)
+    clients = {
+        kind: [w["clientConfig"] for w in by_kind[(kind, "", "united-workloadspread")]["webhooks"]]
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    }
+    assert clients == {
+        "MutatingWebhookConfiguration": [{"url": "https://192.0.2.10:9443/mutate-pods"}],
+        "ValidatingWebhookConfiguration": [{"url": "https://192.0.2.10:9443/validate-pods"}],
+    }
+    default = objects(template(helm))
+    assert parser().parse_args(container(default)["args"]).webhook_url is None
+
+
 @pytest.mark.parametrize(
     "values, message",
     [
+        (["--set", "webhook.url=http://192.0.2.10:9443"], "/webhook/url"),
+        (["--set", "webhook.url=https://192.0.2.10:9443/hooks"], "/webhook/url"),
         (["--set", "leaderElection.enabled=false"], "leaderElection.enabled: required with more than one replica"),
         (["--set", "memberClusters.credentials.secrets={m1}"], "memberClusters.credentials.namespace: required"),
         (["--set", "webhook.failurePolicy=Sometimes"], "/webhook/failurePolicy"),

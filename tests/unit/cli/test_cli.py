@@ -668,10 +668,12 @@ def test_allocation_error_is_a_field_error(monkeypatch: pytest.MonkeyPatch, caps
 def ran(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """What ``united run`` passed on: the logging options, then the controller's settings."""
     from united.controller import manager
+    from united.controller.kinds import KINDS
 
     seen: list[Any] = []
 
-    async def fake_run(settings: Any) -> int:
+    async def fake_run(settings: Any, kinds: Any) -> int:
+        assert kinds is KINDS, "united run serves every kind"
         seen.append(settings)
         return 0
 

@@ -278,6 +278,19 @@ async def test_the_served_certificates_expiry_is_exported() -> None:
     assert exported > now.timestamp()
 
 
+async def test_no_conversion_crd_leaves_that_crd_alone(api: FakeApi) -> None:
+    """``conversion_crd=None`` (the demo on someone's cluster, where OpenKruise's CRD is
+    theirs): the configurations are trusted, the CRD is never written."""
+    crd = api.read(CRDS, COMPAT_CRD)
+    webhooks = Webhooks(api, Options(namespace="ops", conversion_crd=None), TLS())  # type: ignore[arg-type]
+    await webhooks.sync()
+    assert webhooks.bundle is not None
+    assert trusted(api)[:2] == [b64(webhooks.bundle)] * 2
+    assert api.read(CRDS, COMPAT_CRD) == crd
+    await replica(api).sync()
+    assert api.read(CRDS, COMPAT_CRD) != crd, "by default that CRD's conversion trusts the webhook"
+
+
 # -- the namespaces sent to the pod webhooks ---------------------------------------------------
 
 
