@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 
 from united.api.groups import GROUP
 from united.data import crds, documents
-from united.devcluster.installation import apply
-from united.devcluster.wait import eventually
+from united.kube.apply import apply
 from united.kube.client import CRDS, KubeClient
 from united.kube.discovery import served
+from united.kube.wait import eventually
 from united.workloadspread.reconciler import ws_resource
 
 

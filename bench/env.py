@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from united.devcluster.build import Binaries, provision
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import SYSTEM, install_controller
+from united.devcluster.installation import install_controller
+from united.kube.apply import SYSTEM
 from united.kube.client import (
     NAMESPACES,
     KubeClient,

@@ -12,9 +12,12 @@ v1alpha1 and v1beta1 share one spec). The ``status`` schema is the union of Krui
 and v1beta1 status plus the fields the ``united`` controller writes; structural pruning silently
 drops any status field that is not declared here, so the status writer must stay within it.
 
-Kubernetes 1.20 is the oldest supported API server: no ``x-kubernetes-validations`` (CEL) -- 1.20
-drops it silently -- only types, enums, minimums, patterns and defaults. Cross-field rules live in
-the controller.
+Kubernetes 1.20 is the oldest supported API server: types, enums, minimums, patterns and
+defaults work everywhere; cross-field rules live in the controller. A few of them are also
+``x-kubernetes-validations`` (CEL, :data:`CEL_RULES`), so that servers with CRD validation rules
+(on by default since 1.25, GA in 1.29) refuse a bad spec at once with its field path; the
+installer strips them for older servers (``united.api.crdrules``), which would otherwise keep
+the object without them. Each rule repeats one of the validation module's, with its message.
 
 Usage::
 
@@ -59,6 +62,67 @@ DNS1123_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1123_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DNS1123_SUBDOMAIN_MAX = 253
 ATOMIC_MAP: dict[str, Any] = {"x-kubernetes-map-type": "atomic"}
+
+CEL_RULES: dict[str, list[dict[str, str]]] = {
+    "ws.subsets": [
+        {
+            "rule": "self.all(s, self.exists_one(t, t.name == s.name))",
+            "message": "duplicated subset name",
+        }
+    ],
+    "ws.targetRef": [
+        {
+            "rule": "self.kind in ['CloneSet', 'Deployment', 'ReplicaSet', 'Job', 'StatefulSet']",
+            "message": "TargetReference's GroupKind is not permitted.",
+            "fieldPath": ".kind",
+        },
+        {
+            "rule": "self.kind == oldSelf.kind && self.name == oldSelf.name",
+            "message": "change TargetReference is not permitted for WorkloadSpread",
+        },
+    ],
+    "ws.subset": [
+        {
+            "rule": "!has(self.maxReplicas) || type(self.maxReplicas) != int || self.maxReplicas >= 0",
+            "message": "maxReplicas is not valid for subset",
+            "fieldPath": ".maxReplicas",
+        },
+        {
+            "rule": "!has(self.minReplicas) || type(self.minReplicas) != int || self.minReplicas >= 0",
+            "message": "minReplicas is not valid for subset",
+            "fieldPath": ".minReplicas",
+        },
+    ],
+    "ud.subset": [
+        {
+            "rule": "!has(self.weight) || !has(self.replicas)",
+            "message": "may not be set with replicas: a weight shares what fixed subsets leave",
+            "fieldPath": ".weight",
+        }
+    ],
+    "ud.template": [
+        {
+            "rule": "[has(self.statefulSetTemplate), has(self.advancedStatefulSetTemplate),"
+            " has(self.cloneSetTemplate), has(self.deploymentTemplate)].filter(x, x).size() == 1",
+            "message": "should provide exactly one of statefulSetTemplate, advancedStatefulSetTemplate,"
+            " cloneSetTemplate, deploymentTemplate",
+        }
+    ],
+}
+"""The CEL rules by the schema node that carries them (``tests/unit/test_crd_rules.py`` evaluates
+each against good and bad specs). Costs stay within the API server's estimate budget: the one
+quadratic rule runs over at most :data:`MAX_SUBSETS` names of at most :data:`WS_SUBSET_NAME_MAX`
+characters. (``minReplicas <= maxReplicas`` on each of 200 int-or-string subsets was estimated
+at 6.3 times the budget by 1.37: it stays the controller's.)"""
+WS_SUBSET_NAME_MAX = 63
+"""The longest WorkloadSpread subset name (bounds the uniqueness rule's cost; the validation
+module enforces it too)."""
+
+
+def validations(node: str) -> dict[str, Any]:
+    """The ``x-kubernetes-validations`` of ``node`` (a key of :data:`CEL_RULES`)."""
+    return {"x-kubernetes-validations": [dict(rule) for rule in CEL_RULES[node]]}
+
 
 # --------------------------------------------------------------------------------------------------
 # Schema building blocks
@@ -300,6 +364,7 @@ def template_schema() -> Schema:
             ),
         },
         "The workload created for every subset. Exactly one variant must be set.",
+        extensions=validations("ud.template"),
     )
 
 
@@ -358,6 +423,7 @@ def subset_schema(*, cluster: bool) -> Schema:
         },
         "One subset: a group of nodes and the share of the pods they run.",
         required=["name"],
+        extensions=validations("ud.subset"),
     )
 
 
@@ -731,7 +797,7 @@ def ws_subset_schema(alpha: bool) -> Schema:
     )
     return obj(
         {
-            "name": string("Subset name, unique within the WorkloadSpread."),
+            "name": string("Subset name, unique within the WorkloadSpread.", maxLength=WS_SUBSET_NAME_MAX),
             required_name: node_selector_term(
                 "ANDed into every required node-affinity term of the subset's pods."
             ),
@@ -753,6 +819,7 @@ def ws_subset_schema(alpha: bool) -> Schema:
         },
         "One subset: a group of nodes and how many of the workload's pods it takes.",
         required=["name"],
+        extensions=validations("ws.subset"),
     )
 
 
@@ -769,6 +836,7 @@ def ws_spec_schema(alpha: bool) -> Schema:
                 },
                 "The workload whose pods are spread; group, kind and name are immutable.",
                 required=["apiVersion", "kind", "name"],
+                extensions=validations("ws.targetRef"),
             ),
             "targetFilter": obj(
                 {
@@ -785,6 +853,7 @@ def ws_spec_schema(alpha: bool) -> Schema:
                 ws_subset_schema(alpha),
                 "Ordered subsets: filled in order on scale-out, emptied in reverse on scale-in.",
                 maxItems=MAX_SUBSETS,
+                **validations("ws.subsets"),
             ),
             "scheduleStrategy": obj(
                 {

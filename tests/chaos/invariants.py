@@ -26,8 +26,8 @@ from typing import Any
 from tests.e2e.controller.helpers import CHILDREN, PODS, UD, condition, ud, zone
 from tests.support.controller import Controller
 from united.api.selector import parse as parse_selector
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient, PatchType
+from united.kube.wait import eventually
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import SubsetState, allocate
 from united.uniteddeployment.keys import Keys

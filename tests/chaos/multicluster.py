@@ -24,9 +24,9 @@ from typing import Any
 from tests.chaos.invariants import _status_problems
 from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, UD
 from united.api.selector import parse as parse_selector
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import SubsetState, allocate
 from united.uniteddeployment.keys import Keys

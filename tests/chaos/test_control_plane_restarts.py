@@ -25,9 +25,9 @@ from tests.chaos.support import SEED, proxied_controller, proxy_for
 from tests.e2e.controller.helpers import UD
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
 from united.kube.errors import ApiError
+from united.kube.wait import eventually
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.timeout(600)]
 

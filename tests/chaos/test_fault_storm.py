@@ -27,10 +27,10 @@ from tests.e2e.workloadspread.harness import Target, webhook_flags
 from tests.e2e.workloadspread.occupancy import watching
 from tests.support.faultproxy import DROP, WatchAction
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import SYSTEM
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
+from united.kube.apply import SYSTEM
 from united.kube.client import KubeClient
+from united.kube.wait import eventually
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.timeout(600)]
 

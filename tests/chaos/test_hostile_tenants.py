@@ -43,8 +43,8 @@ from tests.support.namespace import fresh_namespace
 from united.api.limits import MAX_PATCH_BYTES, MAX_PLACEMENT_BYTES, MAX_SUBSETS, MAX_TEMPLATE_BYTES, size
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import CONTROLLER_REVISIONS, JSON, KubeClient, PatchType
+from united.kube.wait import eventually
 
 ROUNDS = [{"web": 5, "api": 4}, {"web": 2, "api": 1}, {"web": 6, "api": 3}, {"web": 4, "api": 5}, {"web": 3, "api": 2}]
 """The victim's ``/scale`` writes, one round between two hostile moves."""

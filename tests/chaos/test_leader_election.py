@@ -35,8 +35,8 @@ from tests.support.faultproxy import LogEntry, ThreadedFaultProxy
 from united.controller.settings import Settings
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
+from united.kube.wait import eventually
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.timeout(600)]
 

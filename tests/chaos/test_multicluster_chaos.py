@@ -51,9 +51,9 @@ from tests.support.faultproxy import DROP, WRITE_METHODS, LogEntry, LogFilter, T
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.planes import Plane
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import CONTROLLER_REVISIONS, NAMESPACES, KubeClient, PatchType
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.multicluster.collector import GRACE
 from united.multicluster.join import Endpoint
 from united.multicluster.resource import CLUSTERS

@@ -9,8 +9,8 @@ import pytest
 
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.installation import SYSTEM, install_controller
-from united.devcluster.wait import eventually
+from united.devcluster.installation import install_controller
+from united.kube.apply import SYSTEM
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
@@ -24,6 +24,7 @@ from united.kube.client import (
     Resource,
 )
 from united.kube.errors import AlreadyExists, Forbidden, NotFound, Unauthorized
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

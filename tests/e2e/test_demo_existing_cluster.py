@@ -17,11 +17,10 @@ import pytest
 from tests.e2e.console import interrupt, read_until, run_until
 from united import data
 from united.api.groups import KRUISE_GROUP
-from united.devcluster import crds
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.existing import READY_LINE, RUN_LABEL, TAINT
 from united.devcluster.volumes import PERSISTENT_VOLUMES
-from united.devcluster.wait import eventually
+from united.kube.apply import install_crds
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -35,6 +34,7 @@ from united.kube.client import (
     Resource,
 )
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
 
 pytestmark = pytest.mark.e2e
@@ -67,7 +67,7 @@ async def someones(own_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
     earlier install left it) and a WorkloadSpread CRD of apps.kruise.io (as OpenKruise's); both
     are removed afterwards, leaving ``own_cluster`` as found."""
     async with await KubeClient.from_kubeconfig(own_cluster.admin_kubeconfig) as kube:
-        await crds.install(kube, data.documents(data.crd(), data.crd(KRUISE_GROUP, "workloadspreads")))
+        await install_crds(kube, data.documents(data.crd(), data.crd(KRUISE_GROUP, "workloadspreads")))
         try:
             yield kube
         finally:

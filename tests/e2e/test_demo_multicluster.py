@@ -16,8 +16,8 @@ import pytest
 from tests.e2e.console import interrupt, read_until, run_until, value
 from united.devcluster.demo import READY_LINE
 from united.devcluster.nodes import is_pod_ready
-from united.devcluster.wait import eventually
 from united.kube.client import PODS, KubeClient, Resource
+from united.kube.wait import eventually
 from united.multicluster.resource import CLUSTERS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]

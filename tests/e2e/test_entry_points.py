@@ -22,8 +22,8 @@ from united.devcluster.build import Layout, provision
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
 from united.devcluster.nodes import SIMULATED_LABEL, is_pod_ready
-from united.devcluster.wait import eventually
 from united.kube.client import NODES, PODS, KubeClient, Resource
+from united.kube.wait import eventually
 from united.workloadspread.model import MATCHED_ANNOTATION
 
 pytestmark = pytest.mark.e2e

@@ -20,6 +20,7 @@ from tests.support.faultproxy import FaultProxy, ThreadedFaultProxy
 from united.devcluster import certs, crds
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import StaticUser
+from united.kube.apply import install_crds
 from united.kube.client import CLONE_SETS, CONFIG_MAPS, JSON, KubeClient, PatchType, WatchEvent, WatchStream
 from united.kube.errors import Conflict, Forbidden, Gone, TooManyRequests, TransientError
 
@@ -178,7 +179,7 @@ async def test_a_409_on_patch_is_a_conflict_and_changes_nothing(
 async def test_the_log_records_content_types_of_custom_object_patches(
     proxy: FaultProxy, pkube: KubeClient, kube: KubeClient, namespace: str
 ) -> None:
-    await crds.install(kube, crds.kruise_crds())
+    await install_crds(kube, crds.kruise_crds())
     await pkube.create(
         CLONE_SETS,
         {

@@ -36,9 +36,8 @@ from tests.support.controller import Controller
 from tests.support.tools import HELM, ensure_tool
 from tests.unit.chart.test_chart import CHART
 from united.devcluster.cluster import LocalCluster, free_ports
-from united.devcluster.installation import SYSTEM
 from united.devcluster.nodes import is_pod_ready
-from united.devcluster.wait import eventually
+from united.kube.apply import SYSTEM
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -56,6 +55,7 @@ from united.kube.client import (
     Resource,
 )
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.workloadspread.model import MATCHED_ANNOTATION
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
 

@@ -22,12 +22,13 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.console import interrupt, read_until, run_until
 from united import __version__, data, kustomization
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
-from united.devcluster.installation import SYSTEM
+from united.kube.apply import SYSTEM
 from united.kube.client import (
     DEPLOYMENTS,
     MUTATING_WEBHOOK_CONFIGURATIONS,
@@ -158,7 +159,7 @@ def test_install_print_passes_the_api_servers_dry_run(installed: Installed, clus
     """``united install --print | kubectl apply --dry-run=server -f -``: the API server
     validates every object (a dry run of the namespaced ones needs their namespace)."""
     asyncio.run(_system_namespace(cluster))
-    printed = installed.run("install", "--api-group", group, "--print")
+    printed = installed.run("install", "--api-group", group, "--print", "--kube-version", str(KUBE_VERSION))
     assert printed.returncode == 0, printed.stderr
     kubectl = subprocess.run(
         [str(cluster.binaries.kubectl), "--kubeconfig", str(cluster.admin_kubeconfig),

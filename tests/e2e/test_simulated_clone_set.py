@@ -8,9 +8,9 @@ import pytest
 
 from united.devcluster.nodes import is_pod_ready
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.devcluster.workloads import scale_down_order
 from united.kube.client import CLONE_SETS, JSON, PODS, KubeClient, PatchType
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 COST = "controller.kubernetes.io/pod-deletion-cost"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import ADVANCED_STATEFUL_SETS, JSON, PODS, KubeClient, PatchType
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

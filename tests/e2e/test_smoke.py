@@ -11,7 +11,6 @@ import pytest
 
 from united.devcluster.nodes import SIMULATED_LABEL, ZONE_LABEL, is_pod_ready
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import (
     CLONE_SETS,
     CONFIG_MAPS,
@@ -24,6 +23,7 @@ from united.kube.client import (
     PatchType,
 )
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

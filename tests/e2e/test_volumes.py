@@ -8,9 +8,9 @@ import pytest
 from united.devcluster.nodes import is_pod_ready
 from united.devcluster.simulation import Simulation
 from united.devcluster.volumes import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, PODS, STATEFUL_SETS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

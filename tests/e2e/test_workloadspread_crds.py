@@ -12,7 +12,7 @@ from tests.unit.workloadspread.test_crds import written_status
 from tests.unit.workloadspread.test_validation import base
 from united import data
 from united.api.groups import GROUP, KRUISE_GROUP
-from united.devcluster import crds
+from united.kube.apply import install_crds
 from united.kube.client import CRDS, KubeClient, Resource
 from united.kube.errors import Conflict
 from united.workloadspread.model import KRUISE_BETA
@@ -27,7 +27,7 @@ KRUISE = Resource(KRUISE_GROUP, "v1beta1", "workloadspreads", True, "WorkloadSpr
 async def test_a_workload_spread_and_its_status_are_stored_as_written(
     kube: KubeClient, namespace: str, resource: Resource, api_version: str
 ) -> None:
-    await crds.install(kube, data.documents(*data.crds(GROUP), *data.crds(KRUISE_GROUP)))
+    await install_crds(kube, data.documents(*data.crds(GROUP), *data.crds(KRUISE_GROUP)))
     compat = await kube.get(CRDS, f"workloadspreads.{KRUISE_GROUP}")
     assert compat["spec"]["conversion"]["strategy"] == "Webhook"
     doc = base(api_version)

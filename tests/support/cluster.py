@@ -14,7 +14,8 @@ from united.devcluster import versions
 from united.devcluster.build import Layout, ProvisionError, is_provisioned, provision, tail
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.installation import SYSTEM, install_controller
+from united.devcluster.installation import install_controller
+from united.kube.apply import SYSTEM
 from united.kube.client import KubeClient
 
 

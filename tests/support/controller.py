@@ -16,7 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from united.devcluster.installation import KRUISE_RBAC, SYSTEM, apply, documents
+from united.devcluster.installation import KRUISE_RBAC, documents
+from united.kube.apply import SYSTEM, apply
 from united.kube.client import KubeClient, Resource
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -22,16 +22,11 @@ from typing import Any
 import yaml
 
 from united.api import yamlload
-from united.devcluster.credentials import (
-    StaticUser,
-    render_kubeconfig,
-    request_token,
-    user_kubeconfig,
-    write_kubeconfig,
-)
-from united.devcluster.wait import eventually
+from united.devcluster.credentials import StaticUser, request_token, user_kubeconfig, write_kubeconfig
 from united.kube.client import SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.kubeconfig import render_kubeconfig
+from united.kube.wait import eventually
 
 KUBECONFIG_VARIABLE = "UNITED_E2E_KUBECONFIG"
 CONTEXT_VARIABLE = "UNITED_E2E_CONTEXT"

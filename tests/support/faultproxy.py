@@ -103,9 +103,10 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from united.devcluster import certs as certs_mod
-from united.devcluster.credentials import render_kubeconfig, write_kubeconfig
-from united.devcluster.wait import eventually
+from united.devcluster.credentials import write_kubeconfig
 from united.kube.client import KubeClient
+from united.kube.kubeconfig import render_kubeconfig
+from united.kube.wait import eventually
 
 T = TypeVar("T")
 

@@ -9,9 +9,9 @@ import re
 from collections.abc import AsyncIterator
 
 from united.devcluster import versions
-from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 _RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 

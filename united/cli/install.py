@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from united import __version__, data
+from united.api import crdrules
 from united.api.field import FieldError, ManifestError
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.cli.output import EXIT_INVALID, EXIT_OK
@@ -24,6 +25,12 @@ def register(sub: Any) -> None:
         help=f"the group to serve ({KRUISE_GROUP}: the compat CRD and RBAC, for clusters without OpenKruise)",
     )
     i.add_argument("--print", action="store_true", dest="print_only", help="print the manifests, apply nothing")
+    i.add_argument(
+        "--kube-version",
+        metavar="V",
+        help="with --print: the cluster's Kubernetes version; before 1.25 the CRDs are printed without their "
+        "CEL validation rules (kubectl refuses them there). Applying asks the cluster",
+    )
     i.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)")
     i.set_defaults(func=_install)
 
@@ -32,10 +39,16 @@ def _install(args: argparse.Namespace) -> int:
     import asyncio
 
     from united.devcluster.installation import install
+    from united.kube.discovery import release
     from united.kube.errors import ApiError, ConfigError
 
     docs = data.controller(args.api_group)
     if args.print_only:
+        if args.kube_version is not None:
+            found = release({"gitVersion": args.kube_version})
+            if found is None:
+                raise ManifestError([FieldError("--kube-version", f"{args.kube_version!r} is not a version like 1.29")])
+            docs = crdrules.for_server(docs, found)
         sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=False))
         return EXIT_OK
     configure_logging(level="ERROR", log_format="console")

@@ -67,6 +67,13 @@ def register(sub: Any) -> None:
         help="Ignore (default): pods are created while no replica answers; Fail: they are refused",
     )
     r.add_argument(
+        "--webhook-namespaces",
+        choices=("targeted", "all"),
+        default=_DEFAULTS.webhook_namespaces,
+        help="targeted (default): on Kubernetes 1.22+ only namespaces holding a WorkloadSpread reach "
+        "the pod webhooks (up to 200, then all); all: every namespace but kube-system and the controller's",
+    )
+    r.add_argument(
         "--webhook-client-ca",
         metavar="FILE",
         help="serve the webhooks only to clients presenting a certificate this PEM CA signed "
@@ -100,6 +107,7 @@ def _lease_flag(name: str) -> str:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from united.controller.kinds import KINDS
     from united.controller.manager import run
     from united.kube.errors import ConfigError
     from united.runtime.leader import timing_problems
@@ -129,12 +137,13 @@ def _run(args: argparse.Namespace) -> int:
         webhook_host=args.webhook_host,
         webhook_url=args.webhook_url,
         webhook_failure_policy=args.webhook_failure_policy,
+        webhook_namespaces=args.webhook_namespaces,
         webhook_client_ca=args.webhook_client_ca,
         cluster_id=args.cluster_id,
         create_member_namespaces=args.create_member_namespaces,
     )
     try:
-        return asyncio.run(run(settings))
+        return asyncio.run(run(settings, KINDS))
     except ConfigError as e:
         print(e, file=sys.stderr)
         return EXIT_INVALID

@@ -7,9 +7,9 @@ Start order follows controller-runtime's manager: the HTTP server (``/healthz``,
 standby is Ready and takes over instantly), then discovery, the webhook server (every
 replica serves it, leader or not), leader election, then the workers — which only run
 while leading. Discovery runs at start and on a timer: a controller registered with
-:meth:`Manager.add_when_served` (WorkloadSpread) starts once its kind is served, and each
-controller looks for the kinds it needs (UnitedDeployment children: CloneSet, Advanced
-StatefulSet without OpenKruise).
+:meth:`Manager.add_when_served` starts once its kind is served, and each controller looks for
+the kinds it needs (child kinds whose CRD may be absent). The manager names no kind: each
+registers itself (its ``setup``, listed in ``united.controller.kinds``).
 
 With leader election every write passes the elector's fence (no write unless the Lease is
 surely ours by this process's own clock); when leadership is lost the queued keys are
@@ -30,44 +30,32 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import replace
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Mapping
+from typing import Any
 
 import structlog
 
 from united.api.decode import Undecodable
-from united.api.groups import GROUP, KRUISE_GROUP
 from united.controller.settings import Settings
 from united.controller.webhooks import Options as WebhookOptions
 from united.controller.webhooks import WebhookService, serve_webhooks
 from united.kube import ApiError, KubeClient, Resource
-from united.kube.client import NAMESPACES
 from united.kube.discovery import served
 from united.kube.errors import ConfigError
-from united.multicluster.collector import Collector
-from united.multicluster.controller import ClusterController
-from united.multicluster.credentials import SecretWatch
-from united.multicluster.member import Members
-from united.multicluster.resource import CLUSTERS
 from united.runtime import heap
-from united.runtime.controller import Controller, Factory, Host
+from united.runtime.controller import C, Controller, Factory, Precondition, Readiness, Registry
 from united.runtime.events import EventRecorder
 from united.runtime.failures import FailureLog
 from united.runtime.health import HealthServer
 from united.runtime.informer import EventHandler, Informer
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
-from united.uniteddeployment.controller import UnitedDeploymentController
-from united.uniteddeployment.model import PLURAL
-from united.workloadspread.reconciler import Caches, Reconciler, WorkloadSpreadController, ws_resource
-from united.workloadspread.webhook import PodWebhook
-from united.workloadspread.webhookconfig import MUTATE_PATH, VALIDATE_PATH
+from united.runtime.webserver import Handler, Screen
 
 log = structlog.get_logger(__name__)
-C = TypeVar("C", bound=Controller)
-Precondition = Callable[[], Awaitable[bool]]
-"""What an optional controller needs besides its kind being served (asked at each discovery)."""
+Kind = Callable[[Registry, Settings], object]
+"""A kind's ``setup``: registers its controllers, webhooks and shutdown work with the manager
+(:class:`~united.runtime.controller.Registry`), reading what it needs from the settings."""
 RELEASE_WITHIN = 2.0
 """Seconds releasing the Lease may take at shutdown."""
 EVENTS_WITHIN = 1.0
@@ -77,25 +65,22 @@ STOP_WITHIN = 10.0
 reconciles in flight, the Lease release and the Event flush, plus margin."""
 
 
-def ud_resource(api_group: str) -> Resource:
-    version = "v1alpha1" if api_group == GROUP else "v1beta1"
-    return Resource(api_group, version, PLURAL, True, "UnitedDeployment")
-
-
 class Manager:
-    """The shared lifecycle (see the module docstring) around one controller per kind:
-    the UnitedDeployment one always, others as :meth:`add` registers them."""
+    """The shared lifecycle (see the module docstring) around the controllers the ``kinds``
+    register (:class:`~united.runtime.controller.Registry`): the manager knows no kind."""
 
     def __init__(
         self,
         client: KubeClient,
         settings: Settings,
         *,
+        kinds: Iterable[Kind] = (),
         metrics: Metrics | None = None,
         webhook_client: KubeClient | None = None,
         webhook_options: WebhookOptions | None = None,
     ) -> None:
         self.client = client
+        self.webhook_client = webhook_client or client
         self.settings = settings
         self.webhook_options = webhook_options
         """What ``settings`` would give the webhook certificates and configurations, overridden
@@ -117,34 +102,26 @@ class Manager:
         self._deferred: list[Informer] | None = None
         """While a controller of a kind served late is made: its new informers, kept out of
         readiness until they sync."""
-        """Informers made from now on start at once (the first ones start in :meth:`_serve`)."""
         self.failures = FailureLog()
         """One place for the list/watch failures of every informer: one line per step
         when they all fail the same way (an unreachable API server)."""
         self.controllers: list[Controller] = []
         self._optional: list[tuple[Resource, Factory, Precondition | None]] = []
-        self.ud = self.add(
-            UnitedDeploymentController(
-                self,
-                ud_resource=ud_resource(settings.api_group),
-                selector=settings.selector,
-                child_sync_timeout=settings.child_sync_timeout,
-                create_member_namespaces=settings.create_member_namespaces,
-            )
-        )
-        self.spreads: WorkloadSpreadController | None = None
-        self.add_when_served(ws_resource(settings.api_group), self._spread_controller)
-        self.members: Members | None = None
-        """The member clusters, once ``Cluster`` objects are served (our group only)."""
-        if settings.api_group == GROUP:
-            self.add_when_served(CLUSTERS, self._cluster_controller, ready=self._host_identity)
-        self.webhook = PodWebhook(webhook_client or client, self._spread_caches, placements=self.metrics.placement)
-        """Served by every replica (with ``--webhook-port``), leader or not: bookings are
-        optimistic status writes, safe from several processes; hence a client without the fence."""
+        self._routes: dict[str, Handler] = {}
+        self._screens: dict[str, Screen] = {}
+        self._webhooks_ready: list[Readiness] = []
+        self._closers: list[Callable[[], Awaitable[None]]] = []
         self._webhooks: WebhookService | None = None
+        self._targeted: Callable[[], Collection[str] | None] | None = None
+        """The namespaces the pod webhooks must see (the kind that registered them says)."""
+        for setup in kinds:
+            setup(self, settings)
+
+    # -- what kinds register (runtime.controller.Registry) --------------------------------------
 
     def add(self, controller: C) -> C:
         self.controllers.append(controller)
+        controller.active = True
         return controller
 
     def add_when_served(self, resource: Resource, factory: Factory, *, ready: Precondition | None = None) -> None:
@@ -153,76 +130,38 @@ class Manager:
         given, says what else it needs is there (asked again at each discovery until it is)."""
         self._optional.append((resource, factory, ready))
 
-    def _spread_controller(self, host: Host) -> Controller:
-        self.spreads = WorkloadSpreadController(host, api_group=self.settings.api_group)
-        return self.spreads
+    def add_webhook(
+        self,
+        routes: Mapping[str, Handler],
+        *,
+        screens: Mapping[str, Screen] | None = None,
+        ready: Readiness | None = None,
+        targeted: Callable[[], Collection[str] | None] | None = None,
+    ) -> None:
+        clash = set(routes) & set(self._routes)
+        if clash:
+            raise ValueError(f"webhook paths registered twice: {sorted(clash)}")
+        self._routes.update(routes)
+        self._screens.update(screens or {})
+        if ready is not None:
+            self._webhooks_ready.append(ready)
+        if targeted is not None:
+            self._targeted = targeted
 
-    async def _host_identity(self) -> bool:
-        """Members need this cluster's identity: ``--cluster-id``, else the uid of its ``kube-system``
-        namespace (stable for the cluster's life, the same for every replica, readable with one
-        narrow grant). Until it can be read, member clusters wait — retried at each discovery — and
-        nothing else does: a start with the API server away must not be an exit."""
-        if self.settings.cluster_id:
-            return True
-        try:
-            namespace = await self.client.get(NAMESPACES, "kube-system")
-        except ApiError as exc:
-            log.warning(
-                "cannot read namespace kube-system (this cluster's identity); member clusters wait",
-                error=str(exc),
-                hint="grant get on it, or pass --cluster-id",
-            )
-            return False
-        uid = str((namespace.get("metadata") or {}).get("uid") or "")
-        self.settings = replace(self.settings, cluster_id=uid)
-        return bool(uid)
-
-    def _cluster_controller(self, host: Host) -> Controller:
-        def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-            return self.spawn(coro, name="member")
-
-        secrets = SecretWatch(self.client, spawn=spawn, failures=self.failures)
-        self.members = Members(self.client, secrets=secrets, spawn=spawn, observer=self.metrics.member_observer)
-        self.metrics.count_member_watches(self.members.watches)
-        self.ud.attach(self.members, host_id=self.settings.cluster_id or "", namespaces=self.namespaces)
-        collector = Collector(
-            self.client,
-            uds=self.ud.uds,
-            ud_resource=ud_resource(self.settings.api_group),
-            collected=self.metrics.orphan_collected,
-        )
-        return ClusterController(host, members=self.members, collector=collector)
-
-    def _spread_caches(self) -> tuple[Caches, Reconciler] | None:
-        """The WorkloadSpread caches once served and synced (the controller is added only then:
-        its informers are kept out of ``self.informers`` while they sync); before that pods go
-        unplaced. Informers started later — any other kind's, or CloneSets' once their CRD is
-        served — do not gate admission: while the CloneSet cache syncs, a pod's owner missing
-        from it is read from the API server. (Gating on every informer admitted every pod
-        unplaced for as long as any one had not synced: for a moment at each discovery that
-        found a kind, forever for a kind that cannot be listed.)"""
-        spreads = self.spreads
-        if spreads not in self.controllers:
-            return None
-        return spreads.caches, spreads.spreads
-
-    def _has_spreads(self, namespace: str) -> bool:
-        """Whether a pod review from ``namespace`` may concern a WorkloadSpread (the webhook
-        server decodes no other): the kind is served and synced and the namespace has one."""
-        found = self._spread_caches()
-        return found is not None and bool(found[0].spreads.list(namespace))
+    def on_shutdown(self, close: Callable[[], Awaitable[None]]) -> None:
+        self._closers.append(close)
 
     async def _serve_webhooks(self) -> None:
         """Serve, then last as long as the webhook server and its certificate loop do: liveness
         watches this task, so it must not end while they run (nor go unnoticed if they end)."""
-        screens = {MUTATE_PATH: self._has_spreads, VALIDATE_PATH: self._has_spreads}
         self._webhooks = await serve_webhooks(
-            self.webhook.client,
+            self.webhook_client,
             self.settings,
-            self.webhook.routes(),
+            self._routes,
             metrics=self.metrics,
             options=self.webhook_options,
-            screens=screens,
+            screens=self._screens,
+            targeted=self._targeted,
         )
         log.info("serving webhooks", port=self._webhooks.server.port)
         await self._webhooks.wait()
@@ -367,8 +306,8 @@ class Manager:
         Ready replicas, and one that is not listening yet would leave those pods unplaced."""
         if self._webhooks is None:
             raise RuntimeError("webhook server not listening yet")
-        if self.spreads is not None and self._spread_caches() is None:
-            raise RuntimeError("WorkloadSpread caches not synced yet")
+        for ready in self._webhooks_ready:
+            ready()
         return True
 
     async def run(self) -> int:
@@ -486,19 +425,19 @@ class Manager:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._webhooks is not None:
             await self._webhooks.stop()
-        if self.members is not None:
-            await self.members.close()
+        for close in self._closers:
+            await close()
         await self.recorder.close(within=EVENTS_WITHIN)  # while the Lease is ours: the fence refuses them after
         await self._release()
         await self.health.stop()
         log.info("stopped")
 
 
-async def run(settings: Settings) -> int:
+async def run(settings: Settings, kinds: Iterable[Kind]) -> int:
     client = await KubeClient.from_config(settings.kubeconfig)
     webhook_client = await KubeClient.from_config(settings.kubeconfig) if settings.webhook_port is not None else None
     try:
-        manager = Manager(client, settings, webhook_client=webhook_client)
+        manager = Manager(client, settings, kinds=kinds, webhook_client=webhook_client)
         client.observer = manager.metrics.api.observe
         if webhook_client is not None:
             webhook_client.observer = manager.metrics.api.observe
@@ -509,4 +448,4 @@ async def run(settings: Settings) -> int:
             await webhook_client.close()
 
 
-__all__ = ["KRUISE_GROUP", "Manager", "Settings", "run"]
+__all__ = ["Kind", "Manager", "Settings", "run"]

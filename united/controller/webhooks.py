@@ -25,7 +25,16 @@ What one pass (:meth:`Webhooks.sync`) does, from any replica:
    published; if not, that CA is nobody's of ours (the Secret is the source of truth) and is
    replaced.
 4. **Exclusions on 1.20**: the controller's namespace and kube-system get the opt-out label
-   (``webhookconfig.EXCLUDE_LABEL``); on 1.21+ their name label already excludes them.
+   (``webhookconfig.EXCLUDE_LABEL``) only when the API server has not labelled them with their
+   name (it does on 1.21+, and the selector's name expression already excludes them there).
+5. **Only namespaces with a WorkloadSpread** (``--webhook-namespaces targeted``, the default,
+   on servers whose ``/version`` is 1.22 or newer): every webhook's selector gets the ``In``
+   expression of ``webhookconfig.with_targets`` naming the namespaces where spreads live (the
+   ``targeted`` callable, from the controller's caches). The loop looks at that set every
+   :data:`TARGETS_POLL` seconds (in memory) and runs a pass when it changed; while the caches
+   have not synced the expression in place is kept (a restarting replica does not widen it).
+   More than ``MAX_TARGETED_NAMESPACES`` namespaces, ``--webhook-namespaces all`` or an older
+   server: no such expression, every namespace but the excluded ones is sent.
 
 Every replica serves the webhook, so every replica runs the loop (writes are idempotent and
 guarded by ``resourceVersion``): give it a client **without** the leader-election fence.
@@ -39,10 +48,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import structlog
@@ -50,6 +59,7 @@ from cryptography import x509
 
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import CRDS, NAMESPACES, SECRETS, PatchType
+from united.kube.discovery import server_release
 from united.kube.errors import AlreadyExists, Conflict, NotFound
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, Policy
@@ -67,6 +77,13 @@ VALIDATING = Resource(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False, "ValidatingWebhookConfiguration"
 )
 COMPAT_CRD = "workloadspreads.apps.kruise.io"
+TARGETS_POLL = 1.0
+"""Seconds between two looks at the namespaces that hold spreads (also the most a new one waits)."""
+VERSION_RETRY = 10.0
+"""Seconds until the next pass while ``/version`` goes unanswered."""
+NARROWING_SINCE = (1, 22)
+"""The first release whose API server labels every namespace with its name (GA, always on)."""
+Scope = Literal["targeted", "all"]
 SECRET_TYPE = "kubernetes.io/tls"
 RETRY_MIN, RETRY_MAX = 1.0, 60.0
 
@@ -90,6 +107,9 @@ class Options:
     none is touched (a cluster where that CRD is someone else's)."""
     match_labels: Mapping[str, str] | None = None
     """Narrows the namespaces the managed configurations select (tests; opt-in clusters)."""
+    scope: Scope = "targeted"
+    """``targeted``: only namespaces that hold a WorkloadSpread reach the webhooks (where the server
+    allows it); ``all``: every namespace but the excluded ones, as on older servers."""
     policy: Policy = field(default_factory=Policy)
     resync: float = 600.0
 
@@ -146,6 +166,14 @@ async def _reread_on_conflict(write: Callable[[], Awaitable[int]], attempts: int
     return await write()
 
 
+class _Keep:
+    """The targets are not known yet: keep the ``In`` expression in place."""
+
+
+KEEP = _Keep()
+Targets = tuple[str, ...] | None | _Keep
+
+
 def _covers(actual: Any, wanted: Any) -> bool:
     """``actual`` holds everything ``wanted`` says (the API server may add defaulted fields)."""
     if isinstance(wanted, dict):
@@ -162,10 +190,23 @@ def _covers(actual: Any, wanted: Any) -> bool:
 class Webhooks:
     """One pass or a loop of the work in the module docstring, for one controller process."""
 
-    def __init__(self, client: KubeClient, options: Options, tls: TLS, *, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        options: Options,
+        tls: TLS,
+        *,
+        metrics: Metrics | None = None,
+        targeted: Callable[[], Collection[str] | None] | None = None,
+    ) -> None:
         self.client = client
         self.options = options
         self.tls = tls
+        self.targeted = targeted
+        """The namespaces that hold a WorkloadSpread, None until known (see the module docstring)."""
+        self.narrowing: bool | None = None
+        """Whether the API server labels namespaces with their name (None: not asked yet)."""
+        self.published_targets: Targets = KEEP
         self.metrics = metrics
         """Exports the served certificate's expiry: a rotation that keeps failing shows there."""
         self.bundle: Bundle | None = None
@@ -225,21 +266,55 @@ class Webhooks:
 
     # -- the trust -------------------------------------------------------------------------
 
-    def configurations(self, ca_bundle: str) -> tuple[JSON, JSON]:
+    def configurations(self, ca_bundle: str, targets: Collection[str] | None = None) -> tuple[JSON, JSON]:
         """The mutating and validating configurations this process would write with ``--webhook-url``."""
         opts = self.options
         return webhookconfig.configurations(
             namespace=opts.namespace, url=opts.url, service=opts.service, port=opts.service_port,
             ca_bundle=ca_bundle, failure_policy=opts.failure_policy, match_labels=opts.match_labels,
+            targets=targets,
         )  # fmt: skip
 
-    async def _managed(self, resource: Resource, wanted: JSON, trust: _Trust) -> int:
+    # -- the namespaces sent -----------------------------------------------------------------
+
+    async def _narrowing(self) -> bool | None:
+        """Whether the selectors may name namespaces (asked once); None while ``/version`` goes
+        unanswered (asked again at the next pass; meanwhile the selectors stay as they are)."""
+        if self.options.scope == "all" or self.targeted is None:
+            return False
+        if self.narrowing is None:
+            try:
+                found = await server_release(self.client)
+            except ApiError as exc:
+                self._warn_once("/version", f"cannot read the server's version; the webhook selectors stay: {exc}")
+                return None
+            self.narrowing = found is not None and found >= NARROWING_SINCE
+            _log.info("webhook namespaces", targeted=self.narrowing, server=found)
+        return self.narrowing
+
+    def targets(self) -> Targets:
+        """What the selectors' ``In`` expression should name now: the namespaces that hold a
+        spread, None (no expression: every namespace), or :data:`KEEP` (not known yet)."""
+        if not self.narrowing or self.targeted is None:
+            return None
+        found = self.targeted()
+        if found is None:
+            return KEEP
+        if len(found) > webhookconfig.MAX_TARGETED_NAMESPACES:
+            self._warn_once("targets", f"more than {webhookconfig.MAX_TARGETED_NAMESPACES} namespaces hold "
+                            "WorkloadSpreads; every namespace is sent to the pod webhooks")  # fmt: skip
+            return None
+        return tuple(sorted(found))
+
+    async def _managed(self, resource: Resource, trust: _Trust, targets: Targets) -> int:
+        mutating = resource is MUTATING
         current = None
         for _ in range(3):
             try:
                 current = await self.client.get(resource, NAME)
                 break
             except NotFound:
+                wanted = self._wanted(mutating, trust, None if isinstance(targets, _Keep) else targets)
                 try:
                     await self.client.create(resource, wanted)
                 except AlreadyExists:
@@ -247,6 +322,12 @@ class Webhooks:
                 return 1
         if current is None:
             raise RuntimeError(f"{resource.plural}/{NAME} keeps appearing and disappearing")
+        if isinstance(targets, _Keep):
+            webhooks = current.get("webhooks") or [{}]
+            kept = webhookconfig.targets_of(webhooks[0].get("namespaceSelector"))
+            wanted = self._wanted(mutating, trust, kept)
+        else:
+            wanted = self._wanted(mutating, trust, targets)
         if _covers(current.get("webhooks"), wanted["webhooks"]):
             return 0
         if self._outdated(trust, *_webhook_bundles(current)):
@@ -256,7 +337,10 @@ class Webhooks:
                                 patch_type=PatchType.MERGE)  # fmt: skip
         return 1
 
-    async def _shipped(self, resource: Resource, trust: _Trust) -> int:
+    def _wanted(self, mutating: bool, trust: _Trust, targets: Collection[str] | None) -> JSON:
+        return self.configurations(trust.ca_bundle, targets)[0 if mutating else 1]
+
+    async def _shipped(self, resource: Resource, trust: _Trust, targets: Targets) -> int:
         try:
             current = await self.client.get(resource, NAME)
         except NotFound:
@@ -273,6 +357,11 @@ class Webhooks:
                 changes.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": ca_bundle})
             if webhook.get("failurePolicy") != policy:
                 changes.append({"op": "add", "path": f"/webhooks/{index}/failurePolicy", "value": policy})
+            if not isinstance(targets, _Keep):
+                selector = webhook.get("namespaceSelector") or {}
+                wanted = webhookconfig.with_targets(selector, targets)
+                if wanted != selector:
+                    changes.append({"op": "add", "path": f"/webhooks/{index}/namespaceSelector", "value": wanted})
             if changes:
                 ops += [{"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.get("name")}, *changes]
         if not ops:
@@ -309,12 +398,15 @@ class Webhooks:
         return 1
 
     async def _exclude(self, namespace: str) -> int:
+        """Label ``namespace`` out of the webhooks unless the selector's name expression already
+        excludes it (the server labels it with its name) or it is labelled out already."""
         label = webhookconfig.EXCLUDE_LABEL
         try:
             current = await self.client.get(NAMESPACES, namespace)
         except NotFound:
             return 0
-        if (current.get("metadata", {}).get("labels") or {}).get(label) == webhookconfig.EXCLUDED:
+        labels = current.get("metadata", {}).get("labels") or {}
+        if labels.get(label) == webhookconfig.EXCLUDED or labels.get(webhookconfig.NAME_LABEL) == namespace:
             return 0
         patch = {"metadata": {"labels": {label: webhookconfig.EXCLUDED}}}
         await self.client.patch(NAMESPACES, namespace, patch, patch_type=PatchType.MERGE)
@@ -332,7 +424,6 @@ class Webhooks:
         """Write the trust of ``bundle`` where it belongs; returns the number of writes made.
         An object that trusts a newer CA is skipped (and :attr:`superseded` set) unless ``force``."""
         trust = _Trust(_b64(bundle.ca_bundle), bundle.cas, force)
-        ca_bundle = trust.ca_bundle
         self.superseded = False
         writes = 0
         for namespace in (webhookconfig.SYSTEM_NAMESPACE, self.options.namespace):
@@ -340,14 +431,14 @@ class Webhooks:
                 writes += await self._exclude(namespace)
             except ApiError as exc:
                 self._warn_once(f"namespaces/{namespace}", f"cannot label it out of the webhooks: {exc}")
-        if self.options.url is not None:
-            mutating, validating = self.configurations(ca_bundle)
-            writes += await _reread_on_conflict(lambda: self._managed(MUTATING, mutating, trust))
-            writes += await _reread_on_conflict(lambda: self._managed(VALIDATING, validating, trust))
-        else:
-            writes += await _reread_on_conflict(lambda: self._shipped(MUTATING, trust))
-            writes += await _reread_on_conflict(lambda: self._shipped(VALIDATING, trust))
-        return writes + await _reread_on_conflict(lambda: self._conversion(trust))
+        narrowing = await self._narrowing()
+        targets = KEEP if narrowing is None else self.targets() if narrowing else None
+        write = self._managed if self.options.url is not None else self._shipped
+        writes += await _reread_on_conflict(lambda: write(MUTATING, trust, targets))
+        writes += await _reread_on_conflict(lambda: write(VALIDATING, trust, targets))
+        writes += await _reread_on_conflict(lambda: self._conversion(trust))
+        self.published_targets = targets
+        return writes
 
     def _warn_once(self, what: str, message: str) -> None:
         if what not in self._warned:
@@ -371,6 +462,8 @@ class Webhooks:
         if self.superseded:
             return RETRY_MIN
         self.published.set()
+        if self.narrowing is None and self.targeted is not None and self.options.scope == "targeted":
+            return VERSION_RETRY  # /version went unanswered: ask again soon, not at the next rotation check
         now = certificates.utcnow()
         due = certificates.next_check(bundle, now=now, policy=self.options.policy) - now
         return min(max(due, timedelta(seconds=RETRY_MIN)).total_seconds(), self.options.resync)
@@ -399,7 +492,19 @@ class Webhooks:
                 # Never let rotation die silently while the server keeps serving an ageing certificate.
                 _log.exception("webhook certificates not synced; retrying", retry_in=delay)
                 wait, delay = delay, min(delay * 2, RETRY_MAX)
-            await asyncio.sleep(wait)
+            if delay > RETRY_MIN:
+                await asyncio.sleep(wait)  # failing: back off, whatever changed
+            else:
+                await self._idle(wait)
+
+    async def _idle(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less once the namespaces that hold spreads differ from those published."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (left := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(left, TARGETS_POLL))
+            if self.narrowing and not isinstance(now := self.targets(), _Keep) and now != self.published_targets:
+                return
 
 
 class WebhookService:
@@ -456,6 +561,8 @@ class WebhookSettings(Protocol):
     def webhook_failure_policy(self) -> FailurePolicy: ...
     @property
     def webhook_client_ca(self) -> str | None: ...
+    @property
+    def webhook_namespaces(self) -> Scope: ...
 
 
 def client_ca(path: str) -> bytes:
@@ -483,33 +590,38 @@ async def serve_webhooks(
     options: Options | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     screens: Mapping[str, Screen] | None = None,
+    targeted: Callable[[], Collection[str] | None] | None = None,
 ) -> WebhookService:
     """Serve ``routes`` on ``settings.webhook_host:webhook_port`` with certificates kept as the module
     docstring says, once the first certificate is loaded; ``options`` overrides what ``settings`` would
-    give (tests shorten the validities); ``screens`` as :class:`WebhookServer` takes them. With
+    give (tests shorten the validities); ``screens`` as :class:`WebhookServer` takes them;
+    ``targeted`` as :class:`Webhooks` takes it. With
     ``settings.webhook_client_ca`` the admission routes serve only clients with a certificate
     from that CA (the API server presents none to conversion webhooks: ``/convert`` stays open).
     Returns the started service; ``stop()`` it."""
     if settings.webhook_port is None:
         raise ValueError("the webhook server needs a port")
     policy = settings.webhook_failure_policy
-    opts = options or Options(namespace=settings.controller_namespace, url=settings.webhook_url, failure_policy=policy)
+    opts = options or Options(namespace=settings.controller_namespace, url=settings.webhook_url, failure_policy=policy,
+                              scope=settings.webhook_namespaces)  # fmt: skip
     tls = TLS()
     if settings.webhook_client_ca is not None:
         tls.require_client_certificates(client_ca(settings.webhook_client_ca))
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
                            metrics=metrics, request_timeout=request_timeout, screens=screens,
                            unauthenticated=[CONVERT_PATH])  # fmt: skip
-    service = WebhookService(Webhooks(client, opts, tls, metrics=metrics), server)
+    service = WebhookService(Webhooks(client, opts, tls, metrics=metrics, targeted=targeted), server)
     await service.start()
     return service
 
 
 __all__ = [
     "COMPAT_CRD",
+    "KEEP",
     "MUTATING",
     "VALIDATING",
     "Options",
+    "Scope",
     "WebhookService",
     "WebhookSettings",
     "Webhooks",

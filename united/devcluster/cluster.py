@@ -44,16 +44,16 @@ from united.devcluster.build import Binaries, tail
 from united.devcluster.credentials import (
     StaticUser,
     admin_user,
-    render_kubeconfig,
     render_token_file,
     request_token,
     user_kubeconfig,
     write_kubeconfig,
     write_private,
 )
-from united.devcluster.wait import WaitTimeoutError, eventually, wait_until
 from united.kube.client import SECRETS, SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.kubeconfig import render_kubeconfig
+from united.kube.wait import WaitTimeoutError, eventually, wait_until
 
 HOST = "127.0.0.1"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"

@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from united.api.groups import KRUISE_GROUP
-from united.devcluster.wait import eventually
-from united.kube.client import CRDS, JSON, KubeClient
-from united.kube.errors import AlreadyExists, NotFound
+from united.kube.client import JSON
 
 GROUP = KRUISE_GROUP
 
@@ -124,30 +122,3 @@ def advanced_stateful_set_crd() -> JSON:
 
 def kruise_crds() -> list[JSON]:
     return [clone_set_crd(), advanced_stateful_set_crd()]
-
-
-def is_established(crd: JSON) -> bool:
-    """Whether the API server serves the CRD (its ``Established`` condition)."""
-    return any(
-        c.get("type") == "Established" and c.get("status") == "True"
-        for c in (crd.get("status") or {}).get("conditions") or []
-    )
-
-
-async def install(client: KubeClient, crds: Sequence[JSON], *, within: float = 30.0) -> None:
-    """Create or update ``crds`` and wait until each is Established."""
-    for crd in crds:
-        name = crd["metadata"]["name"]
-        try:
-            await client.create(CRDS, crd)
-        except AlreadyExists:
-            live = await client.get(CRDS, name)
-            body = {**crd, "metadata": {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
-            await client.replace(CRDS, body)
-
-    async def established() -> None:
-        for crd in crds:
-            live = await client.get(CRDS, crd["metadata"]["name"])
-            assert is_established(live), f"CRD {crd['metadata']['name']} not established yet"
-
-    await eventually(established, within=within, what="CRDs established", retry_on=(AssertionError, NotFound))

@@ -10,7 +10,6 @@ the controller with exactly the permissions its manifests grant.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import csv
 import io
@@ -25,6 +24,7 @@ from typing import Any
 import yaml
 
 from united.kube.client import KubeClient, Resource
+from united.kube.kubeconfig import render_kubeconfig
 
 ADMIN_USER = "united-admin"
 MASTERS_GROUP = "system:masters"
@@ -68,43 +68,6 @@ def render_token_file(users: Iterable[StaticUser]) -> str:
             row.append(",".join(user.groups))
         writer.writerow(row)
     return out.getvalue()
-
-
-def render_kubeconfig(
-    *,
-    server: str,
-    ca_cert: Path | None,
-    user: str,
-    token: str,
-    cluster: str = "united-dev",
-    namespace: str | None = None,
-    embed_ca: bool = False,
-    ca_data: bytes | None = None,
-) -> dict[str, Any]:
-    """A kubeconfig for one user of one cluster, authenticating with a bearer token. With
-    ``embed_ca`` (or the CA given as ``ca_data``) it names no file
-    (``certificate-authority-data``): self-contained, as a member cluster's kubeconfig in a
-    Secret must be. Without a CA the system's CAs are trusted (an existing cluster with a
-    public certificate)."""
-    context: dict[str, Any] = {"cluster": cluster, "user": user}
-    if namespace:
-        context["namespace"] = namespace
-    trust = {}
-    if ca_cert is not None and embed_ca:
-        ca_data = ca_cert.read_bytes()
-    if ca_data is not None:
-        trust = {"certificate-authority-data": base64.b64encode(ca_data).decode()}
-    elif ca_cert is not None:
-        trust = {"certificate-authority": str(ca_cert)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": cluster, "cluster": {"server": server, **trust}}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": f"{user}@{cluster}", "context": context}],
-        "current-context": f"{user}@{cluster}",
-        "preferences": {},
-    }
 
 
 def write_kubeconfig(path: Path, config: dict[str, Any]) -> Path:

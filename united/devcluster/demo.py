@@ -28,6 +28,7 @@ import yaml
 from united import data
 from united.api import yamlload
 from united.api.groups import GROUP
+from united.controller.kinds import KINDS
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds, fleet
 from united.devcluster.build import ProvisionError, provision
@@ -36,8 +37,8 @@ from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_
 from united.devcluster.planes import Plane, start_planes, stop_planes
 from united.devcluster.versions import DEFAULT, KubeVersion, makes_token_secrets
 from united.devcluster.volumes import VolumeProvisioner
-from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
+from united.kube.apply import install_crds
 from united.kube.client import (
     JSON,
     MUTATING_WEBHOOK_CONFIGURATIONS,
@@ -49,6 +50,7 @@ from united.kube.client import (
     Resource,
 )
 from united.kube.errors import AlreadyExists, ApiError, NotFound
+from united.kube.wait import eventually
 from united.log import configure_logging
 from united.multicluster.join import JoinError
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
@@ -186,7 +188,7 @@ async def _serve(
     members: Sequence[Plane] = (),
 ) -> int:
     async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig, user_agent="united-demo") as client:
-        await crds.install(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
+        await install_crds(client, [*crds.kruise_crds(), *data.documents(*data.crds())])
         nodes = NodeSimulator(client)
         async with nodes, WorkloadSimulator(client), VolumeProvisioner(client):
             await nodes.add_nodes(demo_nodes(doc))
@@ -205,7 +207,7 @@ async def _serve(
                 webhook_host=HOST,
                 webhook_url=f"https://{HOST}:{port}",
             )
-            manager = Manager(client, settings)
+            manager = Manager(client, settings, kinds=KINDS)
             client.observer = manager.metrics.api.observe
             controller = asyncio.create_task(manager.run(), name="controller")
             await eventually(lambda: webhooks_trusted(client), within=60, what="the pod webhooks published",

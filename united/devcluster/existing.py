@@ -46,6 +46,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from united import data
+from united.controller.kinds import KINDS
 from united.controller.manager import Manager, Settings
 from united.controller.webhooks import Options as WebhookOptions
 from united.devcluster import crds, fleet
@@ -62,8 +63,8 @@ from united.devcluster.demo import (
 )
 from united.devcluster.nodes import NodeSimulator, Taint
 from united.devcluster.versions import NEWEST, KubeVersion
-from united.devcluster.wait import eventually
 from united.devcluster.workloads import WorkloadSimulator
+from united.kube.apply import is_established
 from united.kube.client import (
     CRDS,
     JSON,
@@ -77,6 +78,7 @@ from united.kube.client import (
 )
 from united.kube.errors import AlreadyExists, ApiError, ConfigError, Conflict, NotFound
 from united.kube.kubeconfig import check as check_kubeconfig
+from united.kube.wait import eventually
 from united.log import configure_logging
 from united.workloadspread.webhookconfig import NAME as WEBHOOK_CONFIGURATIONS
 
@@ -292,7 +294,7 @@ async def install_crds(client: KubeClient, ledger: Ledger) -> bool:
     async def established() -> None:
         for crd in [*wanted, *(kruise if simulated else [])]:
             live = await client.get(CRDS, crd["metadata"]["name"])
-            assert crds.is_established(live), f"CRD {crd['metadata']['name']} not established yet"
+            assert is_established(live), f"CRD {crd['metadata']['name']} not established yet"
 
     await eventually(established, within=30, what="CRDs established", retry_on=(AssertionError, NotFound))
     return simulated
@@ -452,7 +454,7 @@ async def _serve(
             options = WebhookOptions(
                 namespace=controller_namespace, url=ledger.url, conversion_crd=None, match_labels=ledger.labels
             )
-            manager = Manager(client, settings, webhook_options=options)
+            manager = Manager(client, settings, kinds=KINDS, webhook_options=options)
             client.observer = manager.metrics.api.observe
             controller = asyncio.create_task(manager.run(), name="controller")
             try:

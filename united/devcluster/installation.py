@@ -1,6 +1,6 @@
 """The controller's own cluster-side pieces, as shipped in the package (:mod:`united.data`):
 its CRDs and the identity and RBAC of ``manifests/base``, applied the way ``kubectl apply``
-would (create, or merge-patch what exists; CRDs waited for until Established). The e2e and
+would (:mod:`united.kube.apply`). The e2e and
 chaos suites, the bench and ``united install`` install the controller through this module."""
 
 from __future__ import annotations
@@ -10,30 +10,11 @@ from collections.abc import Iterable
 from united import __version__, data
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.data import documents
-from united.kube.client import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    DEPLOYMENTS,
-    JSON,
-    MUTATING_WEBHOOK_CONFIGURATIONS,
-    NAMESPACES,
-    ROLE_BINDINGS,
-    ROLES,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    SERVICES,
-    VALIDATING_WEBHOOK_CONFIGURATIONS,
-    KubeClient,
-    PatchType,
-)
-from united.kube.errors import AlreadyExists
+from united.kube.apply import apply
+from united.kube.client import JSON, KubeClient
 
-from . import crds
+__all__ = ["DEV_WEBHOOK_CONFIGURATIONS", "KRUISE_RBAC", "documents", "install", "install_controller"]
 
-__all__ = ["DEV_WEBHOOK_CONFIGURATIONS", "KRUISE_RBAC", "SYSTEM", "apply", "documents", "install", "install_controller"]
-
-SYSTEM = "united-system"
-"""The namespace of ``manifests/base``."""
 BASE = data.MANIFESTS / "base"
 IDENTITY = (
     "namespace.yaml",
@@ -47,39 +28,6 @@ DEV_WEBHOOK_CONFIGURATIONS = data.MANIFESTS / "dev" / "webhook-configurations.ya
 """Development only: lets ``united run --webhook-url`` create its webhook configurations."""
 KRUISE_RBAC = data.MANIFESTS / "kruise" / "clusterrole.yaml"
 """The ``manifests/kruise`` overlay's extra rules (UnitedDeployments of apps.kruise.io)."""
-
-_RESOURCES = {
-    r.kind: r
-    for r in (
-        NAMESPACES,
-        SERVICE_ACCOUNTS,
-        CLUSTER_ROLES,
-        CLUSTER_ROLE_BINDINGS,
-        ROLES,
-        ROLE_BINDINGS,
-        SECRETS,
-        DEPLOYMENTS,
-        SERVICES,
-        MUTATING_WEBHOOK_CONFIGURATIONS,
-        VALIDATING_WEBHOOK_CONFIGURATIONS,
-    )
-}
-
-
-async def apply(client: KubeClient, docs: Iterable[JSON]) -> None:
-    """Create each document, or merge-patch it where it exists; namespaced ones go to their
-    own namespace, else ``united-system``. CRDs are installed and waited for until Established."""
-    docs = list(docs)
-    await crds.install(client, [d for d in docs if d["kind"] == "CustomResourceDefinition"])
-    for doc in docs:
-        if doc["kind"] == "CustomResourceDefinition":
-            continue
-        resource = _RESOURCES[doc["kind"]]
-        namespace = doc["metadata"].get("namespace", SYSTEM) if resource.namespaced else None
-        try:
-            await client.create(resource, doc, namespace=namespace)
-        except AlreadyExists:
-            await client.patch(resource, doc["metadata"]["name"], doc, patch_type=PatchType.MERGE, namespace=namespace)
 
 
 async def install_controller(

@@ -224,13 +224,23 @@ def is_pod_ready(pod: JSON) -> bool:
     return False
 
 
+def is_sidecar(container: JSON) -> bool:
+    """An init container with ``restartPolicy: Always`` (Kubernetes 1.28+, GA 1.33): it keeps
+    running beside the containers, and the pod is Ready only when it is ready too."""
+    return container.get("restartPolicy") == "Always"
+
+
 def pod_status(pod: JSON, *, ready: bool, pod_ip: str, now: str) -> JSON:
     """The status a kubelet would report for a started pod (all containers running,
-    ready or not), keeping existing transition and start times where nothing changed."""
+    ready or not; init containers completed, sidecar ones running beside them), keeping
+    existing transition and start times where nothing changed."""
     old = pod.get("status") or {}
     old_conditions = {c.get("type"): c for c in old.get("conditions") or []}
     ready_s = "True" if ready else "False"
-    containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+    spec = pod.get("spec") or {}
+    inits = spec.get("initContainers") or []
+    sidecars = [c.get("name", "") for c in inits if is_sidecar(c)]
+    containers = [*sidecars, *(c.get("name", "") for c in spec.get("containers") or [])]
 
     def condition(kind: str, status: str) -> JSON:
         prev = old_conditions.get(kind) or {}
@@ -247,26 +257,21 @@ def pod_status(pod: JSON, *, ready: bool, pod_ip: str, now: str) -> JSON:
         return cond
 
     started = old.get("startTime") or now
-    old_containers = {c.get("name"): c for c in old.get("containerStatuses") or []}
-    statuses = []
-    for spec in (pod.get("spec") or {}).get("containers") or []:
-        name = spec.get("name", "")
-        running_since = (((old_containers.get(name) or {}).get("state") or {}).get("running") or {}).get(
-            "startedAt"
-        ) or started
-        statuses.append(
-            {
-                "name": name,
-                "image": spec.get("image", ""),
-                "imageID": "",
-                "containerID": f"simulated://{object_key(pod)[0]}/{object_key(pod)[1]}/{name}",
-                "ready": ready,
-                "started": True,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": running_since}},
-                "lastState": {},
-            }
-        )
+    previous = {c.get("name"): c for key in ("initContainerStatuses", "containerStatuses") for c in old.get(key) or []}
+
+    def running(container: JSON, *, is_ready: bool) -> JSON:
+        name = container.get("name", "")
+        since = (((previous.get(name) or {}).get("state") or {}).get("running") or {}).get("startedAt") or started
+        return {**_container_status(pod, container), "ready": is_ready, "started": True,
+                "state": {"running": {"startedAt": since}}}  # fmt: skip
+
+    def completed(container: JSON) -> JSON:
+        state = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": started}}
+        return {**_container_status(pod, container), "ready": True, "started": False, "state": state}
+
+    statuses = [running(c, is_ready=ready) for c in spec.get("containers") or []]
+    init_statuses = [running(c, is_ready=ready) if is_sidecar(c) else completed(c) for c in inits]
+    extra: JSON = {"initContainerStatuses": init_statuses} if init_statuses else {}
     return {
         "phase": "Running",
         "conditions": [
@@ -279,7 +284,15 @@ def pod_status(pod: JSON, *, ready: bool, pod_ip: str, now: str) -> JSON:
         "podIPs": [{"ip": pod_ip}],
         "startTime": started,
         "containerStatuses": statuses,
+        **extra,
     }
+
+
+def _container_status(pod: JSON, container: JSON) -> JSON:
+    name = container.get("name", "")
+    return {"name": name, "image": container.get("image", ""), "imageID": "",
+            "containerID": f"simulated://{object_key(pod)[0]}/{object_key(pod)[1]}/{name}",
+            "restartCount": 0, "lastState": {}}  # fmt: skip
 
 
 def status_differs(pod: JSON, desired: JSON) -> bool:
@@ -290,7 +303,8 @@ def status_differs(pod: JSON, desired: JSON) -> bool:
         conditions = sorted((c.get("type"), c.get("status")) for c in status.get("conditions") or [])
         containers = sorted(
             (c.get("name"), c.get("ready"), "running" in (c.get("state") or {}))
-            for c in status.get("containerStatuses") or []
+            for key in ("initContainerStatuses", "containerStatuses")
+            for c in status.get(key) or []
         )
         return status.get("phase"), tuple(conditions), tuple(containers), status.get("podIP")
 

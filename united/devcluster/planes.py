@@ -22,10 +22,11 @@ import yaml
 
 from united.devcluster.build import Binaries
 from united.devcluster.cluster import LocalCluster, start_together
-from united.devcluster.credentials import render_kubeconfig, request_token
+from united.devcluster.credentials import request_token
 from united.devcluster.nodes import NodeSpec, zone_nodes
 from united.devcluster.simulation import Simulation
 from united.kube.client import KubeClient
+from united.kube.kubeconfig import render_kubeconfig
 
 MEMBER_CONTROLLERS = (
     "serviceaccount-token",

@@ -20,6 +20,7 @@ from united.devcluster import crds
 from united.devcluster.nodes import NodeSimulator, NodeSpec
 from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.workloads import WorkloadSimulator
+from united.kube.apply import install_crds
 from united.kube.client import KubeClient
 
 T = TypeVar("T")
@@ -84,7 +85,7 @@ class Simulation:
             nodes = NodeSimulator(client, heartbeat_interval=self.heartbeat_interval)
             workloads = WorkloadSimulator(client) if self.workloads else None
             if workloads is not None:
-                await crds.install(client, crds.kruise_crds())
+                await install_crds(client, crds.kruise_crds())
             async with nodes, VolumeProvisioner(client):
                 await nodes.add_nodes(self.initial_nodes)
                 self._nodes = nodes

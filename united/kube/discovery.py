@@ -1,9 +1,14 @@
 """What the API server serves: a controller for a custom resource starts only once its CRD is
-installed and established, and a child kind is used only where it is served."""
+installed and established, and a child kind is used only where it is served; features that
+came with a release (webhook selectors by namespace name, CRD validation rules) are used where
+``/version`` says the server has them."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
+from typing import Any
 
 from united.kube.client import KubeClient, Resource
 from united.kube.errors import ApiError
@@ -19,3 +24,24 @@ async def served(client: KubeClient, resource: Resource) -> bool:
         return any(r.get("name") == resource.plural for r in json.loads(text).get("resources", []))
     except (ValueError, AttributeError):
         return False
+
+
+_GIT_VERSION = re.compile(r"^v?(\d+)\.(\d+)")
+VERSION_LIMIT = 64 * 1024
+"""Bytes of a ``/version`` answer read at most (a hostile member must not make us hold more)."""
+
+
+def release(answer: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(major, minor) of a ``/version`` answer, from ``gitVersion`` (managed clusters' ``minor``
+    says ``30+``); None when it names no release."""
+    found = _GIT_VERSION.match(str(answer.get("gitVersion") or ""))
+    return (int(found[1]), int(found[2])) if found else None
+
+
+async def server_release(client: KubeClient) -> tuple[int, int] | None:
+    """The server's (major, minor), None when its ``/version`` names none; ApiError when unanswered."""
+    try:
+        answer = json.loads(await client.get_path("/version", limit=VERSION_LIMIT))
+    except ValueError:
+        return None
+    return release(answer) if isinstance(answer, dict) else None

@@ -23,7 +23,6 @@ from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Member
 from united.runtime.controller import Stores
 from united.runtime.informer import Informer
-from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)
 GRACE = 10.0
@@ -77,7 +76,7 @@ class Collector:
         variants = [v for v in sorted(member.children) if member.usable(v)]
         sightings = self._sightings.setdefault(member.name, Sightings(grace=GRACE, retry=RETRY))
         found = [
-            (child, resource_of(v))
+            (child, watching.resource_of(v))
             for v in variants
             for child in suspects(member.stores(v)[0].list(), live, watching.remote)
         ]

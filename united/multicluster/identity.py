@@ -11,20 +11,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.model import UnitedDeployment
+
+class OwnerKeys(Protocol):
+    """The label keys of the owner's group (the owning kind's ``Keys``) that remote objects carry."""
+
+    @property
+    def subset_name(self) -> str: ...
+    @property
+    def owner_uid(self) -> str: ...
+    @property
+    def owner_name(self) -> str: ...
+    @property
+    def owner_cluster(self) -> str: ...
+
+
+class Owner(Protocol):
+    """The owner of remote children, as far as their labels name it."""
+
+    @property
+    def uid(self) -> str: ...
+    @property
+    def name(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
 class RemoteKeys:
     """The labels of this host's remote children (``keys`` from the owner's group)."""
 
-    keys: Keys
+    keys: OwnerKeys
     host_id: str
 
-    def labels(self, ud: UnitedDeployment) -> dict[str, str]:
+    def labels(self, ud: Owner) -> dict[str, str]:
         """Labels a remote child of ``ud`` carries besides the usual ones."""
         return {
             self.keys.owner_uid: ud.uid,

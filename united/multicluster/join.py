@@ -36,12 +36,11 @@ from united import data, kustomization
 from united.api.field import FieldError, forbidden, invalid
 from united.api.field import Path as FieldPath
 from united.api.names import dns_label_errors, dns_subdomain_errors
-from united.devcluster.credentials import render_kubeconfig
-from united.devcluster.installation import apply
-from united.devcluster.wait import WaitTimeoutError, eventually
+from united.kube.apply import apply
 from united.kube.client import JSON, NAMESPACES, ROLES, SECRETS, KubeClient, PatchType, Resource
 from united.kube.errors import AlreadyExists, ApiError, ConfigError, NotFound
-from united.kube.kubeconfig import check, parse, where
+from united.kube.kubeconfig import check, parse, render_kubeconfig, where
+from united.kube.wait import WaitTimeoutError, eventually
 from united.multicluster.model import API_VERSION, DEFAULT_KEY, KIND
 from united.multicluster.resource import CLUSTERS
 

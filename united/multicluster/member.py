@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from united.api import decode
-from united.kube import ApiError, KubeClient
+from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import PODS
 from united.kube.errors import ConfigError
 from united.multicluster.credentials import SecretWatch, Spawn
@@ -37,7 +37,6 @@ from united.multicluster.model import ClusterSpec
 from united.runtime.controller import Stores
 from united.runtime.failures import FailureLog
 from united.runtime.informer import Informer
-from united.uniteddeployment.resources import resource_of
 
 log = structlog.get_logger(__name__)
 SUSPECT_EVERY = 2.0
@@ -65,6 +64,8 @@ class Watching:
     namespaces: tuple[str | None, ...]
     on_child: Callable[[str, dict[str, Any]], None]
     on_pod: Callable[[str, dict[str, Any]], None]
+    resource_of: Callable[[str], Resource]
+    """The API resource of a child kind, by template variant (the owning kind knows its children)."""
 
 
 class _Failures(FailureLog):
@@ -133,7 +134,7 @@ class Member:
             return
         if not self.pods:
             self.pods = self._start(PODS, watching, watching.on_pod, index_label=watching.remote.keys.subset_name)
-        self.children[variant] = self._start(resource_of(variant), watching, watching.on_child)
+        self.children[variant] = self._start(watching.resource_of(variant), watching, watching.on_child)
 
     def _start(
         self, resource: Any, watching: Watching, handler: Callable[[str, dict[str, Any]], None], **options: Any

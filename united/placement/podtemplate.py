@@ -18,6 +18,9 @@ from united.api.names import dns_label_errors, label_key_errors, label_value_err
 RESTART_ALWAYS = ("Always",)
 #: Every restart policy a pod may have (a Job's pods too).
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+#: The one restart policy an init container may have: ``Always`` makes it a sidecar (Kubernetes
+#: 1.28+, GA 1.33), started in order before the containers and running beside them.
+SIDECAR = ("Always",)
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
@@ -68,6 +71,9 @@ def pod_template_errors(
     for field in ("initContainers", "containers"):
         for i, c in enumerate(items(spec.get(field), spath.child(field), errors)):
             errors += _container(c, spath.child(field).index(i), seen, volumes)
+            if field == "initContainers" and isinstance(c, dict) and c.get("restartPolicy") not in (None, *SIDECAR):
+                policy_path = spath.child(field).index(i).child("restartPolicy")
+                errors.append(not_supported(policy_path, c.get("restartPolicy"), SIDECAR))
     return errors
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import structlog
 
@@ -24,9 +24,11 @@ from united.api.document import Json
 from united.kube import ApiError, Fenced, KubeClient, Resource
 from united.log import bind_reconcile
 from united.runtime.events import EventRecorder
+from united.runtime.failures import FailureLog
 from united.runtime.informer import EventHandler, Informer, Store
 from united.runtime.metrics import Metrics, ReconcileResult
 from united.runtime.queue import ShutDown, WorkQueue, default_controller_rate_limiter
+from united.runtime.webserver import Handler, Screen
 
 log = structlog.get_logger(__name__)
 
@@ -46,6 +48,10 @@ class Stores:
 
     def list(self, namespace: str | None = None) -> list[Json]:
         return [obj for store in self.stores for obj in store.list(namespace)]
+
+    def namespaces(self) -> builtins.set[str]:
+        """The namespaces holding at least one object in any of the stores."""
+        return {namespace for store in self.stores for namespace in store.namespaces()}
 
     def by_owner(self, uid: str, namespace: str | None = None) -> builtins.list[Json]:
         return [obj for store in self.stores for obj in store.by_owner(uid, namespace)]
@@ -118,6 +124,9 @@ class Controller:
         queue_metrics.track_in_flight(self.queue)
         self.controller_metrics = host.metrics.controller(self.name)
         self.reconciler: Reconciler
+        self.active = False
+        """Set by the manager once the controller runs: its informers have synced (a kind
+        served late is made before they have)."""
         self._workers: list[asyncio.Task[None]] = []
 
     def enqueue(self, obj: Json) -> None:
@@ -195,3 +204,48 @@ class RetryableError(Exception):
 
 
 Factory = Callable[[Host], Controller]
+
+
+C = TypeVar("C", bound=Controller)
+Precondition = Callable[[], Awaitable[bool]]
+"""What an optional controller needs besides its kind being served (asked at each discovery)."""
+Readiness = Callable[[], object]
+"""A readiness check: raises ``RuntimeError`` saying what is not ready yet."""
+
+
+class Registry(Host, Protocol):
+    """What a kind's ``setup(registry, ...)`` may ask of the manager that will run it: the
+    manager knows no kind, each kind adds its controllers, webhook routes and shutdown work
+    through this, and its metrics through :attr:`Host.metrics`."""
+
+    webhook_client: KubeClient
+    """A client without the leader fence: for writes every replica may make (webhook bookings)."""
+    failures: FailureLog
+    """Where list/watch failures are logged, one line per step when they all fail alike."""
+
+    def add(self, controller: C) -> C:
+        """Run ``controller`` from the start (its informers count in readiness)."""
+        ...
+
+    def add_when_served(self, resource: Resource, factory: Factory, *, ready: Precondition | None = None) -> None:
+        """Make and run a controller once the API server serves ``resource`` and ``ready``, if
+        given, says what else it needs is there (both asked again at each discovery)."""
+        ...
+
+    def add_webhook(
+        self,
+        routes: Mapping[str, Handler],
+        *,
+        screens: Mapping[str, Screen] | None = None,
+        ready: Readiness | None = None,
+        targeted: Callable[[], Collection[str] | None] | None = None,
+    ) -> None:
+        """Serve ``routes`` on the webhook server (with ``--webhook-port``); ``targeted``: the
+        namespaces the pod webhooks' selectors must let through (None until known); ``screens`` say, by
+        path, from a review's namespace whether it may concern the kind (else it is answered
+        without being decoded); ``ready`` gates readiness while the routes cannot answer yet."""
+        ...
+
+    def on_shutdown(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Await ``close`` at shutdown, after the webhook server stops and before Events flush."""
+        ...

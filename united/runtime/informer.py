@@ -357,6 +357,11 @@ class Store:
             return list(self._objects.values())
         return list(self._in_namespace.get(namespace, {}).values())
 
+    def namespaces(self) -> builtins.set[str]:
+        """The namespaces holding at least one object (``""``: cluster-scoped ones); costs what
+        they are, not what the store holds."""
+        return set(self._in_namespace)
+
     def orphans(self, namespace: str) -> builtins.list[JSON]:
         """The objects of ``namespace`` that no controller owns (candidates for adoption)."""
         return [self._objects[key] for key in sorted(self._orphans.get(namespace, ()))]

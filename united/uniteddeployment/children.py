@@ -133,3 +133,10 @@ def strays(
     ``spec.selector`` names the subset; the oldest per subset. The diff writes the label back."""
     own = [o for o in listed if controller_uid(o) == ud.uid and keys.subset_name not in labels_of(o)]
     return {s: child for s, child in claim(ud, own, keys).by_subset.items() if s in subsets}
+
+
+def same(obj: Mapping[str, Any]) -> dict[str, str] | None:
+    """Delete preconditions naming the object read: deletes go by name, and the name may belong
+    to another object by the time the request arrives."""
+    uid = uid_of(obj)
+    return {"uid": uid} if uid else None

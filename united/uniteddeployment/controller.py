@@ -90,7 +90,7 @@ class UnitedDeploymentController(Controller):
             for key in self._matching_uds(obj):
                 self.queue.add(key)
 
-        members.watch(Watching(remote, tuple(namespaces), on_child, on_pod))
+        members.watch(Watching(remote, tuple(namespaces), on_child, on_pod, resource_of))
         members.subscribe(self._on_cluster)
         self.caches.members = members
         for ud in self.caches.uniteddeployments.list():

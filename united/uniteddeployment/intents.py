@@ -1,9 +1,10 @@
-"""What a pass writes to each subset's child: its render and the create or patch that brings
-the live child to it, the children to drain, delete or release, as pure functions of plain data.
+"""What a pass writes, as data: the write intents (:class:`Write`, :class:`Emit`, ordered by
+:class:`Stage`) and, as pure functions of plain data, each subset's child render and the create or
+patch that brings the live child to it, the children to drain, delete or release.
 
-The reconciler walks the topology one subset per turn of the event loop (a render of the
-largest template is the longest stretch of a pass), calls :func:`render` and :func:`child_write`
-for the subset, and executes the answer before the next: the writes go out in topology order.
+:mod:`~united.uniteddeployment.planner` composes them into one pass's list, rendering one subset
+per turn of the event loop (a render of the largest template is the longest stretch of a pass);
+:mod:`~united.uniteddeployment.executor` sends the list in order.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from united.api.document import Json
@@ -197,3 +199,76 @@ def release(ud: UnitedDeployment, child: Json) -> Json:
     without ours."""
     refs = [r for r in (child.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid") != ud.uid]
     return {"metadata": {"ownerReferences": refs or None}}
+
+
+class Stage(IntEnum):
+    """When a write goes out. The executor sends the intents in list order, one at a time, and
+    the list is sorted by stage: a stage's writes go out only once the previous stage's have been
+    answered. The guard comes first (nothing is adopted for an owner being deleted), revisions
+    next (a failed revision write ends the pass: children must not name a revision that does not
+    exist), then pods' reserved labels, the owner's finalizer (on before any remote child
+    exists), the children in topology order, the drains, the deletes and releases."""
+
+    GUARD = 0
+    REVISIONS = 1
+    PODS = 2
+    FINALIZER = 3
+    CHILDREN = 4
+    DRAIN = 5
+    CLEANUP = 6
+
+
+REVISION = "revision"
+POD = "pod"
+CHILD = "child"
+OWNER = "owner"
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One request a pass intends, as data. ``target``: :data:`REVISION`, :data:`POD`,
+    :data:`CHILD` (``variant`` names its kind) or :data:`OWNER` (the UnitedDeployment itself:
+    ``recheck`` reads it afresh, ``finalizer`` sets ``present``); ``verb``: ``create``,
+    ``patch``, ``delete``, ``recheck`` or ``finalizer``; ``cluster``: the member cluster (None:
+    the host). ``body``: the object or merge patch, sent as is. ``action`` and ``what`` name the
+    write in an error (``update web-a: conflict``), ``success`` is the Event it earns.
+
+    ``collect``: a failure is collected (the status says why, the key is requeued) rather than
+    ending the pass; ``missing_ok``: a 404 is no failure; ``remember``: the answer (a delete:
+    the object gone, ``rv`` and ``uid`` naming what was deleted) stands in for the cache until
+    it catches up, ``remember_missing`` even when it was gone already; ``exists``: a create that
+    finds the name taken ends the pass with this message (a revision the cache has not shown)."""
+
+    stage: Stage
+    verb: str
+    target: str
+    name: str = ""
+    body: Json | bytes | None = None
+    variant: str = ""
+    cluster: str | None = None
+    action: str = ""
+    what: str = ""
+    success: tuple[str, str] | None = None
+    collect: bool = True
+    missing_ok: bool = False
+    remember: bool = False
+    remember_missing: bool = False
+    rv: int = 0
+    uid: str = ""
+    preconditions: Json | None = None
+    propagation: str | None = None
+    present: bool = False
+    exists: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """An Event the pass posts at its place in the list (decisions, a rollout's wave, a refusal)."""
+
+    stage: Stage
+    type: str
+    reason: str
+    message: str
+
+
+Intent = Write | Emit

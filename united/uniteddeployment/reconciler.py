@@ -11,9 +11,9 @@ pass ends without touching children.
 
 This module holds what outlives a pass (admissions, blueprints, our recent writes) and the
 UnitedDeployment's own writes (status, finalizer, remote children on deletion). A valid
-UnitedDeployment's pass is :class:`~united.uniteddeployment.executor.Executor`'s: it reads the
-caches and executes what the pure :mod:`~united.uniteddeployment.sync` and
-:mod:`~united.uniteddeployment.intents` decide.
+UnitedDeployment's pass reads the caches (:mod:`~united.uniteddeployment.read`), asks the pure
+:mod:`~united.uniteddeployment.planner` for the list of writes it intends and the status, and
+sends the list (:mod:`~united.uniteddeployment.executor`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -38,24 +38,17 @@ from united.runtime.controller import Result, RetryableError
 from united.runtime.expectations import Expectations, LastWrite
 from united.runtime.expectations import rv_of as _rv
 from united.runtime.metrics import SubsetReplicas
-from united.uniteddeployment import history
+from united.uniteddeployment import history, planner
 from united.uniteddeployment.admission import admission
-from united.uniteddeployment.children import deleting, name_of
-from united.uniteddeployment.executor import Executor, OwnerChangedError, finalizers
+from united.uniteddeployment.children import deleting, name_of, same
+from united.uniteddeployment.executor import Execution, OwnerChangedError
 from united.uniteddeployment.keys import Keys
-from united.uniteddeployment.model import (
-    UnitedDeployment,
-)
+from united.uniteddeployment.model import UnitedDeployment
+from united.uniteddeployment.read import finalizers, read
 from united.uniteddeployment.render.blueprints import Blueprints
-from united.uniteddeployment.sites import (
-    Caches,
-    delete_remote_children,
-    same,
-)
+from united.uniteddeployment.sites import Caches, Site, delete_remote_children
 from united.uniteddeployment.status import stalled
-
-if TYPE_CHECKING:
-    pass
+from united.uniteddeployment.sync import Inputs
 
 log = structlog.get_logger(__name__)
 
@@ -141,9 +134,8 @@ class Reconciler:
                 key, obj, previous, stalled(previous, generation=generation, problem=problem, now=self.clock())
             )
             return Result()
-        pass_ = Executor(self, ud, obj, previous, generation)
         try:
-            return await pass_.run()
+            return await self._pass(ud, obj, previous, generation)
         except OwnerChangedError as e:
             log.info("not adopting", reason=str(e))
             return Result()
@@ -152,6 +144,29 @@ class Reconciler:
                 raise
             log.info("namespace is being deleted; nothing more to do", error=str(e))
             return Result()
+
+    async def _pass(self, ud: UnitedDeployment, obj: Json, previous: Json, generation: int) -> Result:
+        """Read, decide (pure), send: one pass over a valid UnitedDeployment."""
+        template = ud.spec.template
+        assert template is not None
+        host = Site(None, self.client, None, self.caches.pods)
+        if template.variant not in self.caches.children:
+            i = Inputs(ud, previous, Keys(ud.group), self.seconds())
+            message = self.caches.unavailable.get(template.variant)
+            planned = planner.unavailable(
+                i, generation=generation, now=self.clock(), variant=template.variant, message=message
+            )
+            return await Execution(self, obj, previous, {None: host}).run(planned)
+        seen, sites = await read(self, ud, obj, previous, generation, host)
+        steps = planner.plan(seen)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                planned = done.value
+                break
+            await asyncio.sleep(0)
+        return await Execution(self, obj, previous, sites).run(planned)
 
     @staticmethod
     def _keys(obj: Mapping[str, Any]) -> Keys:

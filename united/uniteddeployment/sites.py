@@ -21,9 +21,9 @@ from united.kube import ApiError, KubeClient, NotFound, Resource
 from united.kube.client import NAMESPACES
 from united.kube.errors import AlreadyExists
 from united.multicluster.health import CLUSTER_NOT_FOUND, CLUSTER_SYNCING, NAMESPACE_NOT_ALLOWED
-from united.multicluster.lastknown import LastKnown, last_known
-from united.uniteddeployment.children import Claim, claim, controller_uid, deleting, uid_of
+from united.uniteddeployment.children import Claim, claim, controller_uid, deleting
 from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.lastknown import LastKnown, last_known
 from united.uniteddeployment.model import UnitedDeployment
 from united.uniteddeployment.render import KINDS
 from united.uniteddeployment.resources import resource_of
@@ -94,13 +94,6 @@ def pod_security_labels(namespace: Mapping[str, Any]) -> dict[str, str]:
     for the namespace the controller creates in a member: its pods must meet the same level."""
     labels = (namespace.get("metadata") or {}).get("labels") or {}
     return {k: str(v) for k, v in labels.items() if isinstance(k, str) and k.startswith(POD_SECURITY_PREFIX)}
-
-
-def same(obj: Mapping[str, Any]) -> dict[str, str] | None:
-    """Delete preconditions naming the object read: deletes go by name, and the name may belong
-    to another object by the time the request arrives."""
-    uid = uid_of(obj)
-    return {"uid": uid} if uid else None
 
 
 def site_of(members: Members | None, cluster: str, namespace: str, variant: str) -> Site:

@@ -17,7 +17,8 @@ Where we differ, on purpose:
   :data:`MAX_RESCHEDULE_CRITICAL_SECONDS`;
 * ``minReplicas`` per subset is ours (kruise#2227): the same type as ``maxReplicas``, at
   most it, and percentages that sum to at most 100 %;
-* the size limits of :mod:`united.api.limits` apply, as to a UnitedDeployment.
+* the size limits of :mod:`united.api.limits` apply, as to a UnitedDeployment, and subset names
+  have at most :data:`MAX_SUBSET_NAME` characters.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ subset unschedulable for ``max(300, (n - 1) * rescheduleCriticalSeconds + 5)`` s
 any value lets a pod visit every subset before the first one is tried again, and the
 bound only keeps a typo (seconds for milliseconds) from parking pods for days: an hour
 covers the slowest node provisioning we know of (GPU and bare-metal pools)."""
+
+MAX_SUBSET_NAME: Final = 63
+"""The longest subset name (ours: OpenKruise has none). It bounds the cost of the CRD's CEL rule
+that subset names are unique (``scripts/gen_crds.py``), whose schema says the same."""
 
 T = TypeVar("T", dict[str, Any], list[Any])
 _META_FIELDS = ("name", "generateName", "namespace", "ownerReferences")
@@ -171,6 +176,8 @@ def _subsets(spec: Spec) -> list[FieldError]:
         path = SUBSETS.index(i)
         if not s.name:
             errors.append(FieldError(str(path.child("name")), 'Invalid value: ""'))
+        elif len(s.name) > MAX_SUBSET_NAME:
+            errors.append(too_long(path.child("name"), MAX_SUBSET_NAME))
         elif s.name in names:
             errors.append(invalid(path.child("name"), s.name, f"duplicated subset name {s.name}"))
         names.add(s.name)

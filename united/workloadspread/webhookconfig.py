@@ -20,14 +20,23 @@ Why these settings:
 * **Exclusions**: the namespaceSelector leaves out ``kube-system`` and the controller's own
   namespace twice over: by ``kubernetes.io/metadata.name`` (set on every namespace since
   Kubernetes 1.21) and by the opt-out label :data:`EXCLUDE_LABEL` ``=disabled``, which works on
-  1.20 too (the controller puts it on both namespaces; anyone may put it on another).
+  1.20 too (the controller puts it on both namespaces where the server has not labelled them
+  with their name; anyone may put it on another).
   Every field the API server would default is spelled out, so the object read back equals
   the object written and "unchanged" needs no knowledge of defaults.
+* **Only namespaces that hold a WorkloadSpread** (servers that label every namespace with its
+  name, Kubernetes 1.22+): the controller adds ``kubernetes.io/metadata.name In [...]``, the
+  namespaces where spreads live (:func:`with_targets`), and keeps it current. Pods elsewhere
+  never reach the webhook, so its outage or stall touches only namespaces that use spreads. The
+  expression only narrows what the rest of the selector allows (the expressions are ANDed), and
+  it is the one part of a selector the controller may change (``manifests/admission-policy``).
+  With more than :data:`MAX_TARGETED_NAMESPACES` such namespaces, or on older servers, it is
+  left out: every namespace but the excluded ones is sent, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -44,6 +53,14 @@ CONVERT_PATH = "/convert"
 EXCLUDE_LABEL = "workloadspread.united.io/webhook"
 """A namespace labelled ``<this>=disabled`` is never sent to the pod webhooks."""
 EXCLUDED = "disabled"
+NAME_LABEL = "kubernetes.io/metadata.name"
+"""Set by the API server on every namespace to its name (Kubernetes 1.21+, locked on in 1.22)."""
+MAX_TARGETED_NAMESPACES = 200
+"""The most namespaces the ``In`` list names (about 13 KB of names at most in each configuration,
+rewritten whole when one comes or goes); beyond it every namespace is sent, as before."""
+NO_NAMESPACE = "no_namespace"
+"""The value an empty ``In`` list holds (the API server refuses an empty one): a valid label
+value that no namespace name can be (names have no ``_``)."""
 SYSTEM_NAMESPACE = "kube-system"
 FAILURE_POLICIES: tuple[FailurePolicy, ...] = ("Ignore", "Fail")
 TIMEOUT_SECONDS = 3
@@ -84,13 +101,19 @@ def client_config(*, url: str | None, service: tuple[str, str, int] | None, path
     return config
 
 
-def namespace_selector(controller_namespace: str, *, match_labels: Mapping[str, str] | None = None) -> JSON:
+def namespace_selector(
+    controller_namespace: str,
+    *,
+    match_labels: Mapping[str, str] | None = None,
+    targets: Collection[str] | None = None,
+) -> JSON:
     """Every namespace but kube-system, the controller's and those labelled out (see the module
-    docstring); ``match_labels`` narrows further (an opt-in label, or a test's namespace)."""
+    docstring); ``match_labels`` narrows further (an opt-in label, or a test's namespace), and
+    so do ``targets`` (:func:`with_targets`)."""
     selector: JSON = {
         "matchExpressions": [
             {
-                "key": "kubernetes.io/metadata.name",
+                "key": NAME_LABEL,
                 "operator": "NotIn",
                 "values": sorted({SYSTEM_NAMESPACE, controller_namespace}),
             },
@@ -99,7 +122,34 @@ def namespace_selector(controller_namespace: str, *, match_labels: Mapping[str, 
     }
     if match_labels:
         selector["matchLabels"] = dict(match_labels)
+    return with_targets(selector, targets)
+
+
+def _is_target_expression(expression: Any) -> bool:
+    return isinstance(expression, dict) and expression.get("key") == NAME_LABEL and expression.get("operator") == "In"
+
+
+def with_targets(selector: JSON | None, targets: Collection[str] | None) -> JSON:
+    """``selector`` with its ``kubernetes.io/metadata.name In`` expression (the only one the
+    controller owns) replaced by one naming ``targets``, or removed when ``targets`` is None
+    (every namespace the rest allows). An empty ``targets`` selects no namespace."""
+    selector = dict(selector or {})
+    expressions = [e for e in selector.get("matchExpressions") or [] if not _is_target_expression(e)]
+    if targets is not None:
+        expressions.append({"key": NAME_LABEL, "operator": "In", "values": sorted(set(targets)) or [NO_NAMESPACE]})
+    if expressions:
+        selector["matchExpressions"] = expressions
+    else:
+        selector.pop("matchExpressions", None)
     return selector
+
+
+def targets_of(selector: JSON | None) -> list[str] | None:
+    """The namespaces ``selector``'s ``In`` expression names (:func:`with_targets`), None without one."""
+    for expression in (selector or {}).get("matchExpressions") or []:
+        if _is_target_expression(expression):
+            return [str(v) for v in expression.get("values") or [] if v != NO_NAMESPACE]
+    return None
 
 
 def _rule(operation: str, resource: str) -> JSON:
@@ -162,11 +212,12 @@ def configurations(
     ca_bundle: str = "",
     failure_policy: FailurePolicy = "Ignore",
     match_labels: Mapping[str, str] | None = None,
+    targets: Collection[str] | None = None,
 ) -> tuple[JSON, JSON]:
     """Both configurations of a controller running in ``namespace``: calling ``url`` when given
     (``--webhook-url``), else the Service ``service:port`` there (what ``manifests/`` ships, with
-    an empty ``caBundle`` the controller fills in)."""
-    selector = namespace_selector(namespace, match_labels=match_labels)
+    an empty ``caBundle`` the controller fills in); ``targets`` as :func:`with_targets`."""
+    selector = namespace_selector(namespace, match_labels=match_labels, targets=targets)
 
     def client(path: str) -> JSON:
         return client_config(url=url, service=(namespace, service, port), path=path, ca_bundle=ca_bundle)
@@ -182,8 +233,11 @@ __all__ = [
     "EXCLUDED",
     "EXCLUDE_LABEL",
     "FAILURE_POLICIES",
+    "MAX_TARGETED_NAMESPACES",
     "MUTATE_PATH",
     "NAME",
+    "NAME_LABEL",
+    "NO_NAMESPACE",
     "SERVICE",
     "SYSTEM_NAMESPACE",
     "TIMEOUT_SECONDS",
@@ -193,6 +247,8 @@ __all__ = [
     "configurations",
     "mutating",
     "namespace_selector",
+    "targets_of",
     "url_problem",
     "validating",
+    "with_targets",
 ]

@@ -9,9 +9,9 @@ from typing import Any
 import yaml
 
 from united.devcluster.nodes import NodeSpec, subset_nodes
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient, PatchType, Resource
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")

@@ -33,8 +33,8 @@ from tests.support.controller import Controller
 from united.api.timestamp import parse_time
 from united.devcluster.nodes import NodeSpec
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -35,11 +35,12 @@ from tests.e2e.controller.helpers import (
     zone,
 )
 from tests.support.controller import CRDS, Controller, install_kruise_rbac
-from united.devcluster.crds import install, kruise_crds
+from united.devcluster.crds import kruise_crds
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
+from united.kube.apply import install_crds
 from united.kube.client import NAMESPACES, KubeClient, PatchType, Resource
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -412,7 +413,7 @@ async def test_missing_child_crd_is_reported_and_others_are_served(
         if controller.proc is None:
             controller.start()
         await eventually(lambda: crd_absent(kube), within=60, what="Advanced StatefulSet CRD gone before reinstall")
-        await install(kube, [asts])
+        await install_crds(kube, [asts])
     await wait_shape(kube, namespace, orphan, {"a": 1, "b": 1}, within=60)
     await wait_ready(kube, namespace, orphan, within=90)
 

@@ -21,8 +21,8 @@ from tests.e2e.controller.helpers import (
 )
 from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

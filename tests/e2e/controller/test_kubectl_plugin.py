@@ -19,8 +19,8 @@ from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, ud, wa
 from tests.unit.argocd.harness import health
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 PLUGIN = Path(sys.executable).parent / "kubectl-united"

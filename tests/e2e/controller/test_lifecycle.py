@@ -40,9 +40,8 @@ from tests.support.controller import LOG_DIR, free_port
 from tests.support.faultproxy import ThreadedFaultProxy
 from united.controller.manager import STOP_WITHIN
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.credentials import render_kubeconfig, write_kubeconfig
-from united.devcluster.installation import SYSTEM
-from united.devcluster.wait import eventually
+from united.devcluster.credentials import write_kubeconfig
+from united.kube.apply import SYSTEM
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -54,6 +53,8 @@ from united.kube.client import (
     PatchType,
 )
 from united.kube.errors import NotFound
+from united.kube.kubeconfig import render_kubeconfig
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

@@ -30,9 +30,9 @@ from tests.e2e.controller.helpers import (
 )
 from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, CONTROLLER_REVISIONS, JSON, NAMESPACES, KubeClient, PatchType
 from united.kube.errors import ApiError, Conflict, NotFound
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 SUBSET = "apps.united.io/subset-name"

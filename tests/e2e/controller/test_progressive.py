@@ -33,8 +33,8 @@ from tests.e2e.controller.helpers import (
 from tests.e2e.controller.test_controller import quiescent
 from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
+from united.kube.wait import eventually
 from united.uniteddeployment import revision
 from united.uniteddeployment.adaptive import parse_time
 from united.uniteddeployment.model import parse

@@ -18,9 +18,9 @@ import pytest
 from tests.e2e.controller.helpers import EVENTS, UD, children, condition, ud, wait_ready, zone
 from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

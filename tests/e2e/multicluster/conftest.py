@@ -28,9 +28,9 @@ from tests.support.namespace import fresh_namespace
 from united.api.groups import GROUP
 from united.devcluster.cluster import ClusterError, LocalCluster
 from united.devcluster.planes import Plane, start_planes, stop_planes
-from united.devcluster.wait import WaitTimeoutError, eventually
 from united.kube import NotFound
 from united.kube.client import NAMESPACES, KubeClient, PatchType, Resource
+from united.kube.wait import WaitTimeoutError, eventually
 from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import PLURAL
 

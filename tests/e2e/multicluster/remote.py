@@ -19,11 +19,11 @@ from tests.e2e.controller.helpers import DEPLOYMENTS, PODS, ud, wait_ready, zone
 from tests.support.controller import Controller
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import request_token
-from united.devcluster.installation import apply
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
+from united.kube.apply import apply
 from united.kube.client import SECRETS, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.multicluster.join import (
     MEMBER_ACCOUNT,
     MEMBER_NAMESPACE,

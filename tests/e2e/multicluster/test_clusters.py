@@ -29,10 +29,11 @@ from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, ud, wa
 from tests.support.controller import Controller
 from united import data
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.installation import apply, documents
-from united.devcluster.wait import eventually
+from united.devcluster.installation import documents
+from united.kube.apply import apply
 from united.kube.client import EVENTS, ROLE_BINDINGS, ROLES, SECRETS, SERVICE_ACCOUNTS, KubeClient, PatchType
 from united.kube.errors import Forbidden, NotFound
+from united.kube.wait import eventually
 from united.multicluster.join import credential_grant, granted_secrets
 from united.multicluster.resource import CLUSTERS
 

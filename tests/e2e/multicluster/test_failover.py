@@ -13,8 +13,8 @@ from tests.e2e.controller.helpers import UD, condition, get_ud, wait_ready
 from tests.e2e.multicluster.remote import PROBE, converged, joined, ready_pods, remote_children, spread
 from tests.support.controller import Controller
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
 from united.kube.client import KubeClient, PatchType
+from united.kube.wait import eventually
 from united.multicluster.resource import CLUSTERS
 
 __all__ = ["joined"]

@@ -28,9 +28,9 @@ from tests.e2e.multicluster.remote import HOME, ready_pods, remote_children
 from tests.support.controller import Controller
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
 from united.kube.client import PODS, SECRETS, KubeClient, PatchType
 from united.kube.errors import NotFound, Unauthorized
+from united.kube.wait import eventually
 from united.multicluster.join import JOINED_AS
 from united.multicluster.resource import CLUSTERS
 

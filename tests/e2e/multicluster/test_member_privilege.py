@@ -32,9 +32,9 @@ from tests.support.controller import Controller
 from united import data, kustomization
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, SECRETS, KubeClient, PatchType
 from united.kube.errors import Forbidden, NotFound
+from united.kube.wait import eventually
 
 __all__ = ["joined"]
 pytestmark = pytest.mark.e2e

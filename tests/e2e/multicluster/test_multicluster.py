@@ -19,8 +19,8 @@ from tests.e2e.controller.helpers import UD, condition, get_ud, patch_ud, wait_r
 from tests.e2e.multicluster.remote import G, converged, joined, remote_children, spread
 from tests.support.controller import Controller
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, KubeClient, PatchType
+from united.kube.wait import eventually
 
 __all__ = ["joined"]
 

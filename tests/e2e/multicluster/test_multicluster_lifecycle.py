@@ -10,9 +10,9 @@ import pytest
 from tests.e2e.controller.helpers import EVENTS, UD, condition, patch_ud, pods_of
 from tests.e2e.multicluster.remote import FINALIZER, G, converged, joined, remote_children, spread
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
 from united.kube.client import KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.multicluster.resource import CLUSTERS
 
 __all__ = ["joined"]

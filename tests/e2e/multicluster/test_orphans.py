@@ -15,9 +15,9 @@ from tests.e2e.controller.helpers import DEPLOYMENTS, UD, ud
 from tests.e2e.multicluster.remote import G, by_hand, joined, remote_children
 from tests.support.controller import Controller
 from united.devcluster.planes import Plane
-from united.devcluster.wait import eventually
 from united.kube.client import NAMESPACES, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.multicluster.collector import GRACE
 
 __all__ = ["joined"]

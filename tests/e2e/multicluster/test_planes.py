@@ -21,9 +21,9 @@ from tests.support.namespace import fresh_namespace
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.nodes import is_pod_ready
 from united.devcluster.planes import MEMBER_NODES, Plane, footprint
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, NAMESPACES, PODS, SERVICE_ACCOUNTS, KubeClient, PatchType
 from united.kube.errors import Forbidden, NotFound, TransientError
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,9 @@ import pytest
 
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import StaticUser
-from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, EVENTS, JSON, NAMESPACES, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.runtime.events import CORE_EVENTS, EventRecorder
 from united.runtime.metrics import Metrics
 

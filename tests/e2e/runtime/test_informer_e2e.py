@@ -25,9 +25,9 @@ import pytest
 from tests.support.faultproxy import FaultProxy
 from united.api.decode import Undecodable
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, CONTROLLER_REVISIONS, JSON, KubeClient, PatchType
 from united.kube.errors import AlreadyExists, NotFound
+from united.kube.wait import eventually
 from united.runtime.informer import ADDED, DELETED, LAST_APPLIED_ANNOTATION, MODIFIED, Informer, object_key
 
 pytestmark = pytest.mark.e2e

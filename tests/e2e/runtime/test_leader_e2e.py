@@ -16,9 +16,9 @@ import pytest
 
 from tests.support.faultproxy import FaultProxy
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, LEASES, KubeClient, Resource
 from united.kube.errors import ApiError
+from united.kube.wait import eventually
 from united.runtime.leader import LeaderElector, parse_microtime
 
 pytestmark = pytest.mark.e2e

@@ -23,8 +23,8 @@ from tests.support.namespace import fresh_namespace
 from tests.unit.runtime.test_connections import _client_pair
 from united.controller.webhooks import MUTATING
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.wait import eventually
 from united.kube.client import PODS, KubeClient
+from united.kube.wait import eventually
 from united.runtime.certificates import issue
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import TLS, WebhookServer, patched

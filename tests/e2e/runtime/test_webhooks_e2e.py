@@ -21,9 +21,9 @@ import pytest
 
 from united.controller.manager import Settings
 from united.controller.webhooks import MUTATING, VALIDATING, Options, Webhooks, WebhookService, serve_webhooks
-from united.devcluster.wait import eventually
 from united.kube.client import CRDS, NAMESPACES, PODS, SECRETS, KubeClient, PatchType, Resource
 from united.kube.errors import ApiError, NotFound
+from united.kube.wait import eventually
 from united.runtime.certificates import Bundle, Policy
 from united.runtime.webserver import TLS, allow, patched
 from united.workloadspread.webhookconfig import NAME

@@ -17,11 +17,11 @@ from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import install_controller
 from united.devcluster.nodes import ZONE_LABEL
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, NAMESPACES, KubeClient, PatchType
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 from united.workloadspread.reconciler import ws_resource
-from united.workloadspread.webhookconfig import NAME
+from united.workloadspread.webhookconfig import NAME, targets_of
 
 JSON = dict[str, Any]
 SPREADS = ws_resource(GROUP)
@@ -87,6 +87,15 @@ async def webhook_flags(cluster: LocalCluster, *, namespace: str | None = None) 
                     await kube.delete(NAMESPACES, controller_ns)
 
 
+async def sent_to_webhook(kube: KubeClient, namespace: str) -> None:
+    """The pod webhooks' selectors let ``namespace`` through (on 1.22+ the controller names the
+    namespaces that hold spreads, within about a second of one appearing)."""
+    for resource in (MUTATING, VALIDATING):
+        for webhook in (await kube.get(resource, NAME))["webhooks"]:
+            targets = targets_of(webhook.get("namespaceSelector"))
+            assert targets is None or namespace in targets, targets
+
+
 class Target:
     """The ``web`` Deployment under the spread, in one test's namespace."""
 
@@ -108,6 +117,8 @@ class Target:
             assert (await self.status()).get("observedGeneration") == 1
 
         await eventually(observed, within=60, what="the controller observes the spread")
+        await eventually(lambda: sent_to_webhook(self.kube, self.namespace), within=30,
+                         what="the webhook selects the namespace")  # fmt: skip
 
     async def patch(self, spec: JSON) -> None:
         await self.kube.patch(DEPLOYMENTS, APP, {"spec": spec}, namespace=self.namespace, patch_type=PatchType.MERGE)

@@ -18,9 +18,9 @@ from tests.e2e.workloadspread.harness import SPREAD, SPREADS, Target
 from tests.e2e.workloadspread.occupancy import watching
 from tests.e2e.workloadspread.test_spread import webhook_ready
 from united.devcluster.simulation import Simulation
-from united.devcluster.wait import eventually
 from united.kube.client import JSON, KubeClient
 from united.kube.errors import Conflict
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

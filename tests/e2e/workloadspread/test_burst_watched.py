@@ -25,8 +25,8 @@ from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.harness import Latency, Target, deployment
 from tests.e2e.workloadspread.occupancy import watching
 from tests.e2e.workloadspread.test_spread import webhook_ready
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, PODS, KubeClient
+from united.kube.wait import eventually
 from united.workloadspread.webhookconfig import MUTATE_PATH
 
 pytestmark = pytest.mark.e2e

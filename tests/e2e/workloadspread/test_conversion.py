@@ -18,10 +18,10 @@ import pytest
 
 from tests.e2e.workloadspread.conftest import Spreading
 from united.controller.webhooks import COMPAT_CRD
-from united.devcluster.installation import SYSTEM
-from united.devcluster.wait import eventually
+from united.kube.apply import SYSTEM
 from united.kube.client import CRDS, SECRETS, KubeClient, Resource
 from united.kube.errors import AlreadyExists, ApiError, NotFound
+from united.kube.wait import eventually
 from united.runtime.certificates import Bundle
 from united.workloadspread.model import KIND, KRUISE_ALPHA, KRUISE_BETA
 from united.workloadspread.webhookconfig import CONVERT_PATH

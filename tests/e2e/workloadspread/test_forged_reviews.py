@@ -16,9 +16,9 @@ import pytest
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, deployment, observed, pods_of, spread, subset_of, webhook_ready
 from united.controller.webhooks import MUTATING
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, REPLICA_SETS, KubeClient, Resource
 from united.kube.errors import TooManyRequests
+from united.kube.wait import eventually
 from united.workloadspread.webhookconfig import NAME
 
 pytestmark = pytest.mark.e2e

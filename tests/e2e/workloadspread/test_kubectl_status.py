@@ -10,11 +10,11 @@ import pytest
 from tests.e2e.controller.test_kubectl_plugin import Kubectl
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_invalid import stalled
-from tests.e2e.workloadspread.test_spread import WS, deployment, spread, webhook_ready
+from tests.e2e.workloadspread.test_spread import WS, deployment, observed, spread, webhook_ready
 from tests.unit.argocd.harness import health
 from united.devcluster.cluster import LocalCluster
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, KubeClient
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -25,6 +25,7 @@ async def test_status_and_health_of_a_placed_and_an_invalid_spread(
     kubectl = Kubectl(cluster, namespace)
     await webhook_ready(kube, spreading)
     await kube.create(WS, spread("placed", "app", [1, None]), namespace=namespace)
+    await observed(kube, namespace, "placed")
     await kube.create(DEPLOYMENTS, deployment("app", 3), namespace=namespace)
 
     async def placed() -> dict[str, Any]:
@@ -45,12 +46,13 @@ async def test_status_and_health_of_a_placed_and_an_invalid_spread(
     header = next(i for i, line in enumerate(lines) if line.startswith("SUBSET"))
     assert [line.split()[:3] for line in lines[header + 1 :]] == [["zone-a", "1", "0"], ["zone-b", "2", "-1"]]
 
-    doc = spread("dup", "other", [1, None])
-    doc["spec"]["subsets"][1]["name"] = doc["spec"]["subsets"][0]["name"]
+    # Invalid in a way no CRD validation rule catches (1.25+ would refuse duplicated names at once).
+    doc = spread("mixed", "other", [1, None])
+    doc["spec"]["subsets"][1]["maxReplicas"] = "50%"
     await kube.create(WS, doc, namespace=namespace)
-    await stalled(kube, namespace, "dup")
-    status, message = health(await kube.get(WS, "dup", namespace=namespace))
+    await stalled(kube, namespace, "mixed")
+    status, message = health(await kube.get(WS, "mixed", namespace=namespace))
     assert (status, message.split(":")[0]) == ("Degraded", "InvalidSpec")
-    broken = await kubectl("status", "workloadspread/dup")
+    broken = await kubectl("status", "workloadspread/mixed")
     assert broken.returncode == 0, broken
     assert "Conditions: Ready=False,Reconciling=False,Stalled=True(InvalidSpec)" in broken.stdout

@@ -12,8 +12,8 @@ from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.harness import APP, Target
 from tests.e2e.workloadspread.occupancy import watching
 from tests.e2e.workloadspread.test_spread import webhook_ready
-from united.devcluster.wait import eventually
 from united.kube.client import DEPLOYMENTS, KubeClient
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,10 @@ import pytest
 
 from tests.e2e.controller.helpers import IMAGE
 from tests.e2e.workloadspread.conftest import Spreading
+from tests.e2e.workloadspread.harness import sent_to_webhook
 from united.controller.webhooks import MUTATING
-from united.devcluster.wait import eventually
 from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, KubeClient, PatchType
+from united.kube.wait import eventually
 from united.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
 from united.workloadspread.reconciler import ws_resource
 from united.workloadspread.webhookconfig import NAME
@@ -124,6 +125,7 @@ async def observed(kube: KubeClient, namespace: str, name: str) -> JSON:
         return ws
 
     result: JSON = await eventually(seen, within=60, what="the controller observed the WorkloadSpread")
+    await eventually(lambda: sent_to_webhook(kube, namespace), within=30, what="the webhook selects the namespace")
     return result
 
 

@@ -668,10 +668,12 @@ def test_allocation_error_is_a_field_error(monkeypatch: pytest.MonkeyPatch, caps
 def ran(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """What ``united run`` passed on: the logging options, then the controller's settings."""
     from united.controller import manager
+    from united.controller.kinds import KINDS
 
     seen: list[Any] = []
 
-    async def fake_run(settings: Any) -> int:
+    async def fake_run(settings: Any, kinds: Any) -> int:
+        assert kinds is KINDS, "united run serves every kind"
         seen.append(settings)
         return 0
 
@@ -776,6 +778,20 @@ def test_install_print_is_the_crd_and_the_rendered_overlay(group: str, crd: str)
     assert docs[0] == yaml.safe_load((REPO / crd).read_text())
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
+
+
+def test_install_print_for_a_server_before_1_25_leaves_out_the_crds_validation_rules() -> None:
+    """kubectl refuses a CRD with ``x-kubernetes-validations`` on such servers (client-side validation)."""
+    ours = united("install", "--print")
+    old = united("install", "--print", "--kube-version", "1.20.2")
+    new = united("install", "--print", "--kube-version", "v1.37.2")
+    assert ours.code == old.code == new.code == 0
+    assert "x-kubernetes-validations" in ours.out and "x-kubernetes-validations" not in old.out
+    assert new.out == ours.out
+    assert [d["kind"] for d in yaml.safe_load_all(old.out)] == [d["kind"] for d in yaml.safe_load_all(ours.out)]
+    bad = united("install", "--print", "--kube-version", "latest")
+    assert (bad.code, bad.out) == (2, "")
+    assert bad.errors == ["--kube-version: 'latest' is not a version like 1.29"], bad.err
 
 
 def _closed_port() -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
@@ -16,14 +17,33 @@ import pytest
 from tests.unit.placement.test_patch import rfc7386
 from united import data, kustomization
 from united.api.groups import KRUISE_GROUP
-from united.controller.webhooks import COMPAT_CRD, MUTATING, VALIDATING, Options, Webhooks, WebhookService, _covers
+from united.controller import webhooks as webhooks_module
+from united.controller.webhooks import (
+    COMPAT_CRD,
+    MUTATING,
+    VALIDATING,
+    Options,
+    Scope,
+    Webhooks,
+    WebhookService,
+    _covers,
+)
 from united.kube.client import CRDS, NAMESPACES, PatchType, Resource
+from united.kube.discovery import release
 from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, issue
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import TLS, WebhookServer
-from united.workloadspread.webhookconfig import NAME
+from united.workloadspread.webhookconfig import (
+    EXCLUDE_LABEL,
+    EXCLUDED,
+    MAX_TARGETED_NAMESPACES,
+    NAME,
+    NAME_LABEL,
+    NO_NAMESPACE,
+    targets_of,
+)
 
 Json = dict[str, Any]
 
@@ -269,3 +289,155 @@ async def test_no_conversion_crd_leaves_that_crd_alone(api: FakeApi) -> None:
     assert api.read(CRDS, COMPAT_CRD) == crd
     await replica(api).sync()
     assert api.read(CRDS, COMPAT_CRD) != crd, "by default that CRD's conversion trusts the webhook"
+
+
+# -- the namespaces sent to the pod webhooks ---------------------------------------------------
+
+
+class VersionedApi(FakeApi):
+    """FakeApi whose ``/version`` says ``git_version`` (and counts the reads)."""
+
+    def __init__(self, git_version: str) -> None:
+        super().__init__()
+        self.git_version = git_version
+        self.version_reads = 0
+
+    async def get_path(self, path: str, **_: object) -> str:
+        assert path == "/version"
+        self.version_reads += 1
+        return json.dumps({"major": "1", "minor": self.git_version.split(".")[1] + "+", "gitVersion": self.git_version})
+
+
+def versioned(git_version: str, *, named: bool = True) -> VersionedApi:
+    """The shipped configurations and namespaces on a server of ``git_version``; ``named``: the
+    server labels namespaces with their name (1.21+)."""
+    api = VersionedApi(git_version)
+    for doc in kustomization.build(data.MANIFESTS, "base"):
+        if doc["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            api.put(MUTATING if doc["kind"].startswith("Mutating") else VALIDATING, doc)
+    for namespace in ("kube-system", "ops"):
+        labels = {NAME_LABEL: namespace} if named else {}
+        api.put(NAMESPACES, {"metadata": {"name": namespace, "labels": labels}})
+    return api
+
+
+def selectors(api: FakeApi) -> list[Json]:
+    return [w["namespaceSelector"] for r in (MUTATING, VALIDATING) for w in api.read(r, NAME)["webhooks"]]
+
+
+def sent(api: FakeApi) -> list[list[str] | None]:
+    """What each webhook's ``In`` expression names (None: no such expression)."""
+    return [targets_of(s) for s in selectors(api)]
+
+
+def exclusions(api: FakeApi) -> list[list[Json]]:
+    """The selector's other expressions: kube-system, the controller's namespace, the opt-out label."""
+    return [[e for e in s["matchExpressions"] if e["operator"] != "In"] for s in selectors(api)]
+
+
+@pytest.mark.parametrize("url", [None, "https://127.0.0.1:9443"], ids=["shipped", "managed"])
+async def test_only_namespaces_holding_spreads_are_sent_and_kept_current(url: str | None) -> None:
+    api = versioned("v1.37.2")
+    before = exclusions(api)
+    holding: set[str] | None = None
+    webhooks = Webhooks(api, Options(namespace="ops", url=url), TLS(), targeted=lambda: holding)  # type: ignore[arg-type]
+    await webhooks.sync()
+    assert sent(api) == [None, None], "the caches have not synced: the selector stays as it is"
+    holding = {"team-b", "team-a"}
+    await webhooks.sync()
+    assert sent(api) == [["team-a", "team-b"]] * 2
+    if url is None:
+        assert exclusions(api) == before, "the exclusions are kept"
+    written = api.version
+    await webhooks.sync()
+    assert api.version == written, "nothing changed: nothing written"
+    holding = set()
+    await webhooks.sync()
+    assert sent(api) == [[], []]
+    assert {tuple(s["matchExpressions"][-1]["values"]) for s in selectors(api)} == {(NO_NAMESPACE,)}
+    holding = None
+    await webhooks.sync()
+    assert sent(api) == [[], []], "a restarting replica keeps what is in place"
+    holding = {f"ns-{n}" for n in range(MAX_TARGETED_NAMESPACES + 1)}
+    await webhooks.sync()
+    assert sent(api) == [None, None], "beyond the bound every namespace is sent, as before"
+    holding = {f"ns-{n}" for n in range(MAX_TARGETED_NAMESPACES)}
+    await webhooks.sync()
+    assert [len(t or ()) for t in sent(api)] == [MAX_TARGETED_NAMESPACES] * 2
+    assert api.version_reads == 1, "the server's version is asked once"
+
+
+@pytest.mark.parametrize(("git_version", "scope"), [("v1.20.2", "targeted"), ("v1.21.14", "targeted"),
+                                                    ("v1.37.2", "all")])  # fmt: skip
+async def test_every_namespace_is_sent_on_older_servers_or_when_asked(git_version: str, scope: Scope) -> None:
+    api = versioned(git_version, named=False)
+    shipped_selectors = selectors(api)
+    webhooks = Webhooks(api, Options(namespace="ops", scope=scope), TLS(), targeted=lambda: {"team-a"})  # type: ignore[arg-type]
+    await webhooks.sync()
+    assert selectors(api) == shipped_selectors
+    assert webhooks.targets() is None
+
+
+async def test_a_narrowed_selector_is_widened_again_when_asked() -> None:
+    api = versioned("v1.30.0")
+    await Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: {"a"}).sync()  # type: ignore[arg-type]
+    assert sent(api) == [["a"], ["a"]]
+    await Webhooks(api, Options(namespace="ops", scope="all"), TLS(), targeted=lambda: {"a"}).sync()  # type: ignore[arg-type]
+    assert sent(api) == [None, None]
+
+
+async def test_the_loop_runs_a_pass_as_soon_as_the_namespaces_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within a poll of the set changing, not at the next certificate check (minutes away)."""
+    monkeypatch.setattr(webhooks_module, "TARGETS_POLL", 0.01)
+    api = versioned("v1.37.2")
+    holding = {"a"}
+    webhooks = Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: holding)  # type: ignore[arg-type]
+    loop = asyncio.create_task(webhooks.run())
+    try:
+        await asyncio.wait_for(webhooks.published.wait(), 30)
+        assert sent(api) == [["a"], ["a"]]
+        written = api.version
+        await asyncio.sleep(0.1)
+        assert api.version == written, "polling writes nothing while nothing changes"
+        holding = {"a", "b"}
+        for _ in range(500):
+            if sent(api) == [["a", "b"], ["a", "b"]]:
+                break
+            await asyncio.sleep(0.01)
+        assert sent(api) == [["a", "b"], ["a", "b"]]
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["1.21+", "1.20"])
+async def test_system_namespaces_are_labelled_out_only_where_the_server_does_not_name_them(named: bool) -> None:
+    api = versioned("v1.37.2" if named else "v1.20.2", named=named)
+    await Webhooks(api, Options(namespace="ops"), TLS()).sync()  # type: ignore[arg-type]
+    labels = [api.read(NAMESPACES, n)["metadata"]["labels"].get(EXCLUDE_LABEL) for n in ("kube-system", "ops")]
+    assert labels == ([None, None] if named else [EXCLUDED, EXCLUDED])
+
+
+def test_release_reads_the_git_version() -> None:
+    assert release({"gitVersion": "v1.37.2", "minor": "37"}) == (1, 37)
+    assert release({"gitVersion": "v1.30.4-eks-a737599", "minor": "30+"}) == (1, 30)
+    assert release({"gitVersion": "v0.0.0-master+$Format:%H$"}) == (0, 0)
+    assert release({}) is None
+
+
+async def test_an_unanswered_version_keeps_the_selectors_as_they_are() -> None:
+    """A transient failure must not widen a narrowed selector (nor narrow one): the next pass asks again."""
+    api = versioned("v1.37.2")
+    await Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: {"a"}).sync()  # type: ignore[arg-type]
+    assert sent(api) == [["a"], ["a"]]
+
+    class Unanswered(VersionedApi):
+        async def get_path(self, path: str, **_: object) -> str:
+            raise TransientError("the API server is restarting")
+
+    flaky = Unanswered("v1.37.2")
+    flaky.objects, flaky.version = api.objects, api.version
+    webhooks = Webhooks(flaky, Options(namespace="ops"), TLS(), targeted=lambda: {"b"})  # type: ignore[arg-type]
+    assert await webhooks.sync() == webhooks_module.VERSION_RETRY, "asked again soon"
+    assert sent(flaky) == [["a"], ["a"]]
+    assert webhooks.narrowing is None

@@ -65,9 +65,11 @@ def test_every_component_listens_on_loopback_only(tmp_path: Path) -> None:
     certs = generate(tmp_path)
     flags = [
         *etcd_args(name="n", data_dir=tmp_path, ports=PORTS),
-        *apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t"),
-        *controller_manager_args(ports=PORTS, kubeconfig=tmp_path / "k", certs=certs, controllers=DEFAULT_CONTROLLERS),
-        *scheduler_args(ports=PORTS, kubeconfig=tmp_path / "k"),
+        *apiserver_args(ports=PORTS, certs=certs, token_file=tmp_path / "t", version=DEBIAN),
+        *controller_manager_args(
+            ports=PORTS, kubeconfig=tmp_path / "k", certs=certs, controllers=DEFAULT_CONTROLLERS, version=DEBIAN
+        ),
+        *scheduler_args(ports=PORTS, kubeconfig=tmp_path / "k", version=DEBIAN),
     ]
     urls = [f.split("=", 1)[1] for f in flags if "-urls=" in f or "address=" in f]
     assert urls

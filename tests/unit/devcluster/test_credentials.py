@@ -6,14 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from united.devcluster.credentials import (
-    MASTERS_GROUP,
-    StaticUser,
-    admin_user,
-    render_kubeconfig,
-    render_token_file,
-    write_kubeconfig,
-)
+from united.devcluster.credentials import MASTERS_GROUP, StaticUser, admin_user, render_token_file, write_kubeconfig
+from united.kube.kubeconfig import render_kubeconfig
 
 
 def test_token_file_rows_quote_the_group_list() -> None:

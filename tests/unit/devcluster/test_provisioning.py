@@ -9,7 +9,6 @@ import pytest
 from united.devcluster.build import (
     ETCD,
     KUBE_BINARIES,
-    KUBE_VERSION,
     Binaries,
     Layout,
     built_binaries,
@@ -24,17 +23,17 @@ from united.devcluster.versions import DEBIAN, DEFAULT, NEWEST, KubeVersion
 
 def test_layout_honours_xdg_cache_home() -> None:
     layout = Layout.default(env={"XDG_CACHE_HOME": "/c", "HOME": "/h"})
-    assert layout.root == Path(f"/c/united/kube-{KUBE_VERSION}")
+    assert layout.root == Path(f"/c/united/kube-{DEFAULT}")
 
 
 def test_layout_falls_back_to_home_cache() -> None:
-    assert Layout.default(env={"HOME": "/h"}).root == Path(f"/h/.cache/united/kube-{KUBE_VERSION}")
+    assert Layout.default(env={"HOME": "/h"}).root == Path(f"/h/.cache/united/kube-{DEFAULT}")
 
 
 def test_each_version_has_its_own_cache_directory() -> None:
     newest = Layout.default(NEWEST, env={"HOME": "/h"})
     assert newest.root == Path(f"/h/.cache/united/kube-{NEWEST}") and newest.version == NEWEST
-    assert Layout.default(env={"HOME": "/h"}).version == DEFAULT == DEBIAN
+    assert Layout.default(env={"HOME": "/h"}).version == DEFAULT == NEWEST
 
 
 def _complete(tmp_path: Path, version: KubeVersion = DEBIAN) -> tuple[Layout, Path]:
@@ -122,7 +121,7 @@ def test_a_module_build_has_its_own_etcd_and_says_which() -> None:
     layout = Layout(Path("/c/kube-new"), NEWEST)
     binaries = Binaries.from_layout(layout)
     assert binaries.etcd == layout.bin_dir / "etcd" and binaries.version == NEWEST
-    assert Binaries.from_layout(Layout(Path("/c/kube-old"))).etcd == ETCD
+    assert Binaries.from_layout(Layout(Path("/c/kube-old"), DEBIAN)).etcd == ETCD
 
 
 def test_a_complete_module_build_is_provisioned_and_a_stamp_of_another_version_is_not(tmp_path: Path) -> None:
@@ -148,4 +147,4 @@ def test_a_complete_module_cache_returns_at_once(tmp_path: Path, monkeypatch: py
 
 def test_a_layout_of_another_version_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=f"is for Kubernetes {DEBIAN}, not {NEWEST}"):
-        provision(NEWEST, layout=Layout(tmp_path))
+        provision(NEWEST, layout=Layout(tmp_path, DEBIAN))

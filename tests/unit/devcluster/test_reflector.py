@@ -12,8 +12,8 @@ from aiohttp import web
 
 from united.devcluster.cluster import free_ports
 from united.devcluster.reflector import Reflector
-from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, KubeClient
+from united.kube.wait import eventually
 
 
 def cm(name: str, rv: str) -> dict[str, Any]:

@@ -148,7 +148,7 @@ def test_probing_never_replaces_an_answer() -> None:
 
 def test_the_pure_modules_import_no_client() -> None:
     """The pure core stays testable offline: no aiohttp, no kubernetes_asyncio."""
-    modules = "health, model, identity, lastknown, gc"
+    modules = "health, model, identity, gc"
     code = (
         f"import sys; from united.multicluster import {modules}; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aiohttp', 'kubernetes_asyncio', 'united.kube')"

@@ -15,6 +15,7 @@ from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Member, Watching
 from united.multicluster.model import ClusterSpec, SecretRef
 from united.uniteddeployment.keys import Keys
+from united.uniteddeployment.resources import resource_of
 
 SPEC = ClusterSpec(name="member-1", secret_ref=SecretRef(namespace="united-clusters", name="member-1"))
 REMOTE = RemoteKeys(Keys(), "host-uid")
@@ -50,6 +51,7 @@ def watching(seen: list[tuple[str, str]]) -> Watching:
         (None,),
         lambda cluster, obj: seen.append((cluster, "child")),
         lambda cluster, obj: seen.append((cluster, "pod")),
+        resource_of,
     )
 
 

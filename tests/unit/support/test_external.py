@@ -20,7 +20,8 @@ from tests.support.external import (
     resolve,
     target,
 )
-from united.devcluster.credentials import StaticUser, render_kubeconfig
+from united.devcluster.credentials import StaticUser
+from united.kube.kubeconfig import render_kubeconfig
 
 REPO = Path(__file__).resolve().parents[3]
 TOKEN = "s3cr3t-token"

@@ -29,9 +29,9 @@ from tests.support.faultproxy import (
     token_identity,
 )
 from united.devcluster.cluster import free_ports
-from united.devcluster.wait import eventually
 from united.kube.client import CONFIG_MAPS, RETRY_ATTEMPTS, KubeClient, PatchType, WatchEvent, WatchStream
 from united.kube.errors import ApiError, Conflict, Gone, NotFound, TooManyRequests, TransientError
+from united.kube.wait import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,6 +10,7 @@ from united.controller.manager import Manager, Settings
 from united.kube import KubeClient
 from united.multicluster.member import Members, Watching
 from united.runtime.metrics import Metrics
+from united.uniteddeployment.kind import setup
 from united.uniteddeployment.model import Spec, UnitedDeployment
 
 
@@ -49,7 +50,7 @@ def ud(name: str, *clusters: str | None) -> dict[str, Any]:
 
 def controller_with(*objs: dict[str, Any]) -> tuple[Any, FakeMembers]:
     manager = Manager(cast(KubeClient, object()), Settings(), metrics=Metrics(process_metrics=False))
-    controller = manager.ud
+    controller = setup(manager, manager.settings)
     for obj in objs:
         controller.uds[0].store.upsert(obj)
     members = FakeMembers()

@@ -14,7 +14,7 @@ from united.kube.errors import error_from_status
 from united.multicluster.health import REACHABLE, UNREACHABLE, Health
 from united.multicluster.identity import RemoteKeys
 from united.runtime.informer import Store
-from united.uniteddeployment.executor import SETTLE_SECONDS
+from united.uniteddeployment.read import SETTLE_SECONDS
 from united.uniteddeployment.reconciler import Caches, Reconciler
 
 HOST_ID = "host-uid"

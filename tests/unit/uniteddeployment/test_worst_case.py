@@ -28,6 +28,7 @@ from tests.unit.runtime.virtual_time import Operations, now, run_work_timed
 from tests.unit.uniteddeployment.test_adaptive import KEYS
 from tests.unit.uniteddeployment.test_history import Compared
 from united.uniteddeployment.admission import admit
+from united.uniteddeployment.sites import Site
 
 Json = dict[str, Any]
 MAX_OPERATIONS = 1_000_000
@@ -127,7 +128,7 @@ def settled(subsets: int) -> World:
 def test_pods_are_matched_per_subset_from_the_index_with_the_selector_still_applied(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from united.uniteddeployment import executor as module
+    from united.uniteddeployment import read as module
 
     world = settled(50)
     for i in range(500):  # another UnitedDeployment's pods, with the same subset names
@@ -148,15 +149,16 @@ def test_pods_are_matched_per_subset_from_the_index_with_the_selector_still_appl
         return Counting()
 
     monkeypatch.setattr(module, "parse_selector", counting)
-    pass_ = module.Executor(world.reconciler, admit(world.obj), world.obj, {}, 1)
+    ud = admit(world.obj)
+    host = Site(None, None, None, world.reconciler.caches.pods)
     children = {c["metadata"]["labels"][KEYS.subset_name]: c for c in world.children.list()}
-    pods = asyncio.run(pass_.pods_by_subset(children))
+    pods = asyncio.run(module.pods_by_subset(ud, KEYS, children, {}, host))
     assert {s: len(p) for s, p in pods.items()} == {f"s{i}": PODS_PER_SUBSET for i in range(50)}
     assert matched == 50 * PODS_PER_SUBSET + 500, "each child looks at the pods of its subset only"
 
     # A selector that does not pin the subset label still sees exactly what it selects.
     odd = dict(children["s0"], spec={**children["s0"]["spec"], "selector": {"matchLabels": {"app": "api"}}})
-    pods = asyncio.run(pass_.pods_by_subset({"s0": odd}))
+    pods = asyncio.run(module.pods_by_subset(ud, KEYS, {"s0": odd}, {}, host))
     assert sorted(p["metadata"]["name"] for p in pods["s0"]) == sorted(f"api-{i}" for i in range(500))
 
 

@@ -249,3 +249,59 @@ def test_what_a_stolen_token_would_try_is_refused(plural: str, change: str) -> N
     else:
         new["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Namespace", "name": "x", "uid": "u"}]
     assert not admitted(policy, old, new)
+
+
+def _narrowed(old: Json, targets: list[str] | None) -> Json:
+    """``old`` with each webhook's namespace-name ``In`` list as the controller writes it."""
+    new = copy.deepcopy(old)
+    for webhook in new["webhooks"]:
+        webhook["namespaceSelector"] = webhookconfig.with_targets(webhook["namespaceSelector"], targets)
+    return new
+
+
+@pytest.mark.parametrize("plural", KINDS)
+def test_the_controller_may_name_the_namespaces_that_hold_spreads(plural: str) -> None:
+    policy, old = policies()[plural], shipped()[plural]
+    narrowed = _narrowed(old, ["team-a", "team-b"])
+    assert admitted(policy, old, narrowed), "the In list added"
+    assert admitted(policy, narrowed, _narrowed(narrowed, ["team-a", "team-c"])), "the In list changed"
+    assert admitted(policy, narrowed, _narrowed(narrowed, [])), "no namespace"
+    assert admitted(policy, narrowed, _narrowed(narrowed, None)), "removed: back to the shipped selector"
+
+
+@pytest.mark.parametrize("plural", KINDS)
+@pytest.mark.parametrize(
+    "change",
+    [
+        "exclusion of kube-system removed",
+        "kube-system taken out of the exclusion",
+        "exclusion turned into an In",
+        "opt-out label expression removed",
+        "matchLabels added",
+        "an In on another key",
+        "selector removed",
+    ],
+)
+def test_the_selector_cannot_be_widened(plural: str, change: str) -> None:
+    """Whatever the In list names, the exclusions around it stay: kube-system, the controller's
+    namespace and opted-out namespaces are never sent, whatever a stolen token writes."""
+    policy = policies()[plural]
+    old = _narrowed(shipped()[plural], ["team-a"])
+    new = copy.deepcopy(old)
+    selector = new["webhooks"][0]["namespaceSelector"]
+    excluded, label, _ = selector["matchExpressions"]
+    if change == "exclusion of kube-system removed":
+        selector["matchExpressions"].remove(excluded)
+    elif change == "kube-system taken out of the exclusion":
+        excluded["values"] = ["united-system"]
+    elif change == "exclusion turned into an In":
+        excluded["operator"] = "In"
+    elif change == "opt-out label expression removed":
+        selector["matchExpressions"].remove(label)
+    elif change == "matchLabels added":
+        selector["matchLabels"] = {"team": "a"}
+    elif change == "an In on another key":
+        selector["matchExpressions"].append({"key": "team", "operator": "In", "values": ["a"]})
+    else:
+        del new["webhooks"][0]["namespaceSelector"]
+    assert not admitted(policy, old, new)

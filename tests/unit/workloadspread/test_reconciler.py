@@ -10,6 +10,7 @@ from typing import Any, cast
 from united.controller.manager import Manager, Settings
 from united.kube import KubeClient
 from united.runtime.metrics import Metrics
+from united.workloadspread.kind import setup
 from united.workloadspread.reconciler import (
     POD_EVENT_DELAY,
     WorkloadSpreadController,
@@ -23,7 +24,7 @@ NS = "shop"
 
 def controller() -> WorkloadSpreadController:
     m = Manager(cast(KubeClient, object()), Settings(), metrics=Metrics(process_metrics=False))
-    made = m._spread_controller(m)
+    made = setup(m, m.settings).make(m)
     assert isinstance(made, WorkloadSpreadController)
     return made
 

@@ -13,6 +13,7 @@ from tests.unit.workloadspread.test_reconciler import NS, controller, obj, put, 
 from united.controller.manager import Manager, Settings
 from united.kube import KubeClient
 from united.runtime.metrics import Metrics
+from united.workloadspread.kind import setup
 from united.workloadspread.model import MATCHED_ANNOTATION
 from united.workloadspread.webhook import PodWebhook
 
@@ -126,7 +127,7 @@ async def test_placed_and_unplaced_pods_are_counted_and_untargeted_ones_are_not(
 
 def test_the_controllers_webhook_counts_placements_in_its_metrics() -> None:
     metrics = Metrics(process_metrics=False)
-    manager = Manager(cast(KubeClient, object()), Settings(), metrics=metrics)
-    manager.webhook.placements("unplaced")
+    spreads = setup(Manager(cast(KubeClient, object()), Settings(), metrics=metrics), Settings())
+    spreads.webhook.placements("unplaced")
     sample = metrics.registry.get_sample_value("united_workloadspread_placements_total", {"result": "unplaced"})
     assert sample == 1.0

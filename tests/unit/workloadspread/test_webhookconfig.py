@@ -6,12 +6,16 @@ import pytest
 
 from united.workloadspread.webhookconfig import (
     EXCLUDE_LABEL,
+    NAME_LABEL,
+    NO_NAMESPACE,
     client_config,
     configurations,
     mutating,
     namespace_selector,
+    targets_of,
     url_problem,
     validating,
+    with_targets,
 )
 
 SELECTOR = namespace_selector("united-system")
@@ -100,3 +104,18 @@ def test_shipped_configurations_call_the_service_and_managed_ones_the_url() -> N
     ]
     assert {c["webhooks"][0]["failurePolicy"] for c in managed} == {"Fail"}
     assert managed[0]["webhooks"][0]["namespaceSelector"] == namespace_selector("ops")
+
+
+def test_targets_only_narrow_and_round_trip() -> None:
+    """The ``In`` expression is added after the exclusions, replaced whole, removed on None; an
+    empty set selects no namespace (the API server refuses an empty ``In``)."""
+    base = namespace_selector("ops")
+    narrowed = with_targets(base, {"b", "a"})
+    assert narrowed["matchExpressions"][:-1] == base["matchExpressions"]
+    assert narrowed["matchExpressions"][-1] == {"key": NAME_LABEL, "operator": "In", "values": ["a", "b"]}
+    assert targets_of(narrowed) == ["a", "b"] and targets_of(base) is None
+    assert with_targets(with_targets(narrowed, ["c"]), None) == base
+    empty = with_targets(base, [])
+    assert empty["matchExpressions"][-1]["values"] == [NO_NAMESPACE] and targets_of(empty) == []
+    assert namespace_selector("ops", targets=["a"]) == with_targets(base, ["a"])
+    assert with_targets(None, None) == {}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from united.multicluster.lastknown import STATUS, STORE, LastKnown, last_known
 from united.uniteddeployment.allocation import SubsetState
+from united.uniteddeployment.lastknown import STATUS, STORE, LastKnown, last_known
 from united.uniteddeployment.status import ChildView
 
 PREVIOUS: dict[str, Any] = {

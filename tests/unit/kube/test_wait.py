@@ -2,7 +2,7 @@
 
 import pytest
 
-from united.devcluster.wait import WaitTimeoutError, eventually, wait_until
+from united.kube.wait import WaitTimeoutError, eventually, wait_until
 
 
 def test_wait_until_returns_the_first_truthy_value() -> None:
