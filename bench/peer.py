@@ -360,7 +360,9 @@ async def peer_identity(ctx: Context) -> Path:
 
 def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
     """What makes the controller of ``side``: the peer's command, or ``united run`` serving
-    apps.kruise.io; both counted by the API server."""
+    apps.kruise.io; both counted by the API server. This project's serves the namespaces it is
+    given only when the peer's command names ``{namespace}``; else, like the peer, every one."""
+    scoped = "{namespace}" in command
 
     def make(namespaces: Sequence[str], name: str) -> ControllerProcess:
         made: ServerCounted
@@ -369,7 +371,7 @@ def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
         else:
             made = ServerCounted(
                 ctx.bench.controller_kubeconfig,
-                namespaces=namespaces,
+                namespaces=namespaces if scoped else (),
                 workers=ctx.workers,
                 log_dir=ctx.log_dir,
                 name=name,
@@ -404,7 +406,8 @@ async def compare_sides(ctx: Context, config: Mapping[str, Any], command: str, p
             log(f"  {cold.seconds:.2f} s; restart (no-op resync)")
             restart, ctl = await resync_restart(ctx, ctl, ns, uds=uds)
             scale = await scale_events(ctx, ctl, ns, uds=uds, subsets=subsets, singles=int(config["scale_singles"]),
-                                       bursts=int(config["scale_bursts"]), burst=int(config["burst_size"]))  # fmt: skip
+                                       bursts=int(config["scale_bursts"]), burst=int(config["burst_size"]),
+                                       bare=False)  # fmt: skip
             ctl.stop()
             cold_json = cold.as_json() | {
                 "reconcile_writes": reconcile_writes(cold.writes),

@@ -23,6 +23,8 @@ from bench.peer import PeerCommandError, check_command, manifests
 from bench.profile import render as render_profile
 from bench.profile import summarise
 from bench.scenarios import Context, log, run_all
+from united.devcluster import versions
+from united.devcluster.build import provision
 from united.kube.client import KubeClient
 from united.log import configure_logging
 
@@ -113,6 +115,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="run the (last) cold-start controller under py-spy")
     p.add_argument(
         "--source", type=Path, help="run the controller from this source tree (PYTHONPATH), e.g. a patched worktree"
+    )
+    p.add_argument(
+        "--kube-version",
+        help="the local control plane's Kubernetes (a release or newest/floor; default: $UNITED_KUBE_VERSION, "
+        "else the default)",
     )
     p.add_argument(
         "--peer-command",
@@ -208,7 +215,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.peer_command or any(s not in IN_PROCESS for s in scenarios):
         compile_sources(args.source)  # only runs that spawn a controller and a floor need it
         log("starting the local control plane (no workload controllers)")
-        with local_cluster(profiling=bool(args.server_profile)) as cluster:
+        binaries = provision(versions.chosen(args.kube_version, os.environ))
+        with local_cluster(binaries, profiling=bool(args.server_profile)) as cluster:
             bench_cluster = asyncio.run(BenchCluster.prepare(cluster, owned=True))
             results["kubernetes"] = str(cluster.binaries.version)
             results.update(asyncio.run(bench(bench_cluster, config, scenarios, args.out)))
@@ -256,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.peer_command and not args.peer_manifests:
         p.error("--peer-command needs --peer-manifests: the peer's CRDs")
+    try:
+        versions.chosen(args.kube_version, os.environ)
+    except ValueError as exc:
+        p.error(str(exc))
     missing = [str(m) for m in args.peer_manifests if not m.exists()]
     if missing:
         p.error(f"--peer-manifests: no such file or directory: {', '.join(missing)}")

@@ -419,9 +419,12 @@ async def scale_events(
     singles: int,
     bursts: int,
     burst: int,
+    bare: bool = True,
 ) -> JSON:
     """PATCH ``/scale`` on UnitedDeployments one at a time and in bursts; the floor is the
-    same PATCH ``/scale`` on a plain Deployment, interleaved with them in the same run."""
+    same PATCH ``/scale`` on a plain Deployment, interleaved with them in the same run.
+    ``bare``: also on UnitedDeployments no controller serves (not when one serves every
+    namespace)."""
     loop = asyncio.get_running_loop()
     docs = {
         ud_name(i): united_deployment(ud_name(i), namespace, subsets=subsets, replicas=2 * subsets, group=ctx.group)
@@ -435,7 +438,11 @@ async def scale_events(
     # The same UnitedDeployment /scale in a namespace no controller serves: what the custom
     # resource's own write and watch cost, with nothing reacting to it.
     bare_namespace = f"{namespace}-bare"
-    bare_docs = await create_uds(ctx.client, bare_namespace, uds=max(1, burst), subsets=subsets, group=ctx.group)
+    bare_docs = (
+        await create_uds(ctx.client, bare_namespace, uds=max(1, burst), subsets=subsets, group=ctx.group)
+        if bare
+        else {}
+    )
     bare_replicas = dict.fromkeys(bare_docs, 2 * subsets)
     bare_view = ctx.view(bare_namespace)
     await bare_view.start()
@@ -534,7 +541,8 @@ async def scale_events(
         for k in range(singles):
             one_ctl += await controller_batch(next_uds(1))
             one_floor += await floor_batch([floors[k % len(floors)]])
-            one_bare += await bare_batch([bare_names[k % len(bare_names)]])
+            if bare_names:
+                one_bare += await bare_batch([bare_names[k % len(bare_names)]])
         log(f"scale events: {bursts} bursts of {burst}")
         if ctx.server_profile:
             profile = ServerProfile(
@@ -550,7 +558,8 @@ async def scale_events(
         for _ in range(bursts):
             burst_ctl += await controller_batch(next_uds(burst))
             burst_floor += await floor_batch(floors[:burst])
-            burst_bare += await bare_batch(bare_names[:burst])
+            if bare_names:
+                burst_bare += await bare_batch(bare_names[:burst])
         if ctx.server_profile:
             server = await profile.finish()
     finally:

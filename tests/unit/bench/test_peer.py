@@ -113,7 +113,8 @@ def scenario_results(scale_p50: float) -> tuple[dict[str, Any], dict[str, Any], 
         return {"p50_ms": p50, "p99_ms": 2 * p50, "writes_per_event": 2.0, "event_writes_per_event": 1.0,
                 "writes_by_resource_per_event": {"PATCH deployments": 1.0, "PATCH uniteddeployments/status": 1.0},
                 "floor_p50_ms": 5.0, "floor_p99_ms": 9.0,
-                "cpu_ms_per_event": {"controller": {"controller": 3.0, "kube-apiserver": 4.0, "etcd": 1.0}}}  # fmt: skip
+                "cpu_ms_per_event": {"controller": {"controller": 3.0, "kube-apiserver": 4.0, "etcd": 1.0}},
+                }  # fmt: skip
 
     return cold, restart, {"one_at_a_time": case(scale_p50), "bursts": case(3 * scale_p50)}
 
@@ -194,3 +195,15 @@ def test_peer_manifests_are_read_from_files_and_directories(tmp_path: Path) -> N
     (tmp_path / "d" / "skip.txt").write_text("kind: X\n")
     (tmp_path / "e.yaml").write_text("kind: E\n")
     assert [d["kind"] for d in manifests([tmp_path / "d", tmp_path / "e.yaml"])] == ["A", "B", "C", "E"]
+
+
+def test_a_kubernetes_the_bench_cannot_run_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--kube-version", "1.19.0", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--kube-version: 1.19.0 cannot be built here" in capsys.readouterr().err
+    monkeypatch.setenv("UNITED_KUBE_VERSION", "bogus")
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path)])
+    assert exc.value.code == 2 and "UNITED_KUBE_VERSION: 'bogus' is not a Kubernetes release" in capsys.readouterr().err
