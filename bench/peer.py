@@ -358,6 +358,14 @@ async def peer_identity(ctx: Context) -> Path:
     )
 
 
+def profiled(ctx: Context, name: str) -> Path | None:
+    """With ``--profile``: where ``py-spy`` records this project's controller that restarts
+    and then takes the scale events (``resync-…``), one raw profile per turn."""
+    if ctx.profile_dir is None or not name.startswith("resync-"):
+        return None
+    return ctx.profile_dir / f"{name}.raw"
+
+
 def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
     """What makes the controller of ``side``: the peer's command, or ``united run`` serving
     apps.kruise.io; both counted by the API server. This project's serves the namespaces it is
@@ -377,6 +385,7 @@ def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
                 name=name,
                 source=ctx.source,
                 extra=("--api-group", KRUISE_GROUP),
+                profile=profiled(ctx, name),
             )
         made.counter = ctx.client
         return made
@@ -454,6 +463,7 @@ __all__ = [
     "interleave",
     "medians",
     "peer_argv",
+    "profiled",
     "ratio",
     "render",
     "side_figures",

@@ -21,12 +21,14 @@ from bench.peer import (
     manifests,
     medians,
     peer_argv,
+    profiled,
     ratio,
     render,
     side_figures,
 )
 from bench.report import render as render_report
 from bench.run import main, parser
+from bench.scenarios import Context
 
 VALUES = {"kubeconfig": "/k/config", "port": "8001", "metrics_port": "8002", "namespace": "a,b"}
 
@@ -207,3 +209,11 @@ def test_a_kubernetes_the_bench_cannot_run_exits_2(
     with pytest.raises(SystemExit) as exc:
         main(["--out", str(tmp_path)])
     assert exc.value.code == 2 and "UNITED_KUBE_VERSION: 'bogus' is not a Kubernetes release" in capsys.readouterr().err
+
+
+def test_with_profile_only_the_controller_that_takes_the_scale_events_is_recorded(tmp_path: Path) -> None:
+    ctx = Context(bench=None, client=None, workers=None, log_dir=tmp_path, profile_dir=tmp_path)  # type: ignore[arg-type]
+    assert profiled(ctx, "resync-ours-1") == tmp_path / "resync-ours-1.raw"
+    assert profiled(ctx, "cold-ours-1") is None
+    ctx.profile_dir = None
+    assert profiled(ctx, "resync-ours-1") is None
