@@ -189,6 +189,10 @@ class ControllerProcess:
             argv = [spy, "record", "--format", "raw", "--rate", "200", "--output", output, "--", *argv]
         return argv
 
+    async def mark(self) -> None:
+        """Before :meth:`start`: where the counts of :meth:`writes` start (its own metrics
+        start at zero with the process; a subclass counting elsewhere takes a baseline)."""
+
     def start(self) -> None:
         self.port = free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

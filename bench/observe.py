@@ -16,6 +16,8 @@ from united.kube.client import DEPLOYMENTS, JSON, KubeClient, Resource
 from united.runtime.informer import DELETED, Informer
 
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+KRUISE_UD = Resource("apps.kruise.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+"""OpenKruise's UnitedDeployments: what the bench measures both sides on when it runs a peer."""
 
 
 def _owner(obj: Mapping[str, Any]) -> str | None:
@@ -44,12 +46,15 @@ class NamespaceView:
     predicate after every event.
     """
 
-    def __init__(self, client: KubeClient, namespace: str) -> None:
+    def __init__(
+        self, client: KubeClient, namespace: str, *, ud: Resource = UD, subset_key: str = KEYS.subset_name
+    ) -> None:
         self.namespace = namespace
+        self.subset_key = subset_key
         loop = asyncio.get_running_loop()
         self._time = loop.time
         self.deployments = Informer(client, DEPLOYMENTS, namespace=namespace, handlers=[self._on_deployment])
-        self.uds = Informer(client, UD, namespace=namespace, handlers=[self._on_ud])
+        self.uds = Informer(client, ud, namespace=namespace, handlers=[self._on_ud])
         self._tasks: list[asyncio.Task[None]] = []
         self._changed = asyncio.Condition()
         self.last_event_at = 0.0
@@ -171,7 +176,7 @@ class NamespaceView:
         if kind != DELETED and (not seen or seen[-1][1] != replicas):
             seen.append((now, replicas))
         ud = _owner(obj)
-        subset = (meta.get("labels") or {}).get(KEYS.subset_name)
+        subset = (meta.get("labels") or {}).get(self.subset_key)
         if ud is not None and subset:
             self._child_of[name] = (ud, subset)
             live = self.children.setdefault(ud, {}).setdefault(subset, set())

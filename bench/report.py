@@ -425,8 +425,12 @@ def render(results: JSON) -> str:
             ),
         )
     header = ("Scenario", "Figure", "Controller", "Floor", "Ratio", "Goal", "Met")
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] if rows else []
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    if results.get("peer"):
+        from bench.peer import render as render_peer
+
+        lines.append(render_peer(results["peer"]))
     m = results.get("machine") or {}
     notes = [
         "",
@@ -436,8 +440,8 @@ def render(results: JSON) -> str:
     if results.get("config"):
         notes.append(f"Config: `{json.dumps(results['config'], sort_keys=True)}`.")
     notes.append(
-        "Local control plane (Kubernetes 1.20.2); kube-controller-manager runs without its workload "
-        "controllers (no pods, no child status): every counted write is the controller's."
+        f"Local control plane (Kubernetes {results.get('kubernetes', '1.20.2')}); kube-controller-manager runs "
+        "without its workload controllers (no pods, no child status): every counted write is the controller's."
     )
     return "\n".join(lines + notes) + "\n"
 

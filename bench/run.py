@@ -19,9 +19,12 @@ from typing import Any
 
 from bench import report
 from bench.env import ROOT, BenchCluster, local_cluster
+from bench.peer import PeerCommandError, check_command, manifests
 from bench.profile import render as render_profile
 from bench.profile import summarise
 from bench.scenarios import Context, log, run_all
+from united.devcluster import versions
+from united.devcluster.build import provision
 from united.kube.client import KubeClient
 from united.log import configure_logging
 
@@ -113,7 +116,37 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--source", type=Path, help="run the controller from this source tree (PYTHONPATH), e.g. a patched worktree"
     )
+    p.add_argument(
+        "--kube-version",
+        help="the local control plane's Kubernetes (a release or newest/floor; default: $UNITED_KUBE_VERSION, "
+        "else the default)",
+    )
+    p.add_argument(
+        "--peer-command",
+        type=peer_command,
+        metavar="CMD",
+        help="compare with another controller of apps.kruise.io UnitedDeployments (e.g. OpenKruise's manager), "
+        "run as CMD with {kubeconfig}, {port} (its /readyz), {metrics_port} and {namespace} filled in: one side at "
+        "a time, --repeats times interleaved; runs this comparison instead of --scenarios",
+    )
+    p.add_argument(
+        "--peer-manifests",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="YAML file or directory applied before each run of the peer: its CRDs (which replace this project's "
+        "apps.kruise.io ones) and whatever else it needs; repeatable",
+    )
     return p
+
+
+def peer_command(text: str) -> str:
+    """``--peer-command``: known placeholders, and ``{port}``."""
+    try:
+        return check_command(text)
+    except PeerCommandError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def config_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,6 +173,8 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "profile": args.profile,
         "source": str(args.source) if args.source else None,
         "server_profile": args.server_profile,
+        "peer_command": args.peer_command,
+        "peer_manifests": [str(p) for p in args.peer_manifests],
     }
 
 
@@ -157,6 +192,11 @@ async def bench(bench_cluster: BenchCluster, config: dict[str, Any], scenarios: 
             server_profile=int(config.get("server_profile") or 0),
         )
         try:
+            if config.get("peer_command"):
+                from bench.peer import compare_sides
+
+                docs = manifests([Path(p) for p in config["peer_manifests"]])
+                return {"peer": await compare_sides(ctx, config, config["peer_command"], docs)}
             return await run_all(ctx, config, scenarios)
         finally:
             ctx.stop_all()
@@ -172,11 +212,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"config": config}
     start_machine = report.machine()
     started = time.monotonic()
-    if any(s not in IN_PROCESS for s in scenarios):
+    if args.peer_command or any(s not in IN_PROCESS for s in scenarios):
         compile_sources(args.source)  # only runs that spawn a controller and a floor need it
         log("starting the local control plane (no workload controllers)")
-        with local_cluster(profiling=bool(args.server_profile)) as cluster:
+        binaries = provision(versions.chosen(args.kube_version, os.environ))
+        with local_cluster(binaries, profiling=bool(args.server_profile)) as cluster:
             bench_cluster = asyncio.run(BenchCluster.prepare(cluster, owned=True))
+            results["kubernetes"] = str(cluster.binaries.version)
             results.update(asyncio.run(bench(bench_cluster, config, scenarios, args.out)))
     else:
         results.update(in_process_only(scenarios))
@@ -218,7 +260,17 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.peer_command and not args.peer_manifests:
+        p.error("--peer-command needs --peer-manifests: the peer's CRDs")
+    try:
+        versions.chosen(args.kube_version, os.environ)
+    except ValueError as exc:
+        p.error(str(exc))
+    missing = [str(m) for m in args.peer_manifests if not m.exists()]
+    if missing:
+        p.error(f"--peer-manifests: no such file or directory: {', '.join(missing)}")
     args.out = args.out.resolve()  # controllers run from --source trees: no relative paths
     configure_logging(level="WARNING", log_format="console")
     signal.signal(signal.SIGTERM, _interrupt)  # clean up (controllers, control plane) as on Ctrl-C

@@ -38,6 +38,8 @@ from bench.webhook import (
     spread,
     until,
 )
+from united.devcluster import versions
+from united.devcluster.versions import DEFAULT, KubeVersion
 from united.kube.client import DEPLOYMENTS, PODS, REPLICA_SETS, KubeClient, PatchType
 from united.runtime.informer import ADDED, Informer
 
@@ -63,10 +65,12 @@ def rate(arrivals: Sequence[float], *, start: float) -> JSON:
     }
 
 
-def kcm_argv(binary: str, kubeconfig: str, *, qps: int, port: int) -> list[str]:
-    """A kube-controller-manager running only the Deployment and ReplicaSet controllers."""
+def kcm_argv(binary: str, kubeconfig: str, *, qps: int, port: int, version: KubeVersion = DEFAULT) -> list[str]:
+    """A kube-controller-manager running only the Deployment and ReplicaSet controllers (no
+    insecure port: ``--port=0`` while ``version`` has the flag)."""
     burst = math.ceil(qps * 1.5)
-    return [binary, f"--kubeconfig={kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}", "--port=0",
+    insecure = ["--port=0"] if versions.controller_manager_has_port_flag(version) else []
+    return [binary, f"--kubeconfig={kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}", *insecure,
             "--leader-elect=false", "--controllers=deployment,replicaset", "--controller-start-interval=0",
             f"--kube-api-qps={qps}", f"--kube-api-burst={burst}", "--profiling=false", "--v=1"]  # fmt: skip
 
@@ -75,7 +79,7 @@ def kcm_argv(binary: str, kubeconfig: str, *, qps: int, port: int) -> list[str]:
 def workload_controllers(ctx: Context, *, qps: int) -> Any:
     """A second kube-controller-manager (deployment, replicaset) while the block runs."""
     argv = kcm_argv(str(ctx.bench.cluster.binaries.kube_controller_manager), str(ctx.bench.admin_kubeconfig),
-                    qps=qps, port=free_port())  # fmt: skip
+                    qps=qps, port=free_port(), version=ctx.bench.cluster.binaries.version)  # fmt: skip
     with (ctx.log_dir / f"kcm-workloads-{qps}.log").open("ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     try:

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import timeit
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 from bench.controller import ControllerProcess, CpuLedger, die_with_parent, diff_counts
 from bench.crd import without_workload_spreads
 from bench.env import BenchCluster, bounded, create_namespace
-from bench.observe import UD, NamespaceView
+from bench.observe import KRUISE_UD, UD, NamespaceView
 from bench.serverprofile import ServerProfile
 from bench.workload import (
     allocation,
@@ -38,10 +38,12 @@ from bench.workload import (
     ud_name,
     united_deployment,
 )
+from united.api.groups import GROUP
 from united.controller.manager import Settings
 from united.kube.client import DEPLOYMENTS, JSON, PODS, KubeClient, PatchType
 from united.uniteddeployment import defaults
 from united.uniteddeployment.allocation import SubsetState, allocate, choose
+from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.model import parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,10 +92,32 @@ class Context:
     server_profile: int = 0
     """Seconds of kube-apiserver CPU profile to take from the first scale burst on (0: none)."""
     controllers: list[ControllerProcess] = field(default_factory=list)
+    group: str = GROUP
+    """The group of the UnitedDeployments the controller measured serves (the floor's stay in
+    this project's group: its script writes there)."""
+    spawn: Callable[[Sequence[str], str], ControllerProcess] | None = None
+    """Makes the controller measured instead of ``united run`` (a peer), from its namespaces
+    and a name for its log."""
+
+    @property
+    def ud(self) -> Any:
+        return KRUISE_UD if self.group == KRUISE_UD.group else UD
+
+    @property
+    def subset_key(self) -> str:
+        return Keys(self.group).subset_name
+
+    def view(self, namespace: str) -> NamespaceView:
+        """The bench's watch on a namespace of the controller measured."""
+        return NamespaceView(self.client, namespace, ud=self.ud, subset_key=self.subset_key)
 
     def controller(
         self, namespaces: Sequence[str], *, name: str, profile: Path | None = None, extra: Sequence[str] = ()
     ) -> ControllerProcess:
+        if self.spawn is not None:
+            made = self.spawn(namespaces, name)
+            self.controllers.append(made)
+            return made
         ctl = ControllerProcess(
             self.bench.controller_kubeconfig,
             namespaces=namespaces,
@@ -112,14 +136,18 @@ class Context:
             ctl.stop()
 
 
-async def create_uds(client: KubeClient, namespace: str, *, uds: int, subsets: int) -> dict[str, JSON]:
+async def create_uds(
+    client: KubeClient, namespace: str, *, uds: int, subsets: int, group: str = GROUP
+) -> dict[str, JSON]:
     await create_namespace(client, namespace)
     docs = {
-        ud_name(i): united_deployment(ud_name(i), namespace, subsets=subsets, replicas=2 * subsets) for i in range(uds)
+        ud_name(i): united_deployment(ud_name(i), namespace, subsets=subsets, replicas=2 * subsets, group=group)
+        for i in range(uds)
     }
+    resource = KRUISE_UD if group == KRUISE_UD.group else UD
 
     async def one(doc: JSON) -> None:
-        await client.create(UD, doc, namespace=namespace)
+        await client.create(resource, doc, namespace=namespace)
 
     await bounded(docs.values(), one, concurrency=16)
     return docs
@@ -144,6 +172,8 @@ class ColdRun:
     """kube-apiserver + etcd CPU during the run."""
     passes: int | None = None
     """Reconcile passes of the controller (every controller of the process)."""
+    rss_kb: int | None = None
+    """The controller's resident memory once converged."""
 
     def as_json(self) -> JSON:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -153,14 +183,15 @@ async def cold_start_run(
     ctx: Context, who: str, namespace: str, *, uds: int, subsets: int, profile: Path | None = None
 ) -> tuple[ColdRun, ControllerProcess | None]:
     """One cold start in a fresh namespace, by the controller or by the floor script."""
-    docs = await create_uds(ctx.client, namespace, uds=uds, subsets=subsets)
-    view = NamespaceView(ctx.client, namespace)
+    floor = who in ("floor", "floor-watch")
+    docs = await create_uds(ctx.client, namespace, uds=uds, subsets=subsets, group=GROUP if floor else ctx.group)
+    view = NamespaceView(ctx.client, namespace) if floor else ctx.view(namespace)
     await view.start()
     view.expect({name: allocation(doc) for name, doc in docs.items()})
     within = 120 + uds * subsets * 0.5
     server_cpu = ctx.bench.server_cpu_seconds()
     try:
-        if who in ("floor", "floor-watch"):
+        if floor:
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=ctx.log_dir) as f:
                 json.dump({name: floor_plan(doc) for name, doc in docs.items()}, f)
             argv = [sys.executable, "-m", "bench.floor", "--kubeconfig", str(ctx.bench.controller_kubeconfig)]
@@ -189,6 +220,7 @@ async def cold_start_run(
             run.server_cpu_seconds = ctx.bench.server_cpu_seconds() - server_cpu
             return run, None
         ctl = ctx.controller([namespace], name=f"cold-{namespace}", profile=profile)
+        await ctl.mark()
         ctl.start()
         ready = await ctl.wait_ready()
         converged = await view.wait_quiet(lambda: view.converged, quiet=1.0, within=within, what="controller")
@@ -202,6 +234,7 @@ async def cold_start_run(
         run.server_cpu_seconds = ctx.bench.server_cpu_seconds() - server_cpu
         run.cpu = await ctl.net_cpu(gross, ctl.scrapes)
         run.cpu_seconds = run.cpu["cpu_seconds"]
+        run.rss_kb = ctl.rss_kb()
         return run, ctl
     finally:
         await view.stop()
@@ -386,24 +419,32 @@ async def scale_events(
     singles: int,
     bursts: int,
     burst: int,
+    bare: bool = True,
 ) -> JSON:
     """PATCH ``/scale`` on UnitedDeployments one at a time and in bursts; the floor is the
-    same PATCH ``/scale`` on a plain Deployment, interleaved with them in the same run."""
+    same PATCH ``/scale`` on a plain Deployment, interleaved with them in the same run.
+    ``bare``: also on UnitedDeployments no controller serves (not when one serves every
+    namespace)."""
     loop = asyncio.get_running_loop()
     docs = {
-        ud_name(i): united_deployment(ud_name(i), namespace, subsets=subsets, replicas=2 * subsets) for i in range(uds)
+        ud_name(i): united_deployment(ud_name(i), namespace, subsets=subsets, replicas=2 * subsets, group=ctx.group)
+        for i in range(uds)
     }
     replicas = dict.fromkeys(docs, 2 * subsets)
-    view = NamespaceView(ctx.client, namespace)
+    view = ctx.view(namespace)
     await view.start()
     floors = await _floor_deployments(ctx, namespace, max(1, burst))
     floor_replicas = dict.fromkeys(floors, 1)
     # The same UnitedDeployment /scale in a namespace no controller serves: what the custom
     # resource's own write and watch cost, with nothing reacting to it.
     bare_namespace = f"{namespace}-bare"
-    bare_docs = await create_uds(ctx.client, bare_namespace, uds=max(1, burst), subsets=subsets)
+    bare_docs = (
+        await create_uds(ctx.client, bare_namespace, uds=max(1, burst), subsets=subsets, group=ctx.group)
+        if bare
+        else {}
+    )
     bare_replicas = dict.fromkeys(bare_docs, 2 * subsets)
-    bare_view = NamespaceView(ctx.client, bare_namespace)
+    bare_view = ctx.view(bare_namespace)
     await bare_view.start()
     await view.wait(lambda: all(view.replicas(n) == 1 for n in floors), within=60, what="floor deployments")
     view.expect({name: allocation(doc) for name, doc in docs.items()})
@@ -432,7 +473,7 @@ async def scale_events(
 
         async def send(name: str) -> None:
             sent[name] = loop.time()
-            await _scale(ctx.client, UD, namespace, name, replicas[name])
+            await _scale(ctx.client, ctx.ud, namespace, name, replicas[name])
 
         since = ledger.start()
         await asyncio.gather(*(send(n) for n in batch))
@@ -479,7 +520,7 @@ async def scale_events(
         async def send(name: str) -> None:
             bare_replicas[name] += 1
             sent[name] = loop.time()
-            await _scale(ctx.client, UD, bare_namespace, name, bare_replicas[name])
+            await _scale(ctx.client, ctx.ud, bare_namespace, name, bare_replicas[name])
 
         since = ledger.start()
         await asyncio.gather(*(send(n) for n in batch))
@@ -500,7 +541,8 @@ async def scale_events(
         for k in range(singles):
             one_ctl += await controller_batch(next_uds(1))
             one_floor += await floor_batch([floors[k % len(floors)]])
-            one_bare += await bare_batch([bare_names[k % len(bare_names)]])
+            if bare_names:
+                one_bare += await bare_batch([bare_names[k % len(bare_names)]])
         log(f"scale events: {bursts} bursts of {burst}")
         if ctx.server_profile:
             profile = ServerProfile(
@@ -516,7 +558,8 @@ async def scale_events(
         for _ in range(bursts):
             burst_ctl += await controller_batch(next_uds(burst))
             burst_floor += await floor_batch(floors[:burst])
-            burst_bare += await bare_batch(bare_names[:burst])
+            if bare_names:
+                burst_bare += await bare_batch(bare_names[:burst])
         if ctx.server_profile:
             server = await profile.finish()
     finally:
@@ -587,6 +630,7 @@ async def resync_restart(
     """Restart the controller on a converged namespace: every UD is reconciled once more."""
     ctl.stop()
     fresh = ctx.controller([namespace], name=f"resync-{namespace}")
+    await fresh.mark()
     fresh.start()
     ready = await fresh.wait_ready()
     cpu_ready = fresh.cpu_seconds()
@@ -621,7 +665,7 @@ async def resync_touch(ctx: Context, ctl: ControllerProcess, namespace: str, *, 
 
     async def touch(i: int) -> None:
         patch = {"metadata": {"labels": {"bench.united.dev/touched": stamp}}}
-        await ctx.client.patch(UD, ud_name(i), patch, patch_type=PatchType.MERGE, namespace=namespace)
+        await ctx.client.patch(ctx.ud, ud_name(i), patch, patch_type=PatchType.MERGE, namespace=namespace)
 
     await bounded(range(uds), touch, concurrency=16)
     await _wait_reconciled(ctl, reconciles + uds, within=120 + uds)

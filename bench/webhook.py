@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,15 +47,25 @@ async def prepare_namespace(client: KubeClient, name: str, *, excluded: bool = F
         patch = {"metadata": {"labels": {EXCLUDE_LABEL: EXCLUDED}}}
         await client.patch(NAMESPACES, name, patch, patch_type=PatchType.MERGE)
 
+    secrets = await makes_token_secrets(client)
+
     async def token() -> bool:
         try:
             account = await client.get(SERVICE_ACCOUNTS, "default", namespace=name)
         except NotFound:
             return False
-        return bool(account.get("secrets"))
+        return bool(account.get("secrets")) or not secrets
 
     await until(token, within=60, what=f"the default ServiceAccount's token in {name}")
     return name
+
+
+async def makes_token_secrets(client: KubeClient) -> bool:
+    """Whether the API server's ServiceAccounts get token Secrets (before 1.24), without which
+    it refuses pods; from 1.24 a namespace takes pods once its ServiceAccount exists."""
+    info = json.loads(await client.get_path("/version"))
+    minor = int("".join(c for c in str(info.get("minor", "")) if c.isdigit()) or 0)
+    return str(info.get("major")) == "1" and minor < 24
 
 
 async def remove_configurations(client: KubeClient) -> None:

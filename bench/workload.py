@@ -37,8 +37,12 @@ def subset_names(m: int) -> list[str]:
     return [f"s{j}" for j in range(m)]
 
 
-def united_deployment(name: str, namespace: str, *, subsets: int, replicas: int) -> JSON:
-    """A UnitedDeployment of Deployments: ``subsets`` zone subsets, replicas split evenly."""
+def united_deployment(name: str, namespace: str, *, subsets: int, replicas: int, group: str = GROUP) -> JSON:
+    """A UnitedDeployment of Deployments: ``subsets`` zone subsets, replicas split evenly.
+
+    In OpenKruise's group it carries ``revisionHistoryLimit``, which OpenKruise's own
+    admission would default: the bench creates objects before any controller runs, and
+    OpenKruise's controller reads that field without a default of its own."""
     pod = {
         "metadata": {"labels": {"app": name}},
         "spec": {
@@ -63,8 +67,8 @@ def united_deployment(name: str, namespace: str, *, subsets: int, replicas: int)
         }
         for j, s in enumerate(subset_names(subsets))
     ]
-    return {
-        "apiVersion": "apps.united.io/v1alpha1",
+    doc: JSON = {
+        "apiVersion": f"{group}/v1alpha1",
         "kind": "UnitedDeployment",
         "metadata": {"name": name, "namespace": namespace, "labels": {"bench.united.dev/ud": "true"}},
         "spec": {
@@ -79,6 +83,9 @@ def united_deployment(name: str, namespace: str, *, subsets: int, replicas: int)
             "topology": {"subsets": subset_list},
         },
     }
+    if group != GROUP:
+        doc["spec"]["revisionHistoryLimit"] = 10
+    return doc
 
 
 def allocation(

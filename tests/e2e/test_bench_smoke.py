@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
 
 from bench.run import main
+from united.api.groups import KRUISE_GROUP
+from united.data import crds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -96,3 +99,36 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     limits = results["limits"]  # in-process, at the limits whatever the sizes asked
     assert set(limits) == {"most subsets", "largest template"}
     assert all(0 < f["first_longest_ms"] <= f["cpu_ms"] for f in limits.values())
+
+
+def test_a_peer_runs_side_by_side_one_side_at_a_time(tmp_path: Path) -> None:
+    """``--peer-command`` end to end with a stand-in peer (this project's own controller, run as
+    any other program would be, with the compat CRDs as its manifests): both sides converge, the
+    table shows each figure for both, and neither side's objects outlive its turn."""
+    manifests = tmp_path / "peer-manifests"
+    manifests.mkdir()
+    for crd in crds(KRUISE_GROUP):
+        (manifests / crd.name).write_text(crd.read_text())
+    command = (f"{sys.executable} -m united run --api-group {KRUISE_GROUP} --kubeconfig {{kubeconfig}} "
+               "--http-port {port} --namespace {namespace}")  # fmt: skip
+    argv = ["--uds", "3", "--subsets", "3", "--repeats", "2", "--scale-singles", "2", "--scale-bursts", "1",
+            "--burst-size", "2", "--floor-concurrency", "4", "--peer-command", command,
+            "--peer-manifests", str(manifests), "--out", str(tmp_path), "--name", "peer"]  # fmt: skip
+    assert main(argv) == 0
+    results = json.loads((tmp_path / "peer.json").read_text())
+    peer = results["peer"]
+    assert [run["cold"]["namespace"] for run in peer["runs"]["peer"]] == ["peer-0", "peer-1"]
+    assert [run["cold"]["namespace"] for run in peer["runs"]["ours"]] == ["ours-0", "ours-1"]
+    rows = {row["key"]: row for row in peer["rows"]}
+    for side in ("peer", "ours"):
+        figures = peer[side]
+        # Counted by the API server for both sides: 3 UDs x (1 revision + 3 children + 1 status).
+        assert figures["cold_writes"] == 3 * 5, peer["runs"][side]
+        assert figures["resync_writes"] == 0 and figures["writes_per_event"] > 0
+        assert figures["rss_kb"] > 0 and figures["cold_seconds"] > 0 and figures["burst_p99_ms"] > 0
+    assert rows["cold_writes"]["ratio"] == 1.0 and rows["resync_writes"]["met"]
+    assert peer["floor"]["cold_seconds"] > 0 and peer["floor"]["burst_p50_ms"] > 0
+    table = (tmp_path / "peer.md").read_text()
+    assert table.startswith("| Figure | Peer | This project |") and "floor (the API server's limit)" in table
+    logs = {p.name for p in (tmp_path / "logs").iterdir()}  # each side's process ran as its own
+    assert {"peer-cold-peer-0.log", "peer-resync-peer-1.log", "cold-ours-0.log", "resync-ours-1.log"} <= logs

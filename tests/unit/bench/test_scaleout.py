@@ -8,6 +8,7 @@ import math
 import pytest
 
 from bench.scaleout import kcm_argv, rate, summarise
+from united.devcluster.versions import KubeVersion
 
 
 def test_rate_from_the_request_and_between_first_and_last_pod() -> None:
@@ -41,3 +42,10 @@ def test_the_second_controller_manager_runs_only_the_workload_controllers_at_the
     assert argv[0] == "/bin/kcm"
     assert {"--controllers=deployment,replicaset", "--kube-api-qps=20", "--kube-api-burst=30",
             "--secure-port=1234", "--leader-elect=false", "--kubeconfig=/k/admin.kubeconfig"} <= set(argv)  # fmt: skip
+
+
+def test_the_insecure_port_flag_is_given_only_to_releases_that_have_it() -> None:
+    old = kcm_argv("/bin/kcm", "/k/c", qps=20, port=1, version=KubeVersion.parse("1.20.2"))
+    new = kcm_argv("/bin/kcm", "/k/c", qps=20, port=1, version=KubeVersion.parse("1.37.2"))
+    assert "--port=0" in old and not any(a.startswith("--port=") for a in new)
+    assert set(old) - {"--port=0"} == set(new)

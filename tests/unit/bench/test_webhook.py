@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bench.webhook import maxima_for, placement, spread
+import pytest
+
+from bench.webhook import makes_token_secrets, maxima_for, placement, spread
 from united.devcluster.nodes import ZONE_LABEL
 from united.workloadspread.admission import admit
 from united.workloadspread.injection import inject
@@ -55,3 +57,21 @@ def test_a_placed_pod_must_require_its_subsets_zone_exactly() -> None:
                   uid=None)  # fmt: skip
     assert placement([real], spread="ws", maxima=[1, 1]) == {
         "counts": {"s0": 0, "s1": 1}, "maxima": [1, 1], "unplaced": 0, "over_filled": {}, "wrong_zone": 0}  # fmt: skip
+
+
+class VersionServer:
+    def __init__(self, major: str, minor: str) -> None:
+        self.answer = json.dumps({"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0"})
+
+    async def get_path(self, path: str) -> str:
+        assert path == "/version"
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("major", "minor", "secrets"), [("1", "20", True), ("1", "23+", True), ("1", "24", False), ("1", "37", False)]
+)
+async def test_token_secrets_are_awaited_only_where_the_api_server_makes_them(
+    major: str, minor: str, secrets: bool
+) -> None:
+    assert await makes_token_secrets(VersionServer(major, minor)) is secrets  # type: ignore[arg-type]
