@@ -34,10 +34,10 @@ from bench.serverprofile import requests
 from united.api import yamlload
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.data import MANIFESTS, crds, documents
-from united.devcluster.installation import apply
-from united.devcluster.wait import eventually
+from united.kube.apply import apply
 from united.kube.client import CRDS, NAMESPACES, KubeClient
 from united.kube.errors import NotFound
+from united.kube.wait import eventually
 
 JSON = dict[str, Any]
 PLACEHOLDERS = ("kubeconfig", "port", "metrics_port", "namespace")
