@@ -61,6 +61,9 @@ class Case:
     code: int
     text: str
     """What the Stalled message or the API server's answer must contain."""
+    exact: bool = True
+    """False: the API server's own wording, recorded from 1.20's, which later releases change
+    ("Too long: may not be more than 63 bytes"); on those only its field path must match."""
 
     @property
     def id(self) -> str:
@@ -78,14 +81,21 @@ def _load(path: Path) -> Case:
     validate = validate.removeprefix("validate: ").replace("FILE", str(path))
     cluster = cluster.removeprefix("cluster: ")
     older, _, newer = cluster.partition(f"; {RULES_SINCE[0]}.{RULES_SINCE[1]}+: ")
-    cluster = newer if newer and (KUBE_VERSION.major, KUBE_VERSION.minor) >= RULES_SINCE else older
+    recent = (KUBE_VERSION.major, KUBE_VERSION.minor) >= RULES_SINCE
+    cluster = newer if newer and recent else older
     if cluster == "stalled":
         return Case(path, title, validate, "stalled", 0, validate)
     if cluster.startswith("stalled: "):
         return Case(path, title, validate, "stalled", 0, cluster.removeprefix("stalled: "))
     found = re.fullmatch(r"rejected (\d{3})(?:: (.*))?", cluster)
     assert found, f"{path.name}: bad cluster verdict {cluster!r}"
-    return Case(path, title, validate, "rejected", int(found[1]), found[2] or "")
+    return Case(path, title, validate, "rejected", int(found[1]), found[2] or "", exact=bool(newer) or not recent)
+
+
+def _expected(case: Case) -> str:
+    """What the API server's refusal must contain (see :attr:`Case.exact`)."""
+    text = _unindexed(case.text)
+    return text if case.exact else text.split(": ", 1)[0] + ": "
 
 
 def _unindexed(text: str) -> str:
@@ -183,7 +193,7 @@ async def test_the_cluster_refuses_or_stalls_every_bad_input_and_serves_the_rest
                 with pytest.raises(ApiError) as refused:
                     await kube.create(UD, case.document(), namespace=namespace)
                 assert refused.value.status == case.code, f"{case.id}: {refused.value}"
-                assert _unindexed(case.text) in _unindexed(str(refused.value)), f"{case.id}: {refused.value}"
+                assert _expected(case) in _unindexed(str(refused.value)), f"{case.id}: {refused.value}"
                 rejected += 1
             else:
                 await kube.create(UD, case.document(), namespace=namespace)

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import ssl
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -15,6 +16,7 @@ import pytest
 
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, deployment, observed, pods_of, spread, subset_of, webhook_ready
+from tests.support.namespace import server_version
 from united.controller.webhooks import MUTATING
 from united.kube.client import DEPLOYMENTS, REPLICA_SETS, KubeClient, Resource
 from united.kube.errors import TooManyRequests
@@ -133,11 +135,14 @@ async def test_forged_reviews_to_the_running_controller_write_nothing(
     assert not [e for e in events if e.get("reason") in ("DeletePodFailed", "CreatePodFailed")]
 
     # The genuine eviction, refused by a disruption budget after the webhook saw it, is noted.
-    budget = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+    policy = "v1" if (await server_version(kube)).at_least(22) else "v1beta1"  # v1beta1 is gone from 1.25
+    budget = {"apiVersion": f"policy/{policy}", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
               "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}  # fmt: skip
-    await kube.create(PDBS, budget, namespace=namespace)
+    await kube.create(replace(PDBS, version=policy), budget, namespace=namespace)
     name = real["metadata"]["name"]
-    eviction = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+    eviction = {
+        "apiVersion": f"policy/{policy}", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}
+    }
     with pytest.raises(TooManyRequests):
         await kube._json("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=eviction)
 
