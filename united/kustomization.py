@@ -19,8 +19,20 @@ import yaml
 JSON = dict[str, Any]
 FILE = "kustomization.yaml"
 CLUSTER_SCOPED = frozenset(
-    {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PriorityClass"}
+    {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "PriorityClass",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
 )
+"""Kinds that get no ``namespace`` (kustomize's own list; the kustomize in kubectl 1.20 still
+gave one to webhook configurations, which the API server ignores)."""
 _FIELDS = frozenset({"apiVersion", "kind", "namespace", "resources", "bases", "patchesJson6902"})
 
 
