@@ -375,6 +375,10 @@ class ScriptedMember:
         self.calls.append(("patch", resource.plural, name))
         return dict(body)
 
+    async def get_path(self, path: str, **kw: Any) -> str:
+        assert path == "/version"
+        return '{"gitVersion": "v1.37.2"}'
+
     async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         self.calls.append(("get", resource.plural, name))
         if not self.legacy:
