@@ -52,7 +52,7 @@ class Settings:
     """``https://host:port``: create/update the webhook configurations pointing at it; None:
     only patch the ``caBundle`` of the shipped ones (in-cluster, through the Service)."""
     webhook_failure_policy: Literal["Ignore", "Fail"] = "Ignore"
-    webhook_namespaces: Literal["targeted", "all"] = "targeted"
+    webhook_namespaces: Literal["targeted", "all"] = "all"
     """``targeted``: only namespaces that hold a WorkloadSpread reach the pod webhooks (on
     Kubernetes 1.22+, up to 200 of them); ``all``: every namespace but the excluded ones."""
     webhook_client_ca: str | None = None

@@ -27,7 +27,7 @@ What one pass (:meth:`Webhooks.sync`) does, from any replica:
 4. **Exclusions on 1.20**: the controller's namespace and kube-system get the opt-out label
    (``webhookconfig.EXCLUDE_LABEL``) only when the API server has not labelled them with their
    name (it does on 1.21+, and the selector's name expression already excludes them there).
-5. **Only namespaces with a WorkloadSpread** (``--webhook-namespaces targeted``, the default,
+5. **Only namespaces with a WorkloadSpread** (``--webhook-namespaces targeted``, opt-in,
    on servers whose ``/version`` is 1.22 or newer): every webhook's selector gets the ``In``
    expression of ``webhookconfig.with_targets`` naming the namespaces where spreads live (the
    ``targeted`` callable, from the controller's caches). The loop looks at that set every
