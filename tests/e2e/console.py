@@ -8,6 +8,10 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
+STOP_WITHIN = 180
+"""A safety net, not a figure: on a busy machine (other workers' control planes beside) a
+control plane's orderly stop can take a minute."""
+
 
 async def run_until(
     argv: list[str],
@@ -56,7 +60,7 @@ async def read_until(proc: asyncio.subprocess.Process, lines: list[str], text: s
 async def interrupt(proc: asyncio.subprocess.Process) -> str:
     """Ctrl-C: SIGINT, then the rest of the output once it has exited."""
     proc.send_signal(signal.SIGINT)
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=STOP_WITHIN)
     return out.decode()
 
 

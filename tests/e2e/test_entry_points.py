@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import KUBE_VERSION
-from tests.e2e.console import interrupt, read_until, run_until, value
+from tests.e2e.console import STOP_WITHIN, interrupt, read_until, run_until, value
 from united.devcluster.build import Layout, provision
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.demo import READY_LINE
@@ -125,7 +125,7 @@ def _left_behind(paths: list[Path]) -> list[str]:
 
 
 async def _exit(proc: asyncio.subprocess.Process) -> str:
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=STOP_WITHIN)
     return out.decode()
 
 
@@ -168,7 +168,7 @@ async def test_a_second_ctrl_c_does_not_cut_the_tear_down_short() -> None:
     proc, lines = await run_until([sys.executable, "-m", "united.devcluster", "start"], "Ctrl-C stops it")
     files = await _cluster_files(proc)
     proc.send_signal(signal.SIGINT)
-    await read_until(proc, lines, "stopping", within=30)
+    await read_until(proc, lines, "stopping", within=STOP_WITHIN)
     proc.send_signal(signal.SIGINT)
     output = await _exit(proc)
     assert proc.returncode in (0, 130), output  # 0 if the stop was quicker than the second signal
