@@ -133,8 +133,13 @@ def measure(n: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.cache", description=__doc__.split("\n\n")[0])
     p.add_argument("--objects", type=int, default=3000, help="objects of each kind cached (default 3000)")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = p.parse_args(argv)
-    for name, value in measure(args.objects).items():
+    figures = measure(args.objects)
+    if args.json:
+        print(json.dumps(figures))
+        return
+    for name, value in figures.items():
         print(f"{name:32} {value:8.0f}")
 
 

@@ -27,13 +27,14 @@ from typing import Any
 
 import aiohttp
 
-from bench.controller import WRITE_VERBS, ControllerProcess, Samples, free_port, parse_metrics
+from bench.controller import WRITE_VERBS, ControllerProcess, Samples, parse_metrics
 from bench.env import create_namespace
 from bench.scenarios import Context, cold_start_run, event_writes, log, reconcile_writes, resync_restart, scale_events
 from bench.serverprofile import requests
 from united.api import yamlload
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.data import MANIFESTS, crds, documents
+from united.devcluster.ports import free_port
 from united.kube.apply import apply
 from united.kube.client import CRDS, NAMESPACES, KubeClient
 from united.kube.errors import NotFound

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.admission import deployment, rotated
-from bench.controller import die_with_parent, free_port
+from bench.controller import die_with_parent
 from bench.scenarios import Context, log
 from bench.webhook import (
     create_spread,
@@ -39,6 +39,7 @@ from bench.webhook import (
     until,
 )
 from united.devcluster import versions
+from united.devcluster.ports import free_port
 from united.devcluster.versions import DEFAULT, KubeVersion
 from united.kube.client import DEPLOYMENTS, PODS, REPLICA_SETS, KubeClient, PatchType
 from united.runtime.informer import ADDED, Informer

@@ -20,13 +20,14 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from bench.controller import ControllerProcess, free_port
+from bench.controller import ControllerProcess
 from bench.env import create_namespace
 from bench.scenarios import Context
 from united.api.groups import GROUP
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.installation import install_controller
 from united.devcluster.nodes import ZONE_LABEL
+from united.devcluster.ports import free_port
 from united.kube.client import NAMESPACES, SERVICE_ACCOUNTS, KubeClient, PatchType
 from united.kube.errors import NotFound
 from united.workloadspread.injection import matched

@@ -35,8 +35,9 @@ from tests.e2e.test_demo_existing_cluster import snapshot
 from tests.support.controller import Controller
 from tests.support.tools import HELM, ensure_tool
 from tests.unit.chart.test_chart import CHART
-from united.devcluster.cluster import LocalCluster, free_ports
+from united.devcluster.cluster import LocalCluster
 from united.devcluster.nodes import is_pod_ready
+from united.devcluster.ports import free_ports
 from united.kube.apply import SYSTEM
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,

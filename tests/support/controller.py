@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from united.devcluster.installation import KRUISE_RBAC, documents
+from united.devcluster.ports import free_port
 from united.kube.apply import SYSTEM, apply
 from united.kube.client import KubeClient, Resource
 
@@ -30,12 +30,6 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 async def install_kruise_rbac(client: KubeClient) -> None:
     """The ``manifests/kruise`` overlay's extra rules: UnitedDeployments of apps.kruise.io."""
     await apply(client, documents(KRUISE_RBAC))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Controller:

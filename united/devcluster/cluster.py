@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from united.devcluster.credentials import (
     write_kubeconfig,
     write_private,
 )
+from united.devcluster.ports import free_ports
 from united.kube.client import SECRETS, SERVICE_ACCOUNTS, KubeClient
 from united.kube.errors import NotFound
 from united.kube.kubeconfig import render_kubeconfig
@@ -88,24 +88,6 @@ class ClusterError(RuntimeError):
     def __init__(self, message: str, *, log_dir: Path) -> None:
         super().__init__(f"{message}\nlogs kept in {log_dir}")
         self.log_dir = log_dir
-
-
-def free_ports(count: int, *, host: str = HOST) -> list[int]:
-    """``count`` distinct free TCP ports on ``host``, found by binding port 0.
-
-    All sockets are held open until every port is known, so the answers differ; a
-    port could still be taken by someone else before the component binds it.
-    """
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
-            sockets.append(sock)
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 @dataclass(frozen=True)

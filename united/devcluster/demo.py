@@ -32,9 +32,10 @@ from united.controller.kinds import KINDS
 from united.controller.manager import Manager, Settings
 from united.devcluster import crds, fleet
 from united.devcluster.build import ProvisionError, provision
-from united.devcluster.cluster import HOST, ClusterError, LocalCluster, free_ports
+from united.devcluster.cluster import HOST, ClusterError, LocalCluster
 from united.devcluster.nodes import NodeSimulator, NodeSpec, subset_nodes, zone_nodes
 from united.devcluster.planes import Plane, start_planes, stop_planes
+from united.devcluster.ports import free_port
 from united.devcluster.versions import DEFAULT, KubeVersion, makes_token_secrets
 from united.devcluster.volumes import VolumeProvisioner
 from united.devcluster.workloads import WorkloadSimulator
@@ -195,7 +196,7 @@ async def _serve(
             await _namespace(client, cluster.binaries.version)
             # The pod webhooks, served here on loopback; the controller's own namespace (its
             # certificate Secret) is excluded from them, so it is not the demo's.
-            port = free_ports(1)[0]
+            port = free_port()
             with contextlib.suppress(AlreadyExists):
                 await client.create(NAMESPACES, {"metadata": {"name": CONTROLLER_NAMESPACE}})
             settings = Settings(

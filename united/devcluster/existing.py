@@ -50,7 +50,7 @@ from united.controller.kinds import KINDS
 from united.controller.manager import Manager, Settings
 from united.controller.webhooks import Options as WebhookOptions
 from united.devcluster import crds, fleet
-from united.devcluster.cluster import HOST, free_ports, interrupts_deferred
+from united.devcluster.cluster import HOST, interrupts_deferred
 from united.devcluster.demo import (
     UD_KIND,
     apply_sample,
@@ -62,6 +62,7 @@ from united.devcluster.demo import (
     webhooks_trusted,
 )
 from united.devcluster.nodes import NodeSimulator, Taint
+from united.devcluster.ports import free_port
 from united.devcluster.versions import NEWEST, KubeVersion
 from united.devcluster.workloads import WorkloadSimulator
 from united.kube.apply import is_established
@@ -437,7 +438,7 @@ async def _serve(
             for spec in specs:
                 ledger.add(NODES, spec.name)
             await nodes.add_nodes(specs)
-            port = free_ports(1)[0]
+            port = free_port()
             ledger.url = f"https://{host}:{port}"
             for resource in WEBHOOKS:
                 ledger.add(resource, WEBHOOK_CONFIGURATIONS)

@@ -36,11 +36,12 @@ import pytest
 
 from tests.chaos.support import proxy_for, token_of
 from tests.e2e.controller.helpers import CLONESETS, UD, condition, ud, wait_ready, zone
-from tests.support.controller import LOG_DIR, free_port
+from tests.support.controller import LOG_DIR
 from tests.support.faultproxy import ThreadedFaultProxy
 from united.controller.manager import STOP_WITHIN
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import write_kubeconfig
+from united.devcluster.ports import free_port
 from united.kube.apply import SYSTEM
 from united.kube.client import (
     CLUSTER_ROLE_BINDINGS,

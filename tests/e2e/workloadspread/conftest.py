@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.controller import Controller, free_port
+from tests.support.controller import Controller
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import install_controller
+from united.devcluster.ports import free_port
 from united.kube.client import KubeClient
 from united.kube.errors import NotFound
 from united.workloadspread.webhookconfig import NAME

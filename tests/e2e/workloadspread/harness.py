@@ -11,12 +11,13 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from tests.e2e.workloadspread.occupancy import Occupancy
-from tests.support.controller import LOG_DIR, free_port
+from tests.support.controller import LOG_DIR
 from united.api.groups import GROUP
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.installation import install_controller
 from united.devcluster.nodes import ZONE_LABEL
+from united.devcluster.ports import free_port
 from united.kube.client import DEPLOYMENTS, NAMESPACES, KubeClient, PatchType
 from united.kube.errors import NotFound
 from united.kube.wait import eventually

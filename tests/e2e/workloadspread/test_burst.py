@@ -20,8 +20,9 @@ import pytest
 
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, deployment, observed, pods_of, spread, subset_of, webhook_ready
-from tests.support.controller import Controller, free_port
+from tests.support.controller import Controller
 from united.devcluster.cluster import LocalCluster
+from united.devcluster.ports import free_port
 from united.kube.client import DEPLOYMENTS, REPLICA_SETS, KubeClient, PatchType
 from united.kube.wait import eventually
 from united.workloadspread.model import MATCHED_ANNOTATION

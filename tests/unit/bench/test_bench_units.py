@@ -231,7 +231,7 @@ def test_report_renders_every_scenario() -> None:
 async def test_list_transforms_each_item_as_its_page_arrives() -> None:
     from aiohttp import web
 
-    from united.devcluster.cluster import free_ports
+    from united.devcluster.ports import free_ports
     from united.kube.client import PODS, KubeClient
 
     pages = {

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from united.devcluster.cluster import free_ports
+from united.devcluster.ports import free_ports
 from united.devcluster.reflector import Reflector
 from united.kube.client import CONFIG_MAPS, KubeClient
 from united.kube.wait import eventually

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from united.devcluster.cluster import free_ports
+from united.devcluster.ports import free_ports
 from united.kube.client import CLONE_SETS, PODS, RETRY_ATTEMPTS, KubeClient, PatchType
 from united.kube.errors import Fenced, Gone, NotFound, TooManyRequests, TransientError
 

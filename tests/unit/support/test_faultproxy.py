@@ -28,7 +28,7 @@ from tests.support.faultproxy import (
     is_watch_request,
     token_identity,
 )
-from united.devcluster.cluster import free_ports
+from united.devcluster.ports import free_ports
 from united.kube.client import CONFIG_MAPS, RETRY_ATTEMPTS, KubeClient, PatchType, WatchEvent, WatchStream
 from united.kube.errors import ApiError, Conflict, Gone, NotFound, TooManyRequests, TransientError
 from united.kube.wait import eventually
