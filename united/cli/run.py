@@ -70,9 +70,9 @@ def register(sub: Any) -> None:
         "--webhook-namespaces",
         choices=("targeted", "all"),
         default=_DEFAULTS.webhook_namespaces,
-        help="all (default): every namespace but kube-system and the controller's reaches the pod webhooks; "
-        "targeted: on Kubernetes 1.22+ only namespaces holding a WorkloadSpread (up to 200, then all) — "
-        "pods created within about a second of a namespace's first spread are then admitted unplaced",
+        help="targeted (default): on Kubernetes 1.22+ only namespaces holding a WorkloadSpread reach the pod "
+        "webhooks (up to 200, then all; a spread's creation adds its namespace before it returns); "
+        "all: every namespace but kube-system and the controller's",
     )
     r.add_argument(
         "--webhook-client-ca",

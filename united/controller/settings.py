@@ -52,9 +52,10 @@ class Settings:
     """``https://host:port``: create/update the webhook configurations pointing at it; None:
     only patch the ``caBundle`` of the shipped ones (in-cluster, through the Service)."""
     webhook_failure_policy: Literal["Ignore", "Fail"] = "Ignore"
-    webhook_namespaces: Literal["targeted", "all"] = "all"
+    webhook_namespaces: Literal["targeted", "all"] = "targeted"
     """``targeted``: only namespaces that hold a WorkloadSpread reach the pod webhooks (on
-    Kubernetes 1.22+, up to 200 of them); ``all``: every namespace but the excluded ones."""
+    Kubernetes 1.22+, up to 200 of them; a spread's CREATE puts its namespace in before the
+    spread exists); ``all``: every namespace but the excluded ones."""
     webhook_client_ca: str | None = None
     """A PEM file of the CA whose certificates the webhook's clients must present (the API
     server's client certificate for webhooks); None: any client is served."""

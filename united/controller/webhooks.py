@@ -47,7 +47,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import re
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -64,9 +67,9 @@ from united.kube.errors import AlreadyExists, Conflict, NotFound
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, Policy
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import DEFAULT_REQUEST_TIMEOUT, TLS, Handler, Screen, WebhookServer
+from united.runtime.webserver import DEFAULT_REQUEST_TIMEOUT, TLS, Handler, Screen, WebhookServer, allow
 from united.workloadspread import webhookconfig
-from united.workloadspread.webhookconfig import CONVERT_PATH, NAME, FailurePolicy
+from united.workloadspread.webhookconfig import CONVERT_PATH, NAME, SPREADS_PATH, SPREADS_WEBHOOK, FailurePolicy
 
 JSON = dict[str, Any]
 
@@ -81,6 +84,16 @@ TARGETS_POLL = 1.0
 """Seconds between two looks at the namespaces that hold spreads (also the most a new one waits)."""
 VERSION_RETRY = 10.0
 """Seconds until the next pass while ``/version`` goes unanswered."""
+TARGET_WAIT = 2.0
+"""Seconds a WorkloadSpread CREATE waits at most for its namespace to be written into the pod
+webhooks' selectors (the spreads webhook's ``timeoutSeconds`` is 3); then it is allowed anyway."""
+PENDING_GRACE = 30.0
+"""Seconds a namespace added on a spread's CREATE stays targeted while the caches show no spread
+there (the CREATE may have been refused after us, or the review forged); then the loop drops it."""
+MAX_WAITERS = 8
+"""Spread reviews waiting for a write at once; more are answered at once: each holds one of the
+handlers' places, which pod reviews need too."""
+_NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 NARROWING_SINCE = (1, 22)
 """The first release whose API server labels every namespace with its name (GA, always on)."""
 Scope = Literal["targeted", "all"]
@@ -217,6 +230,17 @@ class Webhooks:
         self._warned: set[str] = set()
         self.superseded = False
         """Whether the last :meth:`publish` left an object that trusts a newer CA than its bundle."""
+        self.clock: Callable[[], float] = time.monotonic
+        self.pending: dict[str, float] = {}
+        """Namespaces added by a spread's CREATE, until when (:data:`PENDING_GRACE`); at most
+        one more than ``MAX_TARGETED_NAMESPACES`` (beyond, every namespace is sent anyway)."""
+        self.failing = False
+        """Whether the last pass failed (the loop backs off: nobody waits for it)."""
+        self._asked = 0
+        self._passed = 0
+        self._pass_done = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._waiting = 0
 
     # -- the Secret ------------------------------------------------------------------------
 
@@ -300,11 +324,82 @@ class Webhooks:
         found = self.targeted()
         if found is None:
             return KEEP
+        now = self.clock()
+        self.pending = {ns: until for ns, until in self.pending.items() if until > now and ns not in found}
+        found = {*found, *self.pending}
         if len(found) > webhookconfig.MAX_TARGETED_NAMESPACES:
             self._warn_once("targets", f"more than {webhookconfig.MAX_TARGETED_NAMESPACES} namespaces hold "
                             "WorkloadSpreads; every namespace is sent to the pod webhooks")  # fmt: skip
             return None
         return tuple(sorted(found))
+
+    def covered(self, namespace: str) -> bool:
+        """Whether the pod webhooks' selectors, as last written, let ``namespace`` through (or
+        are not this replica's to narrow: older servers, ``all``, caches syncing)."""
+        targets = self.published_targets
+        return not self.narrowing or targets is None or isinstance(targets, _Keep) or namespace in targets
+
+    def untargeted(self, namespace: str) -> bool:
+        """The spreads route's screen: whether a review from ``namespace`` needs its handler."""
+        return not self.covered(namespace)
+
+    async def target(self, namespace: str) -> bool:
+        """Have ``namespace`` written into the pod webhooks' selectors by the loop's next pass,
+        and wait for that pass (at most :data:`TARGET_WAIT`; not at all while the loop backs
+        off or :data:`MAX_WAITERS` already wait). Concurrent calls share one pass. Returns
+        whether the selectors now let ``namespace`` through."""
+        if self.covered(namespace):
+            return True
+        if not _NAMESPACE_NAME.fullmatch(namespace):
+            return False
+        if namespace in self.pending or len(self.pending) <= webhookconfig.MAX_TARGETED_NAMESPACES:
+            self.pending[namespace] = self.clock() + PENDING_GRACE
+        self._asked += 1
+        ticket = self._asked
+        self._wake.set()
+        if self.failing or self._waiting >= MAX_WAITERS:
+            return False
+        self._waiting += 1
+        try:
+            async with asyncio.timeout(TARGET_WAIT):
+                while self._passed < ticket:
+                    await self._pass_done.wait()
+        except TimeoutError:
+            return False
+        finally:
+            self._waiting -= 1
+        return self.covered(namespace)
+
+    async def admit_spread(self, review: JSON) -> JSON:
+        """``/validate-workloadspreads``: always allowed; a spread's CREATE first targets its
+        namespace (:meth:`target`). A review is anyone's claim, so it can add only the namespace
+        it names, for :data:`PENDING_GRACE` unless a spread shows up there, and no dry run writes."""
+        request = review.get("request")
+        request = request if isinstance(request, dict) else {}
+        uid = str(request.get("uid") or "")
+        resource = request.get("resource")
+        resource = resource if isinstance(resource, dict) else {}
+        obj = request.get("object")
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        own = meta.get("namespace") if isinstance(meta, dict) else None
+        namespace = request.get("namespace")
+        if (
+            request.get("operation") == "CREATE"
+            and not request.get("dryRun")
+            and resource.get("resource") == "workloadspreads"
+            and resource.get("group") in webhookconfig.SPREAD_GROUPS
+            and isinstance(namespace, str)
+            and own in (None, "", namespace)
+            and not await self.target(namespace)
+        ):
+            _log.info("namespace not yet in the pod webhooks' selectors", namespace=namespace, failing=self.failing)
+        return allow(uid)
+
+    def _passed_through(self, started: int) -> None:
+        """A pass that began after the ``started``-th request ended: wake who waited for it."""
+        self._passed = max(self._passed, started)
+        done, self._pass_done = self._pass_done, asyncio.Event()
+        done.set()
 
     async def _managed(self, resource: Resource, trust: _Trust, targets: Targets) -> int:
         mutating = resource is MUTATING
@@ -353,11 +448,12 @@ class Webhooks:
         policy = self.options.failure_policy
         for index, webhook in enumerate(current.get("webhooks") or []):
             changes: list[JSON] = []
+            spreads = webhook.get("name") == SPREADS_WEBHOOK  # how a namespace gets in: never narrowed, never Fail
             if (webhook.get("clientConfig") or {}).get("caBundle") != ca_bundle:
                 changes.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": ca_bundle})
-            if webhook.get("failurePolicy") != policy:
+            if not spreads and webhook.get("failurePolicy") != policy:
                 changes.append({"op": "add", "path": f"/webhooks/{index}/failurePolicy", "value": policy})
-            if not isinstance(targets, _Keep):
+            if not spreads and not isinstance(targets, _Keep):
                 selector = webhook.get("namespaceSelector") or {}
                 wanted = webhookconfig.with_targets(selector, targets)
                 if wanted != selector:
@@ -482,6 +578,8 @@ class Webhooks:
         """Pass after pass until cancelled; failures are logged and retried with backoff."""
         delay = RETRY_MIN
         while True:
+            started = self._asked
+            self._wake.clear()  # the requests so far are this pass's
             try:
                 wait = await self.sync()
                 delay = RETRY_MIN
@@ -492,17 +590,23 @@ class Webhooks:
                 # Never let rotation die silently while the server keeps serving an ageing certificate.
                 _log.exception("webhook certificates not synced; retrying", retry_in=delay)
                 wait, delay = delay, min(delay * 2, RETRY_MAX)
+            self.failing = delay > RETRY_MIN
+            self._passed_through(started)
             if delay > RETRY_MIN:
                 await asyncio.sleep(wait)  # failing: back off, whatever changed
             else:
                 await self._idle(wait)
 
     async def _idle(self, seconds: float) -> None:
-        """Sleep ``seconds``, or less once the namespaces that hold spreads differ from those published."""
+        """Sleep ``seconds``, or less once a spread's CREATE asks for a pass (:meth:`target`) or
+        the namespaces that hold spreads differ from those published."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         while (left := deadline - loop.time()) > 0:
-            await asyncio.sleep(min(left, TARGETS_POLL))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), min(left, TARGETS_POLL))
+            if self._wake.is_set():
+                return
             if self.narrowing and not isinstance(now := self.targets(), _Keep) and now != self.published_targets:
                 return
 
@@ -607,10 +711,12 @@ async def serve_webhooks(
     tls = TLS()
     if settings.webhook_client_ca is not None:
         tls.require_client_certificates(client_ca(settings.webhook_client_ca))
-    server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls, routes=routes,
-                           metrics=metrics, request_timeout=request_timeout, screens=screens,
-                           unauthenticated=[CONVERT_PATH])  # fmt: skip
-    service = WebhookService(Webhooks(client, opts, tls, metrics=metrics, targeted=targeted), server)
+    webhooks = Webhooks(client, opts, tls, metrics=metrics, targeted=targeted)
+    screens = {**(screens or {}), SPREADS_PATH: webhooks.untargeted}
+    server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls,
+                           routes={**routes, SPREADS_PATH: webhooks.admit_spread}, metrics=metrics, screens=screens,
+                           request_timeout=request_timeout, unauthenticated=[CONVERT_PATH])  # fmt: skip
+    service = WebhookService(webhooks, server)
     await service.start()
     return service
 

@@ -2,7 +2,10 @@
 
 * **Mutating** on pod ``CREATE`` (``/mutate-pods``): the subset's placement is injected.
 * **Validating** on pod ``DELETE`` and ``pods/eviction`` ``CREATE`` (``/validate-pods``):
-  the deleting bookkeeping. It never refuses; it only records.
+  the deleting bookkeeping. It never refuses; it only records. A second webhook there, on
+  WorkloadSpread ``CREATE`` in both API groups (``/validate-workloadspreads``), never refuses
+  either: it adds the spread's namespace to the pod webhooks' targets (below) before the
+  spread exists, so the pods created right after it reach the webhook.
 
 Why these settings:
 
@@ -31,7 +34,9 @@ Why these settings:
   expression only narrows what the rest of the selector allows (the expressions are ANDed), and
   it is the one part of a selector the controller may change (``manifests/admission-policy``).
   With more than :data:`MAX_TARGETED_NAMESPACES` such namespaces, or on older servers, it is
-  left out: every namespace but the excluded ones is sent, as before.
+  left out: every namespace but the excluded ones is sent, as before. The spreads webhook
+  never carries it (it is how a namespace gets in) and its ``failurePolicy`` is always
+  ``Ignore``: creating a spread never waits on the controller.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ from collections.abc import Collection, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from united.api.groups import GROUP, KRUISE_GROUP
+
 JSON = dict[str, Any]
 FailurePolicy = Literal["Ignore", "Fail"]
 
@@ -47,6 +54,10 @@ NAME = "united-workloadspread"
 """The name of both configurations (the RBAC grants use it as ``resourceNames``)."""
 MUTATE_PATH = "/mutate-pods"
 VALIDATE_PATH = "/validate-pods"
+SPREADS_PATH = "/validate-workloadspreads"
+SPREADS_WEBHOOK = "validate-workloadspreads.workloadspread.united.io"
+"""The webhook on WorkloadSpread CREATE that targets the spread's namespace before it exists."""
+SPREAD_GROUPS = (GROUP, KRUISE_GROUP)
 SERVICE = "united-webhook"
 """The Service in the controller's namespace that reaches every replica's webhook port."""
 CONVERT_PATH = "/convert"
@@ -152,11 +163,11 @@ def targets_of(selector: JSON | None) -> list[str] | None:
     return None
 
 
-def _rule(operation: str, resource: str) -> JSON:
+def _rule(operation: str, resource: str, groups: Collection[str] = ("",), versions: Collection[str] = ("v1",)) -> JSON:
     return {
         "operations": [operation],
-        "apiGroups": [""],
-        "apiVersions": ["v1"],
+        "apiGroups": list(groups),
+        "apiVersions": list(versions),
         "resources": [resource],
         "scope": "Namespaced",
     }
@@ -192,14 +203,25 @@ def mutating(*, client: JSON, selector: JSON, failure_policy: FailurePolicy = "I
     }
 
 
-def validating(*, client: JSON, selector: JSON, failure_policy: FailurePolicy = "Ignore") -> JSON:
-    """The ValidatingWebhookConfiguration; ``client`` from :func:`client_config` at :data:`VALIDATE_PATH`."""
+def spreads_webhook(*, client: JSON, selector: JSON) -> JSON:
+    """The webhook on WorkloadSpread CREATE (``client`` at :data:`SPREADS_PATH`), ``selector``
+    without the targets (:func:`with_targets`), always ``Ignore`` (see the module docstring)."""
+    rules = [_rule("CREATE", "workloadspreads", SPREAD_GROUPS, ("*",))]
+    return _webhook(SPREADS_WEBHOOK, client, rules, with_targets(selector, None), "Ignore")
+
+
+def validating(
+    *, client: JSON, selector: JSON, failure_policy: FailurePolicy = "Ignore", spreads: JSON | None = None
+) -> JSON:
+    """The ValidatingWebhookConfiguration; ``client`` from :func:`client_config` at :data:`VALIDATE_PATH`,
+    ``spreads`` the :func:`spreads_webhook` (None: only the pods' webhook)."""
     rules = [_rule("DELETE", "pods"), _rule("CREATE", "pods/eviction")]
+    webhooks = [_webhook("validate-pods.workloadspread.united.io", client, rules, selector, failure_policy)]
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": NAME, "labels": {"app.kubernetes.io/name": "united"}},
-        "webhooks": [_webhook("validate-pods.workloadspread.united.io", client, rules, selector, failure_policy)],
+        "webhooks": webhooks if spreads is None else [*webhooks, spreads],
     }
 
 
@@ -222,9 +244,10 @@ def configurations(
     def client(path: str) -> JSON:
         return client_config(url=url, service=(namespace, service, port), path=path, ca_bundle=ca_bundle)
 
+    spreads = spreads_webhook(client=client(SPREADS_PATH), selector=selector)
     return (
         mutating(client=client(MUTATE_PATH), selector=selector, failure_policy=failure_policy),
-        validating(client=client(VALIDATE_PATH), selector=selector, failure_policy=failure_policy),
+        validating(client=client(VALIDATE_PATH), selector=selector, failure_policy=failure_policy, spreads=spreads),
     )
 
 
@@ -239,6 +262,9 @@ __all__ = [
     "NAME_LABEL",
     "NO_NAMESPACE",
     "SERVICE",
+    "SPREADS_PATH",
+    "SPREADS_WEBHOOK",
+    "SPREAD_GROUPS",
     "SYSTEM_NAMESPACE",
     "TIMEOUT_SECONDS",
     "VALIDATE_PATH",
@@ -247,6 +273,7 @@ __all__ = [
     "configurations",
     "mutating",
     "namespace_selector",
+    "spreads_webhook",
     "targets_of",
     "url_problem",
     "validating",

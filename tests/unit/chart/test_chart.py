@@ -251,7 +251,10 @@ def test_a_webhook_url_goes_to_both_configurations_and_the_controller(helm: Path
     }
     assert clients == {
         "MutatingWebhookConfiguration": [{"url": "https://192.0.2.10:9443/mutate-pods"}],
-        "ValidatingWebhookConfiguration": [{"url": "https://192.0.2.10:9443/validate-pods"}],
+        "ValidatingWebhookConfiguration": [
+            {"url": "https://192.0.2.10:9443/validate-pods"},
+            {"url": "https://192.0.2.10:9443/validate-workloadspreads"},
+        ],
     }
     default = objects(template(helm))
     assert parser().parse_args(container(default)["args"]).webhook_url is None

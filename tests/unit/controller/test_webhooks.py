@@ -17,7 +17,9 @@ import pytest
 from tests.unit.placement.test_patch import rfc7386
 from united import data, kustomization
 from united.api.groups import KRUISE_GROUP
+from united.cli import parser
 from united.controller import webhooks as webhooks_module
+from united.controller.settings import Settings
 from united.controller.webhooks import (
     COMPAT_CRD,
     MUTATING,
@@ -42,6 +44,7 @@ from united.workloadspread.webhookconfig import (
     NAME,
     NAME_LABEL,
     NO_NAMESPACE,
+    SPREADS_WEBHOOK,
     targets_of,
 )
 
@@ -183,18 +186,18 @@ async def test_a_replica_with_a_stale_bundle_leaves_a_newer_ca_in_place(
     a, b = replica(api), replica(api)
     await a.sync()
     stale = await a.certificates()
-    assert trusted(api) == [b64(stale)] * 3
+    assert trusted(api) == [b64(stale)] * 4
     later = certificates.utcnow() + YEARS_LATER
     monkeypatch.setattr(certificates, "utcnow", lambda: later)
     await b.sync()
     assert b.bundle is not None and len(b.bundle.cas) == 2, "b rolled the CA over"
     rolled = b64(b.bundle)
-    assert trusted(api) == [rolled] * 3
+    assert trusted(api) == [rolled] * 4
     before = api.version
     assert await a.publish(stale) == 0
     assert a.superseded
     assert api.version == before, "nothing written"
-    assert trusted(api) == [rolled] * 3
+    assert trusted(api) == [rolled] * 4
     wait = await a.sync()
     assert not a.superseded and wait > 1
     assert a.bundle is not None and b64(a.bundle) == rolled
@@ -214,9 +217,9 @@ async def test_a_write_based_on_a_stale_read_is_refused(api: FakeApi, monkeypatc
     await a.publish(stale)
     assert api.conflicts == 1 and a.superseded
     assert b.bundle is not None
-    assert trusted(api) == [b64(b.bundle)] * 3
+    assert trusted(api) == [b64(b.bundle)] * 4
     await a.sync()
-    assert trusted(api) == [b64(b.bundle)] * 3
+    assert trusted(api) == [b64(b.bundle)] * 4
 
 
 async def test_a_newer_ca_the_secret_does_not_hold_is_replaced(api: FakeApi) -> None:
@@ -230,7 +233,7 @@ async def test_a_newer_ca_the_secret_does_not_hold_is_replaced(api: FakeApi) -> 
     api.put(MUTATING, configuration)
     wait = await a.sync()
     assert not a.superseded and wait > 1
-    assert trusted(api) == [b64(a.bundle)] * 3
+    assert trusted(api) == [b64(a.bundle)] * 4
 
 
 async def test_wait_lasts_while_the_server_serves_and_ends_with_its_thread() -> None:
@@ -285,7 +288,7 @@ async def test_no_conversion_crd_leaves_that_crd_alone(api: FakeApi) -> None:
     webhooks = Webhooks(api, Options(namespace="ops", conversion_crd=None), TLS())  # type: ignore[arg-type]
     await webhooks.sync()
     assert webhooks.bundle is not None
-    assert trusted(api)[:2] == [b64(webhooks.bundle)] * 2
+    assert trusted(api)[:3] == [b64(webhooks.bundle)] * 3
     assert api.read(CRDS, COMPAT_CRD) == crd
     await replica(api).sync()
     assert api.read(CRDS, COMPAT_CRD) != crd, "by default that CRD's conversion trusts the webhook"
@@ -322,7 +325,9 @@ def versioned(git_version: str, *, named: bool = True) -> VersionedApi:
 
 
 def selectors(api: FakeApi) -> list[Json]:
-    return [w["namespaceSelector"] for r in (MUTATING, VALIDATING) for w in api.read(r, NAME)["webhooks"]]
+    """The pod webhooks' selectors (the spreads webhook's is never narrowed)."""
+    webhooks = [w for r in (MUTATING, VALIDATING) for w in api.read(r, NAME)["webhooks"]]
+    return [w["namespaceSelector"] for w in webhooks if w["name"] != SPREADS_WEBHOOK]
 
 
 def sent(api: FakeApi) -> list[list[str] | None]:
@@ -441,3 +446,225 @@ async def test_an_unanswered_version_keeps_the_selectors_as_they_are() -> None:
     assert await webhooks.sync() == webhooks_module.VERSION_RETRY, "asked again soon"
     assert sent(flaky) == [["a"], ["a"]]
     assert webhooks.narrowing is None
+
+
+# -- a spread's CREATE puts its namespace in before it is answered -----------------------------
+
+
+def spread_review(ns: str, *, uid: str = "u-1", group: str = "apps.united.io", **request: Any) -> Json:
+    """The review of a spread's CREATE in ``ns``; ``request`` overrides its fields."""
+    obj = {"apiVersion": f"{group}/v1alpha1", "kind": "WorkloadSpread", "metadata": {"name": "ws", "namespace": ns}}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": uid, "operation": "CREATE", "namespace": ns, "object": obj,
+                        "resource": {"group": group, "version": "v1alpha1", "resource": "workloadspreads"},
+                        **request}}  # fmt: skip
+
+
+class CountingApi(VersionedApi):
+    """VersionedApi counting the writes to the webhook configurations; ``hold`` makes them wait
+    until it is set (a half-open API server), ``fail`` makes them fail."""
+
+    def __init__(self, git_version: str) -> None:
+        super().__init__(git_version)
+        self.writes = 0
+        self.hold: asyncio.Event | None = None
+        self.fail = False
+
+    async def patch(self, resource: Resource, name: str, body: Any, *, patch_type: PatchType, **_: object) -> Json:
+        if resource in (MUTATING, VALIDATING):
+            if self.hold is not None:
+                await self.hold.wait()
+            if self.fail:
+                raise TransientError("the API server is overloaded")
+            self.writes += 1
+        return await super().patch(resource, name, body, patch_type=patch_type)
+
+
+def counting(git_version: str = "v1.37.2") -> CountingApi:
+    api = CountingApi(git_version)
+    api.objects, api.version = versioned(git_version).objects, 100
+    return api
+
+
+async def running(webhooks: Webhooks) -> asyncio.Task[None]:
+    """The loop, once its first pass is published."""
+    task = asyncio.create_task(webhooks.run())
+    await asyncio.wait_for(webhooks.published.wait(), 30)
+    return task
+
+
+async def stopped(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def spreads_selector(api: FakeApi) -> Json:
+    [webhook] = [w for w in api.read(VALIDATING, NAME)["webhooks"] if w["name"] == SPREADS_WEBHOOK]
+    return dict(webhook["namespaceSelector"])
+
+
+@pytest.mark.parametrize("url", [None, "https://127.0.0.1:9443"], ids=["shipped", "managed"])
+async def test_a_spreads_create_is_answered_once_its_namespace_is_written(
+    url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caches show the spread only after it is stored, and the poll only after that: the
+    review itself must get the namespace written before it is answered."""
+    monkeypatch.setattr(webhooks_module, "TARGETS_POLL", 3600.0)
+    api = counting()
+    webhooks = Webhooks(api, Options(namespace="ops", url=url), TLS(), targeted=lambda: {"a"})  # type: ignore[arg-type]
+    task = await running(webhooks)
+    try:
+        assert sent(api) == [["a"], ["a"]]
+        assert webhooks.untargeted("team-b") and not webhooks.untargeted("a")
+        before = spreads_selector(api)
+        answer = await webhooks.admit_spread(spread_review("team-b", uid="u-7"))
+        assert answer["response"] == {"uid": "u-7", "allowed": True}
+        assert sent(api) == [["a", "team-b"], ["a", "team-b"]], "written before the answer"
+        assert spreads_selector(api) == before and targets_of(before) is None, "the spreads webhook is not narrowed"
+        assert not webhooks.untargeted("team-b")
+        writes = api.writes
+        await webhooks.admit_spread(spread_review("team-b", uid="u-8"))
+        assert api.writes == writes, "a namespace already sent costs no write"
+    finally:
+        await stopped(task)
+
+
+async def test_concurrent_creates_in_many_namespaces_share_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(webhooks_module, "TARGETS_POLL", 3600.0)
+    api = counting()
+    webhooks = Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: {"a"})  # type: ignore[arg-type]
+    task = await running(webhooks)
+    try:
+        writes = api.writes
+        names = [f"team-{n}" for n in range(webhooks_module.MAX_WAITERS)]
+        assert await asyncio.gather(*(webhooks.target(n) for n in names)) == [True] * len(names)
+        assert sent(api) == [sorted(["a", *names])] * 2
+        assert api.writes - writes == 2, "one write of each configuration for all of them"
+    finally:
+        await stopped(task)
+
+
+async def test_more_namespaces_than_the_bound_send_every_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adding to the bound widens (no expression), never drops one; what is kept stays bounded
+    however many namespaces reviews name."""
+    monkeypatch.setattr(webhooks_module, "TARGETS_POLL", 3600.0)
+    api = counting()
+    holding = {f"ns-{n}" for n in range(MAX_TARGETED_NAMESPACES)}
+    webhooks = Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: holding)  # type: ignore[arg-type]
+    task = await running(webhooks)
+    try:
+        assert [len(t or ()) for t in sent(api)] == [MAX_TARGETED_NAMESPACES] * 2
+        assert await webhooks.target("one-more")
+        assert sent(api) == [None, None]
+        for n in range(3 * MAX_TARGETED_NAMESPACES):
+            webhooks.published_targets = ()  # as if narrowed again: every call adds
+            await webhooks.target(f"forged-{n}")
+        assert len(webhooks.pending) <= MAX_TARGETED_NAMESPACES + 1
+    finally:
+        await stopped(task)
+
+
+@pytest.mark.parametrize(("git_version", "scope"), [("v1.20.2", "targeted"), ("v1.37.2", "all")])
+async def test_no_namespace_is_added_where_nothing_is_narrowed(git_version: str, scope: Scope) -> None:
+    api = counting(git_version)
+    webhooks = Webhooks(api, Options(namespace="ops", scope=scope), TLS(), targeted=lambda: {"a"})  # type: ignore[arg-type]
+    task = await running(webhooks)
+    try:
+        writes, shipped = api.writes, selectors(api)
+        assert not webhooks.untargeted("team-b")
+        answer = await webhooks.admit_spread(spread_review("team-b"))
+        assert answer["response"]["allowed"] is True
+        assert (api.writes, selectors(api)) == (writes, shipped)
+        assert webhooks.pending == {}
+    finally:
+        await stopped(task)
+
+
+@pytest.mark.parametrize("trouble", ["fails", "hangs"])
+async def test_a_spread_is_allowed_when_the_write_fails_or_hangs(trouble: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(webhooks_module, "TARGETS_POLL", 3600.0)
+    monkeypatch.setattr(webhooks_module, "TARGET_WAIT", 0.2)
+    api = counting()
+    webhooks = Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: {"a"})  # type: ignore[arg-type]
+    task = await running(webhooks)
+    try:
+        if trouble == "fails":
+            api.fail = True
+        else:
+            api.hold = asyncio.Event()
+        answer = await asyncio.wait_for(webhooks.admit_spread(spread_review("team-b")), 30)
+        assert answer["response"]["allowed"] is True
+        assert not await asyncio.wait_for(webhooks.target("team-b"), 30)
+        assert sent(api) == [["a"], ["a"]]
+        if trouble == "fails":
+            assert webhooks.failing, "backing off: nobody waits for the next pass"
+        api.fail, hold = False, api.hold
+        if hold is not None:
+            hold.set()
+        for _ in range(3000):
+            if sent(api) == [["a", "team-b"]] * 2:
+                break
+            await asyncio.sleep(0.01)
+        assert sent(api) == [["a", "team-b"]] * 2, "written once the server answers"
+    finally:
+        await stopped(task)
+
+
+async def test_an_added_namespace_without_a_spread_goes_after_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CREATE refused after us, or a forged review, targets a namespace only for a while; one
+    whose spread the caches show is kept by the caches (and dropped with its last spread)."""
+    monkeypatch.setattr(webhooks_module, "TARGETS_POLL", 3600.0)
+    api = counting()
+    holding = {"a"}
+    now = [1000.0]
+    webhooks = Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: holding)  # type: ignore[arg-type]
+    webhooks.clock = lambda: now[0]
+    task = await running(webhooks)
+    try:
+        assert await webhooks.target("refused") and await webhooks.target("stored")
+        holding = {"a", "stored"}
+        now[0] += webhooks_module.PENDING_GRACE + 1
+        assert webhooks.targets() == ("a", "stored")
+        await webhooks.sync()
+        assert sent(api) == [["a", "stored"]] * 2
+        holding = {"a"}
+        await webhooks.sync()
+        assert sent(api) == [["a"]] * 2
+    finally:
+        await stopped(task)
+
+
+@pytest.mark.parametrize(
+    "review",
+    [
+        spread_review("team-b", dryRun=True),
+        spread_review("team-b", operation="UPDATE"),
+        spread_review("team-b", resource={"group": "", "version": "v1", "resource": "pods"}),
+        spread_review("team-b", resource={"group": "example.com", "version": "v1", "resource": "workloadspreads"}),
+        spread_review("team-b", namespace="team-c"),
+        spread_review("Not/A_Namespace"),
+    ],
+    ids=["dry-run", "update", "pods", "other-group", "namespaces-differ", "bad-name"],
+)
+async def test_other_reviews_add_nothing(review: Json) -> None:
+    api = counting()
+    webhooks = Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: {"a"})  # type: ignore[arg-type]
+    await webhooks.sync()
+    assert (await webhooks.admit_spread(review))["response"]["allowed"] is True
+    assert webhooks.pending == {}
+
+
+async def test_the_spreads_webhook_stays_ignore_and_unnarrowed_when_pods_fail_closed() -> None:
+    api = counting()
+    before = spreads_selector(api)
+    await Webhooks(api, Options(namespace="ops", failure_policy="Fail"), TLS(), targeted=lambda: {"a"}).sync()  # type: ignore[arg-type]
+    policies = {w["name"]: w["failurePolicy"] for w in api.read(VALIDATING, NAME)["webhooks"]}
+    assert policies == {"validate-pods.workloadspread.united.io": "Fail", SPREADS_WEBHOOK: "Ignore"}
+    assert spreads_selector(api) == before
+    assert sent(api) == [["a"], ["a"]]
+
+
+def test_targeted_is_the_default() -> None:
+    assert Settings().webhook_namespaces == "targeted"
+    assert parser().parse_args(["run"]).webhook_namespaces == "targeted"
+    assert parser().parse_args(["run", "--webhook-namespaces", "all"]).webhook_namespaces == "all"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from united import data, kustomization
 from united.workloadspread.webhookconfig import (
     EXCLUDE_LABEL,
     NAME_LABEL,
     NO_NAMESPACE,
+    SPREADS_PATH,
+    SPREADS_WEBHOOK,
     client_config,
     configurations,
     mutating,
@@ -119,3 +122,25 @@ def test_targets_only_narrow_and_round_trip() -> None:
     assert empty["matchExpressions"][-1]["values"] == [NO_NAMESPACE] and targets_of(empty) == []
     assert namespace_selector("ops", targets=["a"]) == with_targets(base, ["a"])
     assert with_targets(None, None) == {}
+
+
+def test_the_spreads_webhook_sees_spread_creates_in_both_groups_and_is_never_narrowed() -> None:
+    """How a namespace gets into the pod webhooks' selectors: its selector has only the
+    exclusions, and a controller outage never refuses a spread, whatever the pods' policy."""
+    pods, spreads = configurations(namespace="ops", failure_policy="Fail", targets=["a"])[1]["webhooks"]
+    assert spreads["name"] == SPREADS_WEBHOOK
+    assert spreads["rules"] == [
+        {"operations": ["CREATE"], "apiGroups": ["apps.united.io", "apps.kruise.io"], "apiVersions": ["*"],
+         "resources": ["workloadspreads"], "scope": "Namespaced"}
+    ]  # fmt: skip
+    assert spreads["namespaceSelector"] == namespace_selector("ops")
+    assert targets_of(pods["namespaceSelector"]) == ["a"]
+    assert (pods["failurePolicy"], spreads["failurePolicy"]) == ("Fail", "Ignore")
+    assert spreads["sideEffects"] == "NoneOnDryRun", "a dry run adds no namespace"
+    assert spreads["clientConfig"]["service"]["path"] == SPREADS_PATH
+
+
+def test_the_shipped_manifests_hold_the_configurations_the_controller_writes() -> None:
+    shipped = {d["kind"]: d for d in kustomization.build(data.MANIFESTS, "base") if d["kind"].endswith("Configuration")}
+    for wanted in configurations(namespace="united-system"):
+        assert shipped[wanted["kind"]]["webhooks"] == wanted["webhooks"]
