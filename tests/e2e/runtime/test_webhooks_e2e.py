@@ -26,7 +26,7 @@ from united.kube.errors import ApiError, NotFound
 from united.kube.wait import eventually
 from united.runtime.certificates import Bundle, Policy
 from united.runtime.webserver import TLS, allow, patched
-from united.workloadspread.webhookconfig import NAME
+from united.workloadspread.webhookconfig import NAME, SPREADS_WEBHOOK
 
 pytestmark = pytest.mark.e2e
 
@@ -137,9 +137,9 @@ async def test_api_server_calls_the_webhook_over_tls_with_the_controllers_ca(set
         bundle = await setup.secret_bundle()
         ca_bundle = base64.b64encode(bundle.ca_bundle).decode()
         for resource in (MUTATING, VALIDATING):
-            [webhook] = (await setup.kube.get(resource, NAME))["webhooks"]
-            assert webhook["clientConfig"]["caBundle"] == ca_bundle
-            assert webhook["clientConfig"]["url"].startswith(f"https://127.0.0.1:{setup.port}/")
+            for webhook in (await setup.kube.get(resource, NAME))["webhooks"]:
+                assert webhook["clientConfig"]["caBundle"] == ca_bundle
+                assert webhook["clientConfig"]["url"].startswith(f"https://127.0.0.1:{setup.port}/")
         assert service.webhooks.tls.loaded == bundle.cert_pem
 
         async def annotated() -> None:
@@ -300,10 +300,10 @@ async def test_shipped_configurations_get_only_their_ca_bundle(setup: Setup) -> 
     assert shipped.bundle is not None
     ca_bundle = base64.b64encode(shipped.bundle.ca_bundle).decode()
     for resource in (MUTATING, VALIDATING):
-        [webhook] = (await setup.kube.get(resource, NAME))["webhooks"]
-        assert webhook["clientConfig"]["caBundle"] == ca_bundle
-        assert webhook["failurePolicy"] == "Fail"
-        assert webhook["clientConfig"]["service"]["name"] == "united-webhook"
-        assert "url" not in webhook["clientConfig"]
+        for webhook in (await setup.kube.get(resource, NAME))["webhooks"]:
+            assert webhook["clientConfig"]["caBundle"] == ca_bundle
+            assert webhook["failurePolicy"] == ("Ignore" if webhook["name"] == SPREADS_WEBHOOK else "Fail")
+            assert webhook["clientConfig"]["service"]["name"] == "united-webhook"
+            assert "url" not in webhook["clientConfig"]
     assert await shipped.publish(shipped.bundle) == 0
     assert await managed.publish(shipped.bundle) == 2  # --webhook-url mode replaces both with its own

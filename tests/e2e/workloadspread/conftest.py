@@ -28,8 +28,7 @@ class Spreading(Controller):
     def __init__(self, cluster: LocalCluster) -> None:
         self.webhook_port = free_port()
         url = f"https://127.0.0.1:{self.webhook_port}"
-        flags = ("--webhook-port", str(self.webhook_port), "--webhook-host", "127.0.0.1", "--webhook-url", url,
-                 "--webhook-namespaces", "targeted")  # fmt: skip  # what these tests measure and count
+        flags = ("--webhook-port", str(self.webhook_port), "--webhook-host", "127.0.0.1", "--webhook-url", url)
         super().__init__(cluster.admin_kubeconfig, name="workloadspread", extra=flags, leader_elect=False)
 
 
