@@ -27,14 +27,21 @@ What one pass (:meth:`Webhooks.sync`) does, from any replica:
 4. **Exclusions on 1.20**: the controller's namespace and kube-system get the opt-out label
    (``webhookconfig.EXCLUDE_LABEL``) only when the API server has not labelled them with their
    name (it does on 1.21+, and the selector's name expression already excludes them there).
-5. **Only namespaces with a WorkloadSpread** (``--webhook-namespaces targeted``, opt-in,
-   on servers whose ``/version`` is 1.22 or newer): every webhook's selector gets the ``In``
+5. **Only namespaces with a WorkloadSpread** (``--webhook-namespaces targeted``, the default,
+   on servers whose ``/version`` is 1.22 or newer): every pod webhook's selector gets the ``In``
    expression of ``webhookconfig.with_targets`` naming the namespaces where spreads live (the
    ``targeted`` callable, from the controller's caches). The loop looks at that set every
    :data:`TARGETS_POLL` seconds (in memory) and runs a pass when it changed; while the caches
    have not synced the expression in place is kept (a restarting replica does not widen it).
    More than ``MAX_TARGETED_NAMESPACES`` namespaces, ``--webhook-namespaces all`` or an older
    server: no such expression, every namespace but the excluded ones is sent.
+6. **A namespace's first spread** would otherwise be selected only at the next poll, after
+   its workload's first pods: the spreads webhook (``webhookconfig.SPREADS_WEBHOOK``, never
+   narrowed, always ``Ignore``) calls :meth:`Webhooks.admit_spread` on every WorkloadSpread
+   CREATE, which adds the namespace (:attr:`Webhooks.pending`, kept :data:`PENDING_GRACE`
+   unless the caches show a spread there), wakes the loop and waits (at most
+   :data:`TARGET_WAIT`) for the pass that writes it. Requests that arrive while a pass is
+   written share the next one; removal stays with the poll.
 
 Every replica serves the webhook, so every replica runs the loop (writes are idempotent and
 guarded by ``resourceVersion``): give it a client **without** the leader-election fence.
