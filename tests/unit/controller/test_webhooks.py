@@ -16,6 +16,7 @@ import pytest
 
 from tests.unit.placement.test_patch import rfc7386
 from united import data, kustomization
+from united.api.document import Json
 from united.api.groups import KRUISE_GROUP
 from united.cli import parser
 from united.controller import webhooks as webhooks_module
@@ -47,8 +48,6 @@ from united.workloadspread.webhookconfig import (
     SPREADS_WEBHOOK,
     targets_of,
 )
-
-Json = dict[str, Any]
 
 
 def test_hosts_are_the_service_names_and_the_url_host() -> None:
