@@ -18,11 +18,23 @@ from tests.e2e.workloadspread.test_untargeted import NARROWS, selected
 from tests.support.namespace import fresh_namespace
 from united.kube.client import DEPLOYMENTS, KubeClient
 from united.kube.wait import eventually
+from united.workloadspread.webhookconfig import MUTATE_PATH
 
 pytestmark = pytest.mark.e2e
 
 ROUNDS = 4
 REPLICAS = 6
+
+
+def admissions(spreading: Spreading) -> dict[str, float]:
+    """What the pod webhook did so far: reviews, those skipped (no spread cached in their
+    namespace), pods placed and unplaced (a failure says which way a pod went)."""
+    return {
+        "reviews": spreading.counter("controller_runtime_webhook_requests_total", webhook=MUTATE_PATH),
+        "skipped": spreading.counter("united_webhook_reviews_skipped_total", webhook=MUTATE_PATH),
+        "placed": spreading.counter("united_workloadspread_placements_total", result="placed"),
+        "unplaced": spreading.counter("united_workloadspread_placements_total", result="unplaced"),
+    }
 
 
 async def test_a_spread_and_its_workload_created_together_place_every_pod(
@@ -33,6 +45,7 @@ async def test_a_spread_and_its_workload_created_together_place_every_pod(
     for n in range(ROUNDS):
         async with fresh_namespace(kube, f"{namespace}-{n}") as fresh:
             assert all(t is None or fresh not in t for t in await selected(kube)), "no spread there yet"
+            before = admissions(spreading)
             started = time.perf_counter()
             await kube.create(WS, spread("web", "web", [2, 3, None]), namespace=fresh)
             took.append(time.perf_counter() - started)
@@ -53,7 +66,8 @@ async def test_a_spread_and_its_workload_created_together_place_every_pod(
                 return [p["metadata"]["labels"].get("e2e.united.dev/zone") for p in pods]
 
             subsets = await eventually(created, within=60, what=f"{REPLICAS} pods created")
-            assert Counter(subsets) == {"zone-a": 2, "zone-b": 3, "zone-c": 1}, f"round {n}: placed {subsets}"
+            seen = {k: v - before[k] for k, v in admissions(spreading).items()}
+            assert Counter(subsets) == {"zone-a": 2, "zone-b": 3, "zone-c": 1}, f"round {n}: placed {subsets}, {seen}"
     ms = sorted(round(t * 1000, 1) for t in took)
     print(f"\nKubernetes {KUBE_VERSION}: WorkloadSpread CREATE in a namespace without one took {ms} ms "
           f"(selector {'narrowed' if NARROWS else 'wide'})")  # fmt: skip
