@@ -76,7 +76,14 @@ from united.runtime.certificates import Bundle, Policy
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import DEFAULT_REQUEST_TIMEOUT, TLS, Handler, Screen, WebhookServer, allow
 from united.workloadspread import webhookconfig
-from united.workloadspread.webhookconfig import CONVERT_PATH, NAME, SPREADS_PATH, SPREADS_WEBHOOK, FailurePolicy
+from united.workloadspread.webhookconfig import (
+    CONVERT_PATH,
+    MUTATE_PATH,
+    NAME,
+    SPREADS_PATH,
+    SPREADS_WEBHOOK,
+    FailurePolicy,
+)
 
 JSON = dict[str, Any]
 
@@ -97,6 +104,10 @@ webhooks' selectors (the spreads webhook's ``timeoutSeconds`` is 3); then it is 
 PENDING_GRACE = 30.0
 """Seconds a namespace added on a spread's CREATE stays targeted while the caches show no spread
 there (the CREATE may have been refused after us, or the review forged); then the loop drops it."""
+EXPECT_SPREAD = 1.0
+"""Seconds after a namespace's first spread's CREATE is answered during which a pod there that
+arrives before the caches show the spread waits for them (:meth:`Webhooks.guard_pods`)."""
+SPREAD_POLL = 0.01
 MAX_WAITERS = 8
 """Spread reviews waiting for a write at once; more are answered at once: each holds one of the
 handlers' places, which pod reviews need too."""
@@ -241,6 +252,9 @@ class Webhooks:
         self.pending: dict[str, float] = {}
         """Namespaces added by a spread's CREATE, until when (:data:`PENDING_GRACE`); at most
         one more than ``MAX_TARGETED_NAMESPACES`` (beyond, every namespace is sent anyway)."""
+        self.expected: dict[str, float] = {}
+        """Namespaces whose first spread's CREATE this replica answered, until when their pods
+        wait for the caches to show it (:data:`EXPECT_SPREAD`); bounded like :attr:`pending`."""
         self.failing = False
         """Whether the last pass failed (the loop backs off: nobody waits for it)."""
         self._asked = 0
@@ -397,10 +411,50 @@ class Webhooks:
             and resource.get("group") in webhookconfig.SPREAD_GROUPS
             and isinstance(namespace, str)
             and own in (None, "", namespace)
-            and not await self.target(namespace)
+            and _NAMESPACE_NAME.fullmatch(namespace)
         ):
-            _log.info("namespace not yet in the pod webhooks' selectors", namespace=namespace, failing=self.failing)
+            if not await self.target(namespace):
+                _log.info("namespace not yet in the pod webhooks' selectors", namespace=namespace, failing=self.failing)
+            self._expect(namespace)
         return allow(uid)
+
+    def _expect(self, namespace: str) -> None:
+        """Note that ``namespace``'s first spread is about to exist (the caches show none there yet)."""
+        cached = self.targeted() if self.targeted is not None else None
+        if cached is None or namespace in cached:
+            return
+        now = self.clock()
+        self.expected = {ns: until for ns, until in self.expected.items() if until > now}
+        if namespace in self.expected or len(self.expected) <= webhookconfig.MAX_TARGETED_NAMESPACES:
+            self.expected[namespace] = now + EXPECT_SPREAD
+
+    def _expecting(self, namespace: str, cached: Screen) -> bool:
+        until = self.expected.get(namespace)
+        if until is None:
+            return False
+        if until <= self.clock() or cached(namespace):
+            self.expected.pop(namespace, None)
+            return False
+        return True
+
+    def guard_pods(self, handler: Handler, screen: Screen) -> tuple[Handler, Screen]:
+        """The pod CREATE route's ``handler`` and ``screen`` (whether the caches hold a spread in a
+        namespace), made to hold a pod that arrives between its namespace's first spread's CREATE
+        and the caches showing that spread (at most :data:`EXPECT_SPREAD` after the CREATE):
+        the spread's workload is scaled out right after it, and its first pods would otherwise be
+        admitted unplaced."""
+
+        def guarded_screen(namespace: str) -> bool:
+            return screen(namespace) or self._expecting(namespace, screen)
+
+        async def guarded(review: JSON) -> JSON:
+            request = review.get("request")
+            namespace = request.get("namespace") if isinstance(request, dict) else None
+            while isinstance(namespace, str) and self._expecting(namespace, screen):  # noqa: ASYNC110
+                await asyncio.sleep(SPREAD_POLL)  # the caches signal nothing; bounded by EXPECT_SPREAD
+            return await handler(review)
+
+        return guarded, guarded_screen
 
     def _passed_through(self, started: int) -> None:
         """A pass that began after the ``started``-th request ended: wake who waited for it."""
@@ -719,9 +773,12 @@ async def serve_webhooks(
     if settings.webhook_client_ca is not None:
         tls.require_client_certificates(client_ca(settings.webhook_client_ca))
     webhooks = Webhooks(client, opts, tls, metrics=metrics, targeted=targeted)
+    routes = {**routes, SPREADS_PATH: webhooks.admit_spread}
     screens = {**(screens or {}), SPREADS_PATH: webhooks.untargeted}
+    if MUTATE_PATH in routes and MUTATE_PATH in screens:
+        routes[MUTATE_PATH], screens[MUTATE_PATH] = webhooks.guard_pods(routes[MUTATE_PATH], screens[MUTATE_PATH])
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls,
-                           routes={**routes, SPREADS_PATH: webhooks.admit_spread}, metrics=metrics, screens=screens,
+                           routes=routes, metrics=metrics, screens=screens,
                            request_timeout=request_timeout, unauthenticated=[CONVERT_PATH])  # fmt: skip
     service = WebhookService(webhooks, server)
     await service.start()

@@ -37,7 +37,7 @@ from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, issue
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import TLS, WebhookServer
+from united.runtime.webserver import TLS, WebhookServer, allow
 from united.workloadspread.webhookconfig import (
     EXCLUDE_LABEL,
     EXCLUDED,
@@ -667,3 +667,46 @@ def test_targeted_is_the_default() -> None:
     assert Settings().webhook_namespaces == "targeted"
     assert parser().parse_args(["run"]).webhook_namespaces == "targeted"
     assert parser().parse_args(["run", "--webhook-namespaces", "all"]).webhook_namespaces == "all"
+
+
+async def test_a_pod_arriving_before_the_caches_show_its_namespaces_first_spread_waits_for_them() -> None:
+    """Between a spread's CREATE and the watch bringing it, a pod of its workload is held (not
+    skipped as from a namespace without spreads); at most until the expectation lapses."""
+    api = counting("v1.20.2")
+    holding = {"a"}
+    now = [1000.0]
+    webhooks = Webhooks(api, Options(namespace="ops"), TLS(), targeted=lambda: holding)  # type: ignore[arg-type]
+    webhooks.clock = lambda: now[0]
+    seen: list[set[str]] = []
+
+    async def mutate(review: Json) -> Json:
+        seen.append(set(holding))
+        return allow(review["request"]["uid"])
+
+    handler, screen = webhooks.guard_pods(mutate, lambda ns: ns in holding)
+    pod = {"request": {"uid": "p", "namespace": "b", "operation": "CREATE"}}
+    assert not screen("b"), "no spread there: skipped"
+    await webhooks.admit_spread(spread_review("b"))
+    assert screen("b"), "its spread is on its way: the handler must see the pod"
+    held = asyncio.create_task(handler(pod))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not held.done() and seen == [], "held while the caches do not show it"
+    holding.add("b")
+    await asyncio.wait_for(held, 30)
+    assert seen == [{"a", "b"}], "handled once the caches show the spread"
+    assert webhooks.expected == {}
+
+    await webhooks.admit_spread(spread_review("c"))
+    held = asyncio.create_task(handler({"request": {"uid": "q", "namespace": "c"}}))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not held.done()
+    now[0] += webhooks_module.EXPECT_SPREAD
+    await asyncio.wait_for(held, 30)
+    assert seen[-1] == {"a", "b"} and not screen("c"), "the expectation lapsed: handled (and skipped) as before"
+    await webhooks.admit_spread(spread_review("a"))
+    assert webhooks.expected == {}, "a namespace that holds a spread already expects none"
+    for n in range(3 * MAX_TARGETED_NAMESPACES):
+        await webhooks.admit_spread(spread_review(f"forged-{n}"))
+    assert len(webhooks.expected) <= MAX_TARGETED_NAMESPACES + 1
