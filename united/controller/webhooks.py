@@ -41,7 +41,8 @@ What one pass (:meth:`Webhooks.sync`) does, from any replica:
    CREATE, which adds the namespace (:attr:`Webhooks.pending`, kept :data:`PENDING_GRACE`
    unless the caches show a spread there), wakes the loop and waits (at most
    :data:`TARGET_WAIT`) for the pass that writes it. Requests that arrive while a pass is
-   written share the next one; removal stays with the poll.
+   written share the next one; removal stays with the poll. A pod of that namespace that
+   arrives before the caches show the spread is held for them (:meth:`Webhooks.guard_pods`).
 
 Every replica serves the webhook, so every replica runs the loop (writes are idempotent and
 guarded by ``resourceVersion``): give it a client **without** the leader-election fence.
