@@ -3,7 +3,10 @@ trusting only the controller's own CA (``--webhook-url https://127.0.0.1:PORT`` 
 
 A mutation proves trust: with ``failurePolicy: Ignore`` a call that fails TLS verification
 still creates the pod, only without the annotation the handler adds — so every test asserts
-the annotation, never merely that a pod exists."""
+the annotation, never merely that a pod exists.
+
+They run on ``own_cluster``: they create, rotate and delete the configurations named
+``united-workloadspread``, which on ``cluster`` belong to the session's controller."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import pytest
 
 from united.controller.manager import Settings
 from united.controller.webhooks import MUTATING, VALIDATING, Options, Webhooks, WebhookService, serve_webhooks
+from united.devcluster.cluster import LocalCluster
 from united.kube.client import CRDS, NAMESPACES, PODS, SECRETS, KubeClient, PatchType, Resource
 from united.kube.errors import ApiError, NotFound
 from united.kube.wait import eventually
@@ -111,6 +115,13 @@ class Setup:
 
 def mutated(pod: JSON) -> bool:
     return (pod["metadata"].get("annotations") or {}).get(MUTATED) == "yes"
+
+
+@pytest.fixture
+async def kube(own_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
+    """The admin of ``own_cluster`` (``namespace`` is made there too)."""
+    async with await KubeClient.from_kubeconfig(own_cluster.admin_kubeconfig) as client:
+        yield client
 
 
 @pytest.fixture

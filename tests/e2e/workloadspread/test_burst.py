@@ -20,7 +20,7 @@ import pytest
 
 from tests.e2e.workloadspread.conftest import Spreading
 from tests.e2e.workloadspread.test_spread import WS, deployment, observed, pods_of, spread, subset_of, webhook_ready
-from tests.support.controller import Controller
+from tests.support.controller import WEBHOOK_SCOPE, Controller
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.ports import free_port
 from united.kube.client import DEPLOYMENTS, REPLICA_SETS, KubeClient, PatchType
@@ -210,7 +210,7 @@ async def test_two_replicas_serving_one_burst_never_over_fill_a_subset(
     owner = await replicaset_of(kube, namespace, "two")
     port = free_port()
     second = Controller(cluster.admin_kubeconfig, name="second-replica", leader_elect=False,
-                        extra=("--webhook-port", str(port), "--webhook-host", "127.0.0.1"))  # fmt: skip
+                        extra=("--webhook-port", str(port), "--webhook-host", "127.0.0.1", *WEBHOOK_SCOPE))  # fmt: skip
     second.start()
     try:
         placed: list[str | None] = []
