@@ -24,6 +24,7 @@ import yaml
 
 from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.console import interrupt, read_until, run_until
+from tests.support.controller import Saved, restore_webhook_configurations, saved_webhook_configurations
 from united import __version__, data, kustomization
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
@@ -31,10 +32,8 @@ from united.devcluster.demo import READY_LINE
 from united.kube.apply import SYSTEM
 from united.kube.client import (
     DEPLOYMENTS,
-    MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
     SERVICES,
-    VALIDATING_WEBHOOK_CONFIGURATIONS,
     KubeClient,
 )
 from united.kube.errors import AlreadyExists, NotFound
@@ -209,9 +208,11 @@ def test_the_admission_policies_render_as_kubectl_kustomize_does(cluster: LocalC
 
 def test_install_applies_and_reapplies(installed: Installed, cluster: LocalCluster) -> None:
     """``united install`` from the wheel: everything is created, then a second run patches
-    what exists. The Deployment, the Services and the webhook configurations are removed
-    afterwards (the suite runs its own controllers); the CRD, namespace and RBAC are what the
-    suite's fixtures install anyway."""
+    what exists. The Deployment and the Services are removed afterwards (the suite runs its own
+    controllers), and the webhook configurations are put back as they were: the session's
+    controller serves them at a URL, the shipped ones call a Service nothing routes to. The
+    CRD, namespace and RBAC are what the suite's fixtures install anyway."""
+    saved = asyncio.run(_webhook_configurations(cluster, None))
     try:
         for _ in range(2):
             result = installed.run("install", "--kubeconfig", str(cluster.admin_kubeconfig))
@@ -223,6 +224,16 @@ def test_install_applies_and_reapplies(installed: Installed, cluster: LocalClust
         assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
     finally:
         asyncio.run(_remove_controller(cluster))
+        asyncio.run(_webhook_configurations(cluster, saved))
+
+
+async def _webhook_configurations(cluster: LocalCluster, saved: Saved | None) -> Saved:
+    """Those in place (``saved`` None), or ``saved`` put back."""
+    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
+        if saved is None:
+            return await saved_webhook_configurations(client)
+        await restore_webhook_configurations(client, saved)
+        return saved
 
 
 async def _controller_deployment(cluster: LocalCluster) -> dict[str, Any]:
@@ -236,9 +247,6 @@ async def _remove_controller(cluster: LocalCluster) -> None:
             (DEPLOYMENTS, "united-controller"),
             (SERVICES, "united-controller-metrics"),
             (SERVICES, "united-webhook"),
-            # The pod webhooks would point every other test's pods at a Service without endpoints.
-            (MUTATING_WEBHOOK_CONFIGURATIONS, "united-workloadspread"),
-            (VALIDATING_WEBHOOK_CONFIGURATIONS, "united-workloadspread"),
         ):
             with contextlib.suppress(NotFound):
                 await client.delete(resource, name, namespace=SYSTEM if resource.namespaced else None)

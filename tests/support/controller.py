@@ -185,6 +185,28 @@ async def remove_webhook_configurations(client: KubeClient) -> None:
             await client.delete(resource, webhookconfig.NAME)
 
 
+Saved = list[tuple[Resource, dict[str, Any]]]
+
+
+async def saved_webhook_configurations(client: KubeClient) -> Saved:
+    """The webhook configurations as they are (none, or those of the session's controller), for
+    :func:`restore_webhook_configurations` after a test that applies the shipped ones."""
+    saved: Saved = []
+    for resource in (MUTATING, VALIDATING):
+        with contextlib.suppress(NotFound):
+            saved.append((resource, await client.get(resource, webhookconfig.NAME)))
+    return saved
+
+
+async def restore_webhook_configurations(client: KubeClient, saved: Saved) -> None:
+    """The configurations exactly as :func:`saved_webhook_configurations` found them (the shipped
+    ones a test applied would call a Service the local control plane cannot route to)."""
+    await remove_webhook_configurations(client)
+    for resource, body in saved:
+        metadata = {k: v for k, v in body["metadata"].items() if k in ("name", "labels", "annotations")}
+        await client.create(resource, {**body, "metadata": metadata})
+
+
 async def webhooks_trusted(client: KubeClient, url: str, *, within: float = 60) -> None:
     """Until every webhook of both configurations calls ``url`` and trusts a CA (the
     controller's first pass filled in the ``caBundle``)."""
