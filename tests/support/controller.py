@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,19 @@ async def restore_webhook_configurations(client: KubeClient, saved: Saved) -> No
     for resource, body in saved:
         metadata = {k: v for k, v in body["metadata"].items() if k in ("name", "labels", "annotations")}
         await client.create(resource, {**body, "metadata": metadata})
+
+
+@contextlib.asynccontextmanager
+async def webhook_configurations_aside(client: KubeClient) -> AsyncIterator[None]:
+    """No webhook configurations meanwhile, then those there before, exactly (a test applying
+    the shipped ones, which call a Service, onto the session controller's, which call a URL,
+    would ask for a configuration with both)."""
+    saved = await saved_webhook_configurations(client)
+    await remove_webhook_configurations(client)
+    try:
+        yield
+    finally:
+        await restore_webhook_configurations(client, saved)
 
 
 async def webhooks_trusted(client: KubeClient, url: str, *, within: float = 60) -> None:
