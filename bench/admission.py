@@ -39,9 +39,9 @@ from bench.webhook import (
     serving,
     spread,
 )
+from united.api.document import Json
 from united.kube.client import DEPLOYMENTS, PODS, REPLICA_SETS, KubeClient
 
-JSON = dict[str, Any]
 CASES = ("floor", "untargeted", "targeted")
 NAMESPACE = "admission"
 FLOOR_NAMESPACE = "admission-floor"
@@ -52,7 +52,7 @@ WARMUP = 5
 """Pods of each case created first and not counted (connections, caches, the webhook's TLS)."""
 
 
-def deployment(name: str, namespace: str, *, replicas: int) -> JSON:
+def deployment(name: str, namespace: str, *, replicas: int) -> Json:
     labels = {"app": name}
     template = {
         "metadata": {"labels": labels},
@@ -73,7 +73,7 @@ def deployment(name: str, namespace: str, *, replicas: int) -> JSON:
     }
 
 
-def replica_set(owner: Mapping[str, Any]) -> JSON:
+def replica_set(owner: Mapping[str, Any]) -> Json:
     """The ReplicaSet a deployment controller would make for ``owner`` (a created Deployment)."""
     meta, spec = owner["metadata"], owner["spec"]
     labels = {**spec["template"]["metadata"]["labels"], "pod-template-hash": HASH}
@@ -91,7 +91,7 @@ def replica_set(owner: Mapping[str, Any]) -> JSON:
     }
 
 
-def pod(name: str, owner: Mapping[str, Any]) -> JSON:
+def pod(name: str, owner: Mapping[str, Any]) -> Json:
     """A pod as ReplicaSet ``owner`` (a created one) makes it."""
     template = owner["spec"]["template"]
     return {
@@ -107,16 +107,16 @@ def pod(name: str, owner: Mapping[str, Any]) -> JSON:
     }
 
 
-def _controller_ref(owner: Mapping[str, Any]) -> JSON:
+def _controller_ref(owner: Mapping[str, Any]) -> Json:
     meta = owner["metadata"]
     return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
 
 
-def compare(latencies: Mapping[str, Sequence[float]], *, floor: str = "floor") -> JSON:
+def compare(latencies: Mapping[str, Sequence[float]], *, floor: str = "floor") -> Json:
     """p50/p99/mean (ms) of each case and its ratio to the floor's."""
     base50, base99 = percentile(latencies[floor], 50), percentile(latencies[floor], 99)
-    out: JSON = {}
+    out: Json = {}
     for case, values in latencies.items():
         p50, p99 = percentile(values, 50), percentile(values, 99)
         out[case] = {
@@ -140,7 +140,7 @@ def rotated(cases: Sequence[str], i: int) -> list[str]:
 class Creator:
     """POSTs the pods of each case, timing each request."""
 
-    def __init__(self, client: KubeClient, owners: Mapping[str, JSON]) -> None:
+    def __init__(self, client: KubeClient, owners: Mapping[str, Json]) -> None:
         self.client = client
         self.owners = owners
         self.names = {case: itertools.count() for case in owners}
@@ -170,12 +170,12 @@ class Creator:
         return {"one_at_a_time": singles, "bursts": bursts}
 
 
-async def _workload(client: KubeClient, namespace: str, name: str, *, replicas: int) -> JSON:
+async def _workload(client: KubeClient, namespace: str, name: str, *, replicas: int) -> Json:
     created = await client.create(DEPLOYMENTS, deployment(name, namespace, replicas=replicas), namespace=namespace)
     return await client.create(REPLICA_SETS, replica_set(created), namespace=namespace)
 
 
-async def admission(ctx: Context, *, pods: int, burst: int) -> JSON:
+async def admission(ctx: Context, *, pods: int, burst: int) -> Json:
     client = ctx.client
     burst = max(1, min(burst, pods))
     per_case = WARMUP + pods + (pods // burst) * burst
@@ -205,7 +205,7 @@ async def admission(ctx: Context, *, pods: int, burst: int) -> JSON:
     targeted = (await client.list(PODS, namespace=NAMESPACE, label_selector="app=web")).items
     others = (await client.list(PODS, namespace=NAMESPACE, label_selector="app=other")).items
     await delete_namespaces(client, [NAMESPACE, FLOOR_NAMESPACE])
-    results: JSON = {"pods": pods, "burst": burst, "warmup": WARMUP, "subsets": SUBSETS}
+    results: Json = {"pods": pods, "burst": burst, "warmup": WARMUP, "subsets": SUBSETS}
     for mode in ("one_at_a_time", "bursts"):
         results[mode] = compare({**timed[mode], "unconfigured": unconfigured[mode]["floor"]})
     results["placement"] = placement(targeted, spread=SPREAD, maxima=maxima)

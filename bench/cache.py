@@ -20,24 +20,23 @@ import json
 import tracemalloc
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from bench.workload import deployment_status, floor_plan, plain_deployment, pod, pod_status, united_deployment
+from united.api.document import Json
 from united.api.groups import GROUP
 from united.kube.client import DEPLOYMENTS, PODS, Resource
 from united.runtime.informer import Store, forget_shared, keeper
 from united.uniteddeployment.keys import Keys
 
-JSON = dict[str, Any]
 SUBSET = Keys(GROUP).subset_name
 
 
-def _template() -> JSON:
-    template: JSON = floor_plan(united_deployment("mem", "mem", subsets=1, replicas=2))["children"][0]
+def _template() -> Json:
+    template: Json = floor_plan(united_deployment("mem", "mem", subsets=1, replicas=2))["children"][0]
     return template
 
 
-def server_pod(i: int, template: JSON) -> JSON:
+def server_pod(i: int, template: Json) -> Json:
     """A running pod of ``template`` as a LIST returns it."""
     p = pod(f"pod-{i:05d}", "mem", template=template)
     p["metadata"] |= {
@@ -66,11 +65,11 @@ def server_pod(i: int, template: JSON) -> JSON:
         ],
     }
     p["status"] = pod_status(f"10.0.{i // 256 % 256}.{i % 256}")
-    decoded: JSON = json.loads(json.dumps(p))
+    decoded: Json = json.loads(json.dumps(p))
     return decoded
 
 
-def server_child(i: int, template: JSON, *, varied: bool = False) -> JSON:
+def server_child(i: int, template: Json, *, varied: bool = False) -> Json:
     """A child Deployment with a healthy status as a LIST returns it; ``varied``: its own
     image and ``app`` label for every three (one UnitedDeployment's subsets)."""
     d = plain_deployment(f"child-{i:05d}", "mem", replicas=2, subset_label=True, template=template)
@@ -87,11 +86,11 @@ def server_child(i: int, template: JSON, *, varied: bool = False) -> JSON:
             c["image"] = f"registry.invalid/{ud}:1"
         for labels in (d["metadata"]["labels"], d["spec"]["template"]["metadata"]["labels"]):
             labels["app"] = ud
-    decoded: JSON = json.loads(json.dumps(d))
+    decoded: Json = json.loads(json.dumps(d))
     return decoded
 
 
-def bytes_per_object(resource: Resource, make: Callable[[int], JSON], n: int, *, stores: int = 1) -> float:
+def bytes_per_object(resource: Resource, make: Callable[[int], Json], n: int, *, stores: int = 1) -> float:
     """Bytes allocated and kept per object once ``n`` of them are cached in ``stores`` stores."""
     keep = keeper(resource)
     objects = [make(i) for i in range(n)]

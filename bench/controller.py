@@ -16,9 +16,10 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import aiohttp
+
+from united.api.document import Json
 
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -26,7 +27,6 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 Labels = frozenset[tuple[str, str]]
 Samples = dict[tuple[str, Labels], float]
-JSON = dict[str, Any]
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -280,7 +280,7 @@ class ControllerProcess:
             await self.samples()
         return max(0.0, (self.cpu_seconds() - before) / n)
 
-    async def net_cpu(self, gross: float, scrapes: int) -> JSON:
+    async def net_cpu(self, gross: float, scrapes: int) -> Json:
         """``gross`` CPU seconds of a phase in which the bench scraped ``scrapes`` times."""
         cost = await self.scrape_cpu()
         return {"cpu_seconds": max(0.0, gross - scrapes * cost), "gross_cpu_seconds": gross,

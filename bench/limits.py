@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from united.api.document import Json
 from united.api.limits import (
     MAX_PATCH_BYTES,
     MAX_PLACEMENT_BYTES,
@@ -40,7 +41,6 @@ from united.uniteddeployment.keys import Keys
 from united.uniteddeployment.reconciler import Caches, Reconciler
 from united.uniteddeployment.sites import Store as ChildStore
 
-JSON = dict[str, Any]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 PODS_PER_SUBSET = 20
 Writes = list[tuple[str, Any]]
@@ -71,16 +71,16 @@ def _filled(limit: int, make: Callable[[int], Any], wrap: Callable[[list[Any]], 
     return wrap(items[:fits])
 
 
-def _env(prefix: str) -> Callable[[int], JSON]:
+def _env(prefix: str) -> Callable[[int], Json]:
     return lambda i: {"name": f"{prefix}{i}", "value": "v" * 24}
 
 
-def manifest(*, subsets: int, template_bytes: int, patch_bytes: int, placement_bytes: int) -> JSON:
+def manifest(*, subsets: int, template_bytes: int, patch_bytes: int, placement_bytes: int) -> Json:
     """``subsets`` subsets, each with a patch of about ``patch_bytes`` and a node selector
     term and tolerations of about ``placement_bytes`` each, and a template of about
     ``template_bytes``. The patch merges into the template's env
     (same names) and adds as much again: both halves of the merge are as large as allowed."""
-    containers: list[JSON] = [{"name": "main", "image": "x", "env": []}]
+    containers: list[Json] = [{"name": "main", "image": "x", "env": []}]
     pod_template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": containers}}
     template = {
         "metadata": {"labels": {"app": "web"}},
@@ -89,7 +89,7 @@ def manifest(*, subsets: int, template_bytes: int, patch_bytes: int, placement_b
     containers[0]["env"] = _filled(template_bytes - size(template), _env("E"), lambda env: env)
     assert size(template) <= MAX_TEMPLATE_BYTES
 
-    def patch(env: list[JSON]) -> JSON:
+    def patch(env: list[Json]) -> Json:
         return {"spec": {"containers": [{"name": "main", "env": env}]}}
 
     term = _filled(
@@ -132,21 +132,21 @@ class MemoryClient:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str, Any]] = []
-        self.created: list[JSON] = []
+        self.created: list[Json] = []
 
     async def list(self, resource: Resource, *, namespace: str, label_selector: str | None = None) -> ObjectList:
         return ObjectList([], "1", ())
 
-    async def create(self, resource: Resource, body: Any, *, namespace: str) -> JSON:
+    async def create(self, resource: Resource, body: Any, *, namespace: str) -> Json:
         self.calls.append(("create", resource.plural, "", body))
-        obj: JSON = json.loads(body if isinstance(body, bytes) else json.dumps(body))  # revisions come as bytes
+        obj: Json = json.loads(body if isinstance(body, bytes) else json.dumps(body))  # revisions come as bytes
         meta = obj["metadata"]
         meta.setdefault("name", meta.get("generateName", "") + "x")
         meta.update(uid=f"uid-{len(self.created)}", resourceVersion=str(100 + len(self.created)))
         self.created.append(obj)
         return obj
 
-    async def patch(self, resource: Resource, name: str, body: Any, **kw: Any) -> JSON:
+    async def patch(self, resource: Resource, name: str, body: Any, **kw: Any) -> Json:
         what = f"{resource.plural}/{kw['subresource']}" if kw.get("subresource") else resource.plural
         self.calls.append(("patch", what, name, body))
         return {"metadata": {"resourceVersion": "99"}}
@@ -170,7 +170,7 @@ class World:
     """The UnitedDeployment, its children and pods in the informers' own stores, and a
     reconciler over them."""
 
-    def __init__(self, obj: JSON) -> None:
+    def __init__(self, obj: Json) -> None:
         self.obj = obj
         self.client = MemoryClient()
         self.children, self.revisions = Store(), Store()
@@ -249,12 +249,12 @@ async def both_passes(world: World, monitor: LoopMonitor) -> tuple[dict[str, flo
     return first, steady
 
 
-def measure(case: Mapping[str, int]) -> JSON:
+def measure(case: Mapping[str, int]) -> Json:
     """One case's figures: the longest CPU stretch of each pass, and both passes' CPU and
     turns of the loop in all."""
     world = World(manifest(**case))
 
-    async def main() -> JSON:
+    async def main() -> Json:
         async with LoopMonitor(cpu=time.process_time) as monitor:
             start, turns = time.process_time(), monitor.turns
             first, steady = await both_passes(world, monitor)
@@ -273,7 +273,7 @@ def measure(case: Mapping[str, int]) -> JSON:
         gc.unfreeze()
 
 
-def limits_bench(cases: Mapping[str, Mapping[str, int]] | None = None) -> JSON:
+def limits_bench(cases: Mapping[str, Mapping[str, int]] | None = None) -> Json:
     """Every case's figures (default: :data:`CASES`), by case name."""
     return {name: measure(case) for name, case in (CASES if cases is None else cases).items()}
 

@@ -32,6 +32,7 @@ from bench.env import create_namespace
 from bench.scenarios import Context, cold_start_run, event_writes, log, reconcile_writes, resync_restart, scale_events
 from bench.serverprofile import requests
 from united.api import yamlload
+from united.api.document import Json
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.data import MANIFESTS, crds, documents
 from united.devcluster.ports import free_port
@@ -40,7 +41,6 @@ from united.kube.client import CRDS, NAMESPACES, KubeClient
 from united.kube.errors import NotFound
 from united.kube.wait import eventually
 
-JSON = dict[str, Any]
 PLACEHOLDERS = ("kubeconfig", "port", "metrics_port", "namespace")
 """What ``--peer-command`` may name: its kubeconfig; the port it must answer ``/readyz`` on;
 the port of its Prometheus ``/metrics`` (``{port}`` when not named); its namespaces (comma
@@ -187,7 +187,7 @@ FIGURES = (
 )
 
 
-def side_figures(cold: JSON, restart: JSON, scale: JSON) -> JSON:
+def side_figures(cold: Json, restart: Json, scale: Json) -> Json:
     """One side's figures of one repeat, from the scenarios' own results."""
     burst_cpu = scale["bursts"]["cpu_ms_per_event"]["controller"]
     return {
@@ -224,16 +224,16 @@ def ratio(peer: float | None, ours: float | None) -> float | None:
     return ours / peer
 
 
-def medians(runs: Iterable[Mapping[str, Any]]) -> JSON:
+def medians(runs: Iterable[Mapping[str, Any]]) -> Json:
     """The median of every numeric figure over a side's repeats."""
     runs = list(runs)
     keys = {k for r in runs for k, v in r.items() if isinstance(v, int | float)}
     return {k: statistics.median(r[k] for r in runs if k in r) for k in sorted(keys)}
 
 
-def compare(peer: Mapping[str, float], ours: Mapping[str, float]) -> list[JSON]:
+def compare(peer: Mapping[str, float], ours: Mapping[str, float]) -> list[Json]:
     """A row per figure both sides have: peer, ours, ratio, goal and whether it is met."""
-    rows: list[JSON] = []
+    rows: list[Json] = []
     for f in FIGURES:
         if f.key not in peer or f.key not in ours:
             continue
@@ -289,9 +289,9 @@ def render(result: Mapping[str, Any]) -> str:
 # -- running the sides ------------------------------------------------------------------------------
 
 
-def manifests(paths: Sequence[Path]) -> list[JSON]:
+def manifests(paths: Sequence[Path]) -> list[Json]:
     """Every YAML document of ``paths`` (files, or directories of ``*.yaml``), in order."""
-    docs: list[JSON] = []
+    docs: list[Json] = []
     for path in paths:
         files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
         for f in files:
@@ -331,7 +331,7 @@ async def wipe(client: KubeClient, namespaces: Iterable[str]) -> None:
     await eventually(gone, within=600, what="namespaces deleted")
 
 
-async def install_side(client: KubeClient, side: str, peer_docs: Sequence[JSON]) -> None:
+async def install_side(client: KubeClient, side: str, peer_docs: Sequence[Json]) -> None:
     """The side's CRDs in place of the other's (and, for this project, its apps.kruise.io role)."""
     await delete_crds(client, SHARED_CRDS)
     if side == "peer":
@@ -394,7 +394,7 @@ def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
     return make
 
 
-async def compare_sides(ctx: Context, config: Mapping[str, Any], command: str, peer_docs: Sequence[JSON]) -> JSON:
+async def compare_sides(ctx: Context, config: Mapping[str, Any], command: str, peer_docs: Sequence[Json]) -> Json:
     """Every side's scenarios, one side at a time, ``repeats`` times interleaved; the floor's
     cold start once first. Medians per side, then peer / ours / ratio per figure."""
     uds, subsets, repeats = int(config["uds"]), int(config["subsets"]), int(config["repeats"])
@@ -403,7 +403,7 @@ async def compare_sides(ctx: Context, config: Mapping[str, Any], command: str, p
     floor_run, _ = await cold_start_run(ctx, "floor", "peer-floor", uds=uds, subsets=subsets)
     await wipe(ctx.client, ["peer-floor"])
     kubeconfig = await peer_identity(ctx)
-    runs: dict[str, list[JSON]] = {side: [] for side in SIDES}
+    runs: dict[str, list[Json]] = {side: [] for side in SIDES}
     try:
         for r, side in interleave(repeats):
             log(f"{side} ({r + 1}/{repeats}): installing its CRDs")

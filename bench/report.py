@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-JSON = dict[str, Any]
+from united.api.document import Json
 
 GOALS = {
     "cold_ratio": 1.25,
@@ -25,7 +25,7 @@ GOALS = {
 }
 
 
-def machine() -> JSON:
+def machine() -> Json:
     model = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -60,7 +60,7 @@ def _mark(ok: bool | None) -> str:
     return "—" if ok is None else ("yes" if ok else "**no**")
 
 
-def _scale_goal(key: str, s: JSON) -> tuple[str, str]:
+def _scale_goal(key: str, s: Json) -> tuple[str, str]:
     if key == "bursts":
         p50, p99 = GOALS["burst_p50_ratio"], GOALS["burst_p99_ratio"]
         return f"p50 ≤ {p50}x, p99 ≤ {p99}x", _mark(s["ratio_p50"] <= p50 and s["ratio_p99"] <= p99)
@@ -70,7 +70,7 @@ def _scale_goal(key: str, s: JSON) -> tuple[str, str]:
 Row = tuple[str, str, str, str, str, str, str]
 
 
-def _admission_rows(adm: JSON) -> list[Row]:
+def _admission_rows(adm: Json) -> list[Row]:
     """The webhook's cost per pod CREATE against the floor's (no call), by case and mode."""
     rows: list[Row] = []
     for mode, label in (("one_at_a_time", "one at a time"), ("bursts", f"bursts of {adm['burst']}")):
@@ -102,7 +102,7 @@ def _admission_rows(adm: JSON) -> list[Row]:
     return rows
 
 
-def _server_profile_row(p: JSON) -> Row:
+def _server_profile_row(p: Json) -> Row:
     """kube-apiserver's CPU by handler during the bursts: per request where the handler serves
     one kind of request, else its share of the profile."""
     what = f"kube-apiserver's CPU profile from the first burst on ({p['requested_seconds']} s; {p['profile']})"
@@ -118,7 +118,7 @@ def _server_profile_row(p: JSON) -> Row:
     return ("Scale bursts: API server profile", what, "; ".join(parts), "", sampled, "", "")
 
 
-def _scaleout_rows(out: JSON) -> list[Row]:
+def _scaleout_rows(out: Json) -> list[Row]:
     rows: list[Row] = []
     for level in out["levels"]:
         floor = level.get("floor_pods_per_second", 0.0)
@@ -138,7 +138,7 @@ def _scaleout_rows(out: JSON) -> list[Row]:
     return rows
 
 
-def render(results: JSON) -> str:
+def render(results: Json) -> str:
     rows: list[Row] = []
     if results.get("scaleout"):
         rows += _scaleout_rows(results["scaleout"])

@@ -38,19 +38,19 @@ from bench.webhook import (
     spread,
     until,
 )
+from united.api.document import Json
 from united.devcluster import versions
 from united.devcluster.ports import free_port
 from united.devcluster.versions import DEFAULT, KubeVersion
 from united.kube.client import DEPLOYMENTS, PODS, REPLICA_SETS, KubeClient, PatchType
 from united.runtime.informer import ADDED, Informer
 
-JSON = dict[str, Any]
 VARIANTS = ("floor", "untargeted", "targeted")
 APP = "web"
 SUBSETS = 4
 
 
-def rate(arrivals: Sequence[float], *, start: float) -> JSON:
+def rate(arrivals: Sequence[float], *, start: float) -> Json:
     """Pods per second from ``start`` (the scale request) to the last arrival, and between the
     first and the last arrival (without the controllers' reaction time)."""
     ordered = sorted(arrivals)
@@ -94,7 +94,7 @@ def workload_controllers(ctx: Context, *, qps: int) -> Any:
             proc.wait()
 
 
-async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas: int) -> JSON:
+async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas: int) -> Json:
     """Scale a fresh Deployment 0 → ``replicas``; time the pods' arrival through a watch."""
     await prepare_namespace(client, namespace, excluded=variant == "floor")
     await client.create(DEPLOYMENTS, deployment(APP, namespace, replicas=0), namespace=namespace)
@@ -109,7 +109,7 @@ async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas:
     loop = asyncio.get_running_loop()
     arrivals: dict[str, float] = {}
 
-    async def seen(kind: str, obj: JSON, old: JSON | None) -> None:
+    async def seen(kind: str, obj: Json, old: Json | None) -> None:
         if kind == ADDED:
             arrivals.setdefault(str(obj["metadata"]["name"]), loop.time())
 
@@ -137,12 +137,12 @@ async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas:
     return result
 
 
-def summarise(runs: Sequence[JSON]) -> JSON:
+def summarise(runs: Sequence[Json]) -> Json:
     """Per variant, the median pods per second of its runs; the targeted and untargeted rates
     against the floor's (a ratio below 1 is a slower scale-out)."""
-    by: dict[str, list[JSON]] = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
+    by: dict[str, list[Json]] = {v: [r for r in runs if r["variant"] == v] for v in VARIANTS}
     pps = {v: sorted(r["pods_per_second"] for r in rs)[len(rs) // 2] for v, rs in by.items() if rs}
-    out: JSON = {f"{v}_pods_per_second": x for v, x in pps.items()}
+    out: Json = {f"{v}_pods_per_second": x for v, x in pps.items()}
     for v in ("untargeted", "targeted"):
         if v in pps and "floor" in pps:
             out[f"{v}_ratio"] = pps[v] / pps["floor"]
@@ -154,14 +154,14 @@ def summarise(runs: Sequence[JSON]) -> JSON:
     return out
 
 
-async def scaleout(ctx: Context, *, replicas: int, qps_levels: Sequence[int], repeats: int = 1) -> JSON:
+async def scaleout(ctx: Context, *, replicas: int, qps_levels: Sequence[int], repeats: int = 1) -> Json:
     client = ctx.client
     namespaces = [f"scaleout-{qps}-{v}-{r}" for qps in qps_levels for r in range(repeats) for v in VARIANTS]
     ctl = await serving(ctx, namespaces=[ns for ns in namespaces if "-floor-" not in ns], name="scaleout")
-    levels: list[JSON] = []
+    levels: list[Json] = []
     try:
         for qps in qps_levels:
-            runs: list[JSON] = []
+            runs: list[Json] = []
             with workload_controllers(ctx, qps=qps):
                 for r in range(repeats):
                     for variant in rotated(VARIANTS, r):

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.controller import parse_metrics
+from united.api.document import Json
 from united.kube.client import KubeClient
-
-JSON = dict[str, Any]
 
 HANDLERS: dict[str, tuple[str, tuple[str, str, str] | None]] = {
     "custom resource /scale update": ("customresource.(*ScaleREST).Update", ("PATCH", "uniteddeployments", "scale")),
@@ -88,14 +87,14 @@ def requests(before: Mapping[Any, float], after: Mapping[Any, float]) -> dict[tu
     return out
 
 
-def summarise(top: str, counts: Mapping[tuple[str, str, str], int]) -> JSON:
+def summarise(top: str, counts: Mapping[tuple[str, str, str], int]) -> Json:
     """Each handler of :data:`HANDLERS`: its CPU seconds, its share of the sampled CPU and, for
     a request kind, its requests and milliseconds of CPU per request."""
     duration, total, by_function = cumulative(top)
-    handlers: dict[str, JSON] = {}
+    handlers: dict[str, Json] = {}
     for label, (function, request) in HANDLERS.items():
         spent = max((v for name, v in by_function.items() if name.endswith(function)), default=0.0)
-        row: JSON = {"cpu_seconds": spent, "share": spent / total if total else 0.0}
+        row: Json = {"cpu_seconds": spent, "share": spent / total if total else 0.0}
         if request is not None:
             n = counts.get(request, 0)
             row["requests"] = n
@@ -125,12 +124,12 @@ class ServerProfile:
         )
         return data, await self.client.get_path("/metrics")  # the counts of the same window
 
-    async def finish(self) -> JSON:
+    async def finish(self) -> Json:
         assert self._task is not None, "start() first"
         data, metrics = await self._task
         self.out.write_bytes(data)
         counts = requests(self._before, parse_metrics(metrics))
-        summary: JSON = {"profile": str(self.out), "requested_seconds": self.seconds}
+        summary: Json = {"profile": str(self.out), "requested_seconds": self.seconds}
         go = shutil.which("go")
         if go is None:
             return {**summary, "unread": "no `go` on PATH to read the profile with `go tool pprof`"}

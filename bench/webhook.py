@@ -23,6 +23,7 @@ from typing import Any
 from bench.controller import ControllerProcess
 from bench.env import create_namespace
 from bench.scenarios import Context
+from united.api.document import Json
 from united.api.groups import GROUP
 from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.installation import install_controller
@@ -34,7 +35,6 @@ from united.workloadspread.injection import matched
 from united.workloadspread.reconciler import ws_resource
 from united.workloadspread.webhookconfig import EXCLUDE_LABEL, EXCLUDED, NAME
 
-JSON = dict[str, Any]
 SPREADS = ws_resource(GROUP)
 NOBODY = "bench-nobody"
 """The pods' ``schedulerName``: no scheduler takes them, so scheduling adds no load to either side."""
@@ -131,12 +131,12 @@ def maxima_for(pods: int, subsets: int) -> list[int]:
     return [each] * subsets
 
 
-def spread(name: str, namespace: str, *, target: str, maxima: Sequence[int | None]) -> JSON:
+def spread(name: str, namespace: str, *, target: str, maxima: Sequence[int | None]) -> Json:
     """A WorkloadSpread of Deployment ``target``: subsets ``s0``, ``s1``… with these maxima."""
-    subsets: list[JSON] = []
+    subsets: list[Json] = []
     for j, maximum in enumerate(maxima):
         selector = {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [f"zone-{j}"]}]}
-        subset: JSON = {"name": f"s{j}", "requiredNodeSelector": selector}
+        subset: Json = {"name": f"s{j}", "requiredNodeSelector": selector}
         if maximum is not None:
             subset["maxReplicas"] = maximum
         subsets.append(subset)
@@ -148,7 +148,7 @@ def spread(name: str, namespace: str, *, target: str, maxima: Sequence[int | Non
     }
 
 
-async def create_spread(client: KubeClient, doc: JSON, *, within: float = 60) -> None:
+async def create_spread(client: KubeClient, doc: Json, *, within: float = 60) -> None:
     """Create the spread and wait until the controller has observed it (its caches hold it)."""
     meta = doc["metadata"]
     await client.create(SPREADS, doc, namespace=meta["namespace"])
@@ -173,7 +173,7 @@ def zone_of(pod: Mapping[str, Any]) -> set[str]:
     }
 
 
-def placement(pods: Iterable[Mapping[str, Any]], *, spread: str, maxima: Sequence[int | None]) -> JSON:
+def placement(pods: Iterable[Mapping[str, Any]], *, spread: str, maxima: Sequence[int | None]) -> Json:
     """Where admission put ``pods``: count per subset, pods without a subset of ``spread``, the
     subsets holding more than their maximum, and the placed pods whose node affinity does not
     require their subset's zone (both must be none)."""

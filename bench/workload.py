@@ -13,6 +13,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from united.api.document import Json
 from united.api.groups import GROUP
 from united.api.selector import parse as parse_selector
 from united.uniteddeployment.admission import admit
@@ -23,7 +24,6 @@ from united.uniteddeployment.model import UnitedDeployment
 from united.uniteddeployment.render import owner_reference, render
 from united.uniteddeployment.status import ChildView, Facts, compute
 
-JSON = dict[str, Any]
 IMAGE = "registry.invalid/united/bench:1"
 KEYS = Keys(GROUP)
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -37,7 +37,7 @@ def subset_names(m: int) -> list[str]:
     return [f"s{j}" for j in range(m)]
 
 
-def united_deployment(name: str, namespace: str, *, subsets: int, replicas: int, group: str = GROUP) -> JSON:
+def united_deployment(name: str, namespace: str, *, subsets: int, replicas: int, group: str = GROUP) -> Json:
     """A UnitedDeployment of Deployments: ``subsets`` zone subsets, replicas split evenly.
 
     In OpenKruise's group it carries ``revisionHistoryLimit``, which OpenKruise's own
@@ -67,7 +67,7 @@ def united_deployment(name: str, namespace: str, *, subsets: int, replicas: int,
         }
         for j, s in enumerate(subset_names(subsets))
     ]
-    doc: JSON = {
+    doc: Json = {
         "apiVersion": f"{group}/v1alpha1",
         "kind": "UnitedDeployment",
         "metadata": {"name": name, "namespace": namespace, "labels": {"bench.united.dev/ud": "true"}},
@@ -101,7 +101,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def floor_plan(doc: Mapping[str, Any]) -> JSON:
+def floor_plan(doc: Mapping[str, Any]) -> Json:
     """The writes a controller must make for a new UnitedDeployment: its ControllerRevision,
     one child per subset and one status patch. Owner UIDs are left empty (the floor script
     fills them in from its LIST)."""
@@ -138,7 +138,7 @@ def floor_plan(doc: Mapping[str, Any]) -> JSON:
     return {"revision": history.create, "children": children, "status": status}
 
 
-def with_owner(obj: JSON, uid: str) -> JSON:
+def with_owner(obj: Json, uid: str) -> Json:
     """``obj`` with the UID filled into its controller owner reference."""
     out = copy.deepcopy(obj)
     for ref in out["metadata"].get("ownerReferences") or []:
@@ -147,8 +147,8 @@ def with_owner(obj: JSON, uid: str) -> JSON:
 
 
 def plain_deployment(
-    name: str, namespace: str, *, replicas: int, subset_label: bool, template: JSON | None = None
-) -> JSON:
+    name: str, namespace: str, *, replicas: int, subset_label: bool, template: Json | None = None
+) -> Json:
     """A Deployment shaped like a rendered child. ``subset_label``: carries the subset label,
     so the controller's child informer caches it (an orphan: no owner)."""
     if template is None:
@@ -168,7 +168,7 @@ def plain_deployment(
     return body
 
 
-def pod(name: str, namespace: str, *, template: JSON) -> JSON:
+def pod(name: str, namespace: str, *, template: Json) -> Json:
     """A pod as a child's ReplicaSet makes it from ``template`` (a rendered child), left to no
     scheduler (``schedulerName`` names none) so it stays where the bench puts it."""
     spec = copy.deepcopy(template["spec"]["template"])
@@ -182,7 +182,7 @@ def pod(name: str, namespace: str, *, template: JSON) -> JSON:
     }
 
 
-def pod_status(ip: str) -> JSON:
+def pod_status(ip: str) -> Json:
     """A running, ready pod's status as a kubelet reports it (one container)."""
     now = _now()
     return {
@@ -212,7 +212,7 @@ def pod_status(ip: str) -> JSON:
     }
 
 
-def deployment_status(replicas: int, generation: int = 1) -> JSON:
+def deployment_status(replicas: int, generation: int = 1) -> Json:
     """A Deployment status as the deployment controller writes it for a healthy rollout."""
     now = _now()
     return {

@@ -16,12 +16,12 @@ import pytest
 from tests.unit.test_crds import load_generator
 from united import data
 from united.api.crdrules import RULES, for_server, without_rules
+from united.api.document import Json
 from united.api.field import ManifestError
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.workloadspread.admission import admit
 from united.workloadspread.validation import validate_update
 
-Json = dict[str, Any]
 _ENV = celpy.Environment()
 RULE_SETS: dict[str, list[Json]] = load_generator().CEL_RULES
 

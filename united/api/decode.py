@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-JSON = dict[str, Any]
+from united.api.document import Json
 
 MAX_DEPTH = 100
 """Containers (objects and arrays) an object may nest, its root included."""
@@ -56,7 +56,7 @@ _SCALAR = re.compile(r"[^,\]}\s]+")
 class Undecodable(NamedTuple):
     """An object the client would not decode: what is known of it, and why."""
 
-    object: JSON
+    object: Json
     """A stub: ``apiVersion``, ``kind``, ``metadata`` and ``status`` where readable."""
     reason: str
 
@@ -64,8 +64,8 @@ class Undecodable(NamedTuple):
 class Page(NamedTuple):
     """A decoded LIST page: its own fields (``items`` excluded), the items, the skipped."""
 
-    fields: JSON
-    items: list[JSON]
+    fields: Json
+    items: list[Json]
     skipped: list[Undecodable]
 
 
@@ -126,7 +126,7 @@ def _reason(too_deep: list[str], levels: int) -> str:
     return f"{fields}: nested deeper than {levels} levels, more than the controller reads"
 
 
-def bound(obj: JSON, *, levels: int = MAX_DEPTH) -> Undecodable | None:
+def bound(obj: Json, *, levels: int = MAX_DEPTH) -> Undecodable | None:
     """``None`` when decoded ``obj`` is within ``levels``; else what to report instead of it.
 
     ``metadata.managedFields`` does not count: its ``fieldsV1`` mirrors the object's own
@@ -141,7 +141,7 @@ def bound(obj: JSON, *, levels: int = MAX_DEPTH) -> Undecodable | None:
         if isinstance(metadata, dict):
             metadata.pop("managedFields", None)
         return None
-    stub: JSON = {}
+    stub: Json = {}
     for name in _STUB_FIELDS:
         value = obj.get(name)
         if name == "metadata" and isinstance(meta, dict):
@@ -241,11 +241,11 @@ class _Scanner:
     def decode(self, start: int, end: int) -> Any:
         return json.loads(self.text[start:end])
 
-    def object(self, pos: int, levels: int) -> JSON | Undecodable:
+    def object(self, pos: int, levels: int) -> Json | Undecodable:
         """The object starting at ``pos``, decoded member by member (``metadata`` field by
         field, without ``managedFields``, as :func:`bound` does); or, when some member is
         deeper than ``levels`` allows, the stub of what could be read."""
-        decoded: JSON = {}
+        decoded: Json = {}
         too_deep: list[str] = []
         for key, start, end, depth in self.members(pos):
             if key == "metadata" and self.text[start : start + 1] == "{":
@@ -267,8 +267,8 @@ class _Scanner:
         return Undecodable(stub, _reason(too_deep, levels))
 
 
-def _split(items: list[Any], levels: int) -> tuple[list[JSON], list[Undecodable]]:
-    good: list[JSON] = []
+def _split(items: list[Any], levels: int) -> tuple[list[Json], list[Undecodable]]:
+    good: list[Json] = []
     skipped: list[Undecodable] = []
     for item in items:
         problem = bound(item, levels=levels) if isinstance(item, dict) else None
@@ -320,8 +320,8 @@ def list_page(data: bytes | str, *, levels: int = MAX_DEPTH) -> Page:
 
 def _scan_page(text: str, levels: int) -> Page:
     scanner = _Scanner(text)
-    fields: JSON = {}
-    items: list[JSON] = []
+    fields: Json = {}
+    items: list[Json] = []
     skipped: list[Undecodable] = []
     for key, start, end, depth in scanner.members(scanner.skip_space(0)):
         if key != "items":
@@ -339,7 +339,7 @@ def _scan_page(text: str, levels: int) -> Page:
     return Page(fields, items, skipped)
 
 
-def watch_event(data: bytes | str, *, levels: int = MAX_DEPTH) -> tuple[JSON, Undecodable | None]:
+def watch_event(data: bytes | str, *, levels: int = MAX_DEPTH) -> tuple[Json, Undecodable | None]:
     """Decode one watch event line: the event, and when its object is deeper than ``levels``,
     what to report instead (the event's ``object`` is then the stub).
 

@@ -50,11 +50,11 @@ import structlog
 from aiohttp import web
 
 from united.api.decode import MAX_DEPTH, within
+from united.api.document import Json
 from united.runtime.connections import Limits, Listener
 from united.runtime.metrics import Metrics
 
-JSON = dict[str, Any]
-Handler = Callable[[JSON], Awaitable[JSON]]
+Handler = Callable[[Json], Awaitable[Json]]
 """Takes a review (the request body) and returns the review to answer (the response body)."""
 Screen = Callable[[str], bool]
 """Whether an admission review from this namespace needs its handler (False: allowed unchanged);
@@ -84,19 +84,19 @@ _log = structlog.get_logger(__name__)
 # -- answers -------------------------------------------------------------------------------
 
 
-def _review(response: JSON) -> JSON:
+def _review(response: Json) -> Json:
     return {"apiVersion": ADMISSION_VERSIONS[0], "kind": "AdmissionReview", "response": response}
 
 
-def allow(uid: str, *, warnings: tuple[str, ...] = ()) -> JSON:
+def allow(uid: str, *, warnings: tuple[str, ...] = ()) -> Json:
     """An AdmissionReview allowing request ``uid`` unchanged."""
-    response: JSON = {"uid": uid, "allowed": True}
+    response: Json = {"uid": uid, "allowed": True}
     if warnings:
         response["warnings"] = list(warnings)
     return _review(response)
 
 
-def deny(uid: str, message: str, *, code: int = 403, reason: str = "Forbidden") -> JSON:
+def deny(uid: str, message: str, *, code: int = 403, reason: str = "Forbidden") -> Json:
     """An AdmissionReview refusing request ``uid``: ``message`` is what the user sees."""
     return _review({"uid": uid, "allowed": False, "status": {"code": code, "reason": reason, "message": message}})
 
@@ -105,7 +105,7 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def json_patch(old: Any, new: Any, path: str = "") -> list[JSON]:
+def json_patch(old: Any, new: Any, path: str = "") -> list[Json]:
     """An RFC 6902 patch turning ``old`` into ``new``: objects are compared key by key, a list
     that only grew at its end gets its new elements appended, anything else (other lists
     included) is replaced whole when it differs — coarse for lists, and therefore never wrong
@@ -114,7 +114,7 @@ def json_patch(old: Any, new: Any, path: str = "") -> list[JSON]:
     if old is new:
         return []
     if isinstance(old, dict) and isinstance(new, dict):
-        ops: list[JSON] = [{"op": "remove", "path": f"{path}/{_escape(k)}"} for k in old if k not in new]
+        ops: list[Json] = [{"op": "remove", "path": f"{path}/{_escape(k)}"} for k in old if k not in new]
         for key, value in new.items():
             here = f"{path}/{_escape(key)}"
             if key not in old:
@@ -140,7 +140,7 @@ def _same(old: Any, new: Any) -> bool:
     return bool(old == new)
 
 
-def patched(uid: str, old: JSON, new: JSON) -> JSON:
+def patched(uid: str, old: Json, new: Json) -> Json:
     """An AdmissionReview allowing request ``uid`` with the JSON patch from ``old`` to ``new``
     (plainly allowed when they are equal)."""
     ops = json_patch(old, new)
@@ -227,7 +227,7 @@ class BadReviewError(ValueError):
     """The body is not a review this server answers (HTTP 400)."""
 
 
-def _parse(body: bytes) -> JSON:
+def _parse(body: bytes) -> Json:
     try:
         review = json.loads(body)
     except RecursionError:
@@ -247,7 +247,7 @@ def _parse(body: bytes) -> JSON:
     return review
 
 
-def _answer(review: JSON, reply: JSON) -> JSON:
+def _answer(review: Json, reply: Json) -> Json:
     """``reply`` in the request's version; a reply to another request is a bug (500)."""
     response = reply.get("response")
     if reply.get("kind") != review["kind"] or not isinstance(response, dict):
@@ -276,8 +276,8 @@ def head(body: bytes) -> Head | None:
     """The review's :class:`Head`, decoded from at most :data:`HEAD_BYTES` of ``body`` up to
     the request's ``object``/``oldObject`` (None: not laid out as the API server lays it out)."""
     text = body[:HEAD_BYTES].decode("utf-8", errors="ignore")
-    top: JSON = {}
-    request: JSON = {}
+    top: Json = {}
+    request: Json = {}
     try:
         inside, pos = top, _SPACE.match(text, 0).end()  # type: ignore[union-attr]
         if text[pos] != "{":
@@ -312,7 +312,7 @@ def head(body: bytes) -> Head | None:
     return Head(*(str(value) for value in fields))
 
 
-def _stub(found: Head) -> JSON:
+def _stub(found: Head) -> Json:
     """The review a skipped request is answered as (checked like :func:`_parse` checks one)."""
     if found.kind != "AdmissionReview" or found.api_version not in ADMISSION_VERSIONS:
         raise BadReviewError(f"not an AdmissionReview: {found.api_version}/{found.kind}")
@@ -392,7 +392,7 @@ class WebhookServer:
         assert self._owner is not None
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._owner))
 
-    async def _review(self, route: str, body: bytes) -> tuple[JSON, bool]:
+    async def _review(self, route: str, body: bytes) -> tuple[Json, bool]:
         """The review and whether to call its handler (False: allow it unchanged, unread)."""
         screen = self._screens.get(route)
         if screen is None:
@@ -410,7 +410,7 @@ class WebhookServer:
             return _stub(found), False
         return await self._decode(body), True
 
-    async def _decode(self, body: bytes) -> JSON:
+    async def _decode(self, body: bytes) -> Json:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, _parse, body)
 
@@ -529,7 +529,7 @@ async def _screened(screen: Screen, namespace: str) -> bool:
     return screen(namespace)
 
 
-async def _handled(handler: Handler, review: JSON) -> JSON:
+async def _handled(handler: Handler, review: Json) -> Json:
     return await handler(review)
 
 

@@ -13,12 +13,11 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from united.api.document import Json
 from united.kube.client import PODS, KubeClient
 from united.uniteddeployment.status import pod_ready
 
-JSON = dict[str, Any]
 SUBSET = "apps.united.io/subset-name"
 REVISION = "apps.united.io/controller-revision-hash"
 
@@ -42,7 +41,7 @@ class Availability:
     """Each change of the Ready pods per subset, with the time."""
     _pods: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
 
-    def observe(self, kind: str, pod: JSON) -> None:
+    def observe(self, kind: str, pod: Json) -> None:
         meta = pod.get("metadata") or {}
         key = str(meta.get("uid"))
         self.events += 1

@@ -14,13 +14,13 @@ import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from tests.support.namespace import fresh_namespace
 from tests.unit.runtime.test_connections import _client_pair
+from united.api.document import Json
 from united.controller.webhooks import MUTATING
 from united.devcluster.cluster import LocalCluster
 from united.kube.client import PODS, KubeClient
@@ -32,7 +32,6 @@ from united.workloadspread.webhookconfig import NAME
 
 pytestmark = pytest.mark.e2e
 
-JSON = dict[str, Any]
 MUTATED = "e2e.united.dev/client-ca"
 SELECT = "e2e.united.dev/client-ca-test"
 
@@ -43,7 +42,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def mutate(review: JSON) -> JSON:
+async def mutate(review: Json) -> Json:
     pod = review["request"]["object"]
     new = copy.deepcopy(pod)
     new.setdefault("metadata", {}).setdefault("annotations", {})[MUTATED] = "yes"
@@ -102,7 +101,7 @@ async def configure(kube: KubeClient, port: int, ca_bundle: bytes, token: str) -
     await kube.create(MUTATING, body)
 
 
-async def a_pod(kube: KubeClient, namespace: str, token: str) -> JSON:
+async def a_pod(kube: KubeClient, namespace: str, token: str) -> Json:
     body = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"p-{secrets.token_hex(3)}", "labels": {SELECT: token}},
             "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.2"}]}}  # fmt: skip

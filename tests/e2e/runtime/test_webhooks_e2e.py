@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.support.namespace import fresh_namespace
+from united.api.document import Json
 from united.controller.manager import Settings
 from united.controller.webhooks import MUTATING, VALIDATING, Options, Webhooks, WebhookService, serve_webhooks
 from united.devcluster.cluster import LocalCluster
@@ -36,7 +37,6 @@ from united.workloadspread.webhookconfig import NAME
 
 pytestmark = pytest.mark.e2e
 
-JSON = dict[str, Any]
 MUTATED = "e2e.united.dev/mutated"
 SELECT = "e2e.united.dev/webhook"
 
@@ -47,7 +47,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def mutate(review: JSON) -> JSON:
+async def mutate(review: Json) -> Json:
     request = review["request"]
     pod = request["object"]
     new = copy.deepcopy(pod)
@@ -55,11 +55,11 @@ async def mutate(review: JSON) -> JSON:
     return patched(request["uid"], pod, new)
 
 
-async def record(review: JSON) -> JSON:
+async def record(review: Json) -> Json:
     return allow(review["request"]["uid"])
 
 
-async def convert(review: JSON) -> JSON:
+async def convert(review: Json) -> Json:
     """A trivial converter: only the apiVersion changes between the test CRD's versions."""
     request = review["request"]
     objects = [{**obj, "apiVersion": request["desiredAPIVersion"]} for obj in request["objects"]]
@@ -85,7 +85,7 @@ class Setup:
         self.count = 0
 
     def options(self, **changes: Any) -> Options:
-        base: JSON = {
+        base: Json = {
             "namespace": self.controller_ns,
             "url": f"https://127.0.0.1:{self.port}",
             "match_labels": {SELECT: self.token},
@@ -104,7 +104,7 @@ class Setup:
         await asyncio.wait_for(service.webhooks.published.wait(), 30)
         return service
 
-    async def pod(self) -> JSON:
+    async def pod(self) -> Json:
         self.count += 1
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p-{self.count}"},
                 "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.2"}]}}  # fmt: skip
@@ -115,7 +115,7 @@ class Setup:
         return Bundle.from_secret_data(secret["data"])
 
 
-def mutated(pod: JSON) -> bool:
+def mutated(pod: Json) -> bool:
     return (pod["metadata"].get("annotations") or {}).get(MUTATED) == "yes"
 
 

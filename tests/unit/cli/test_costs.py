@@ -12,8 +12,6 @@ import yaml
 from tests.unit.workloadspread.factories import deployment, pod, replicaset, spread
 from united import cli
 
-Json = dict[str, Any]
-
 
 def write(tmp_path: Path, name: str, *docs: Any) -> str:
     path = tmp_path / name

@@ -16,6 +16,7 @@ import pytest
 
 from tests.unit.placement.test_patch import rfc7386
 from united import data, kustomization
+from united.api.document import Json
 from united.api.groups import KRUISE_GROUP
 from united.controller import webhooks as webhooks_module
 from united.controller.webhooks import (
@@ -44,8 +45,6 @@ from united.workloadspread.webhookconfig import (
     NO_NAMESPACE,
     targets_of,
 )
-
-Json = dict[str, Any]
 
 
 def test_hosts_are_the_service_names_and_the_url_host() -> None:

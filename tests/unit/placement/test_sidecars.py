@@ -7,8 +7,8 @@ reports them as a real one does)."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from united.api.document import Json
 from united.api.field import Path
 from united.devcluster.nodes import pod_status, status_differs
 from united.placement.podtemplate import pod_template_errors
@@ -18,7 +18,6 @@ from united.workloadspread.injection import inject
 from united.workloadspread.model import parse
 from united.workloadspread.validation import validate
 
-Json = dict[str, Any]
 SIDECAR: Json = {"name": "proxy", "image": "proxy:1", "restartPolicy": "Always"}
 SETUP: Json = {"name": "setup", "image": "setup:1"}
 MAIN: Json = {"name": "main", "image": "app:1"}

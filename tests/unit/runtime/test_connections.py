@@ -24,13 +24,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from united.api.document import Json
 from united.runtime.certificates import Bundle, issue
 from united.runtime.connections import Limits
 from united.runtime.health import HealthServer
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import TLS, WebhookServer, allow
 
-JSON = dict[str, Any]
 NOW = datetime.now(UTC)
 WITHIN = 20.0
 """Seconds any expected close or answer may take (a loaded machine); never asserted."""
@@ -38,21 +38,21 @@ SHORT = Limits(max_connections=6, max_per_peer=3, handshake_timeout=0.3, request
 LONG = Limits(max_connections=6, max_per_peer=3, handshake_timeout=60, request_timeout=60, idle_timeout=60)
 
 
-async def echo(review: JSON) -> JSON:
+async def echo(review: Json) -> Json:
     return allow(review["request"]["uid"])
 
 
-async def convert(review: JSON) -> JSON:
+async def convert(review: Json) -> Json:
     response = {"uid": review["request"]["uid"], "convertedObjects": [], "result": {"status": "Success"}}
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response}
 
 
-def conversion(uid: str) -> JSON:
+def conversion(uid: str) -> Json:
     request = {"uid": uid, "desiredAPIVersion": "apps.kruise.io/v1beta1", "objects": []}
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": request}
 
 
-def review(uid: str = "u-1", namespace: str = "shop") -> JSON:
+def review(uid: str = "u-1", namespace: str = "shop") -> Json:
     request = {"uid": uid, "namespace": namespace, "operation": "CREATE", "object": {"metadata": {}}}
     return {"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request}
 
@@ -74,7 +74,7 @@ class Webhook:
         return context
 
     async def post(
-        self, body: JSON, *, context: ssl.SSLContext | None = None, path: str = "/mutate-pods"
+        self, body: Json, *, context: ssl.SSLContext | None = None, path: str = "/mutate-pods"
     ) -> tuple[int, Any]:
         async with (
             aiohttp.ClientSession() as session,

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from united.api.document import Json
 from united.kube.client import CONTROLLER_REVISIONS, DEPLOYMENTS
 from united.runtime.expectations import Expectations, LastWrite, rv_of
-
-Json = dict[str, Any]
 
 
 def obj(name: str, rv: int, uid: str = "u") -> Json:

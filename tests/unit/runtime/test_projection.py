@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.unit.workloadspread.factories import NS, deployment, pod, replicaset, spread
+from united.api.document import Json
 from united.kube.client import CONFIG_MAPS, DEPLOYMENTS, PODS
 from united.runtime.projection import project_pod, projection
 from united.uniteddeployment import adaptive, rollout
@@ -20,7 +21,6 @@ from united.workloadspread import matching
 from united.workloadspread.booking import book_delete
 from united.workloadspread.sync import sync
 
-Json = dict[str, Any]
 Path = tuple[str, ...]
 NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 ANY = "[]"

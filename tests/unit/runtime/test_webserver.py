@@ -18,15 +18,15 @@ from cryptography import x509
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from united.api.document import Json
 from united.runtime.certificates import Bundle, issue, renew
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import MAX_BODY_BYTES, TLS, Handler, WebhookServer, allow, deny, json_patch, patched
 
 NOW = datetime.now(UTC)
-JSON = dict[str, Any]
 
 
-def review(uid: str = "u-1", *, version: str = "admission.k8s.io/v1", obj: Any = None) -> JSON:
+def review(uid: str = "u-1", *, version: str = "admission.k8s.io/v1", obj: Any = None) -> Json:
     return {
         "apiVersion": version,
         "kind": "AdmissionReview",
@@ -34,7 +34,7 @@ def review(uid: str = "u-1", *, version: str = "admission.k8s.io/v1", obj: Any =
     }
 
 
-async def annotate(body: JSON) -> JSON:
+async def annotate(body: Json) -> Json:
     request = body["request"]
     old = request["object"]
     new = json.loads(json.dumps(old))
@@ -53,7 +53,7 @@ class Served:
     def base(self) -> str:
         return f"https://127.0.0.1:{self.server.port}"
 
-    async def post(self, path: str, body: bytes | JSON) -> tuple[int, Any]:
+    async def post(self, path: str, body: bytes | Json) -> tuple[int, Any]:
         data = io.BytesIO(body if isinstance(body, bytes) else json.dumps(body).encode())
         headers = {"Content-Type": "application/json"}
         async with (
@@ -77,20 +77,20 @@ def sample(served: Served, name: str, **labels: str) -> float | None:
     return served.metrics.registry.get_sample_value(name, labels)
 
 
-async def slow(body: JSON) -> JSON:
+async def slow(body: Json) -> Json:
     await asyncio.sleep(10)
     return allow(body["request"]["uid"])
 
 
-async def broken(body: JSON) -> JSON:
+async def broken(body: Json) -> Json:
     raise RuntimeError("boom")
 
 
-async def stranger(body: JSON) -> JSON:
+async def stranger(body: Json) -> Json:
     return allow("someone-else")
 
 
-async def convert(body: JSON) -> JSON:
+async def convert(body: Json) -> Json:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "ConversionReview",
@@ -133,7 +133,7 @@ values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(old=st.dictionaries(st.text("ab/~", max_size=2), values, max_size=4), new=values)
-def test_json_patch_applied_to_old_gives_new(old: JSON, new: Any) -> None:
+def test_json_patch_applied_to_old_gives_new(old: Json, new: Any) -> None:
     ops = json_patch(old, new)
     assert jsonpatch.apply_patch(old, ops) == new
     assert json.dumps(jsonpatch.apply_patch(old, ops), sort_keys=True) == json.dumps(new, sort_keys=True)

@@ -23,6 +23,7 @@ import pytest
 
 from tests.unit.runtime.test_connections import until
 from tests.unit.runtime.test_leader import FakeLeases
+from united.api.document import Json
 from united.runtime import webserver
 from united.runtime.certificates import issue
 from united.runtime.health import HealthServer
@@ -30,13 +31,12 @@ from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import MAX_BODY_BYTES, MAX_PLACED_BYTES, TLS, Handler, Head, WebhookServer, allow, head
 
-JSON = dict[str, Any]
 NOW = datetime.now(UTC)
 WITHIN = 20.0
 """Seconds any expected answer may take (a loaded machine); never asserted."""
 
 
-def review(uid: str, namespace: str, obj: JSON | None = None, *, pad: int = 0) -> JSON:
+def review(uid: str, namespace: str, obj: Json | None = None, *, pad: int = 0) -> Json:
     pod = obj or {"metadata": {"name": uid}}
     if pad:
         pod = {**pod, "metadata": {**pod["metadata"], "annotations": {"pad": "x" * pad}}}
@@ -52,7 +52,7 @@ class Served:
         self.context = context
         self.metrics = metrics
 
-    async def post(self, body: JSON | bytes, path: str = "/mutate-pods") -> tuple[int, Any]:
+    async def post(self, body: Json | bytes, path: str = "/mutate-pods") -> tuple[int, Any]:
         data = io.BytesIO(body if isinstance(body, bytes) else json.dumps(body).encode())
         async with (
             aiohttp.ClientSession() as session,
@@ -123,7 +123,7 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     parse = webserver._parse
 
-    def counting(body: bytes) -> JSON:
+    def counting(body: bytes) -> Json:
         sizes.append(len(body))
         return parse(body)
 
@@ -136,7 +136,7 @@ async def test_reviews_from_namespaces_that_need_nothing_and_oversized_pods_are_
 ) -> None:
     handled: list[str] = []
 
-    async def place(body: JSON) -> JSON:
+    async def place(body: Json) -> Json:
         handled.append(body["request"]["uid"])
         return allow(body["request"]["uid"])
 
@@ -169,7 +169,7 @@ async def test_a_review_held_in_decoding_stalls_neither_other_admissions_nor_hea
     entered, release = threading.Event(), threading.Event()
     parse = webserver._parse
 
-    def held(body: bytes) -> JSON:
+    def held(body: bytes) -> Json:
         if b'"uid": "maximal"' in body[:200]:
             entered.set()
             release.wait(WITHIN)
@@ -207,7 +207,7 @@ async def test_a_review_held_in_decoding_stalls_neither_other_admissions_nor_hea
         await served.server.stop()
 
 
-async def _uid_allowed(body: JSON) -> JSON:
+async def _uid_allowed(body: Json) -> Json:
     return allow(body["request"]["uid"])
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.unit.uniteddeployment.test_adaptive import KEYS
 from tests.unit.uniteddeployment.test_remote import ud as manifest
+from united.api.document import Json
 from united.uniteddeployment import intents
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import Allocation, Plan
@@ -14,7 +15,6 @@ from united.uniteddeployment.children import Claim
 from united.uniteddeployment.render import KINDS
 from united.uniteddeployment.render.blueprints import Blueprints
 
-Json = dict[str, Any]
 KIND = KINDS["deploymentTemplate"]
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from tests.unit.uniteddeployment.test_adaptive import KEYS, FakeClient, FakeRecorder, store_of
 from tests.unit.uniteddeployment.test_remote import ud as manifest
+from united.api.document import Json
 from united.kube import Resource
 from united.kube.errors import Conflict
 from united.multicluster.identity import RemoteKeys
@@ -25,7 +26,6 @@ from united.uniteddeployment.intents import CHILD, REVISION, Emit, Stage, Write
 from united.uniteddeployment.reconciler import Caches, Reconciler
 from united.uniteddeployment.sites import Site
 
-Json = dict[str, Any]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 
 

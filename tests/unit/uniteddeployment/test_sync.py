@@ -7,12 +7,12 @@ from typing import Any
 from tests.unit.uniteddeployment.test_adaptive import KEYS
 from tests.unit.uniteddeployment.test_remote import ud as manifest
 from united.api.conditions import Problem
+from united.api.document import Json
 from united.uniteddeployment import adaptive, rollout, sync
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import Allocation, Plan, SubsetState
 from united.uniteddeployment.status import ChildView
 
-Json = dict[str, Any]
 T0 = 1_700_000_000.0
 
 

@@ -27,10 +27,10 @@ from tests.unit.runtime.test_leader import FakeLeases, elector
 from tests.unit.runtime.virtual_time import Operations, now, run_work_timed
 from tests.unit.uniteddeployment.test_adaptive import KEYS
 from tests.unit.uniteddeployment.test_history import Compared
+from united.api.document import Json
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.sites import Site
 
-Json = dict[str, Any]
 MAX_OPERATIONS = 1_000_000
 """The most function calls a pass may make between two turns of the loop. At the limits the
 longest stretch is about half of it (one subset's render of the largest template and patch);

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from united.api.document import Json
 from united.workloadspread.model import MATCHED_ANNOTATION, WorkloadSpread, parse
-
-Json = dict[str, Any]
 
 NS = "default"
 WORKLOAD_UID = "uid-web"

@@ -13,12 +13,12 @@ from typing import Any, cast
 
 from tests.unit.uniteddeployment.test_diff import apply_merge_patch
 from tests.unit.workloadspread.test_reconciler import NS, controller, obj, put
+from united.api.document import Json
 from united.kube import Conflict, KubeClient, NotFound, Resource
 from united.workloadspread.model import MATCHED_ANNOTATION, VERSION_IGNORED
 from united.workloadspread.reconciler import Reconciler, WorkloadSpreadController
 from united.workloadspread.webhook import PodWebhook
 
-Json = dict[str, Any]
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 OTHER_NS = "elsewhere"
 """A namespace with a spread of its own: the attacker's."""

@@ -18,9 +18,9 @@ import celpy
 import pytest
 
 from united import data, kustomization
+from united.api.document import Json
 from united.workloadspread import webhookconfig
 
-Json = dict[str, Any]
 CONTROLLER = "system:serviceaccount:united-system:united-controller"
 ALLOWED = {("clientConfig", "caBundle"), ("failurePolicy",)}
 """The webhook fields the controller writes (certificate rotation, ``--webhook-failure-policy``)."""

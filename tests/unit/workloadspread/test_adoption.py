@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from tests.unit.workloadspread.factories import pod, spread
+from united.api.document import Json
 from united.workloadspread.adoption import adopt, adopted_subset, term_matches, tolerates
 from united.workloadspread.model import MATCHED_ANNOTATION, parse
-
-Json = dict[str, Any]
 
 
 def node(name: str, *, labels: dict[str, str] | None = None, taints: list[Json] | None = None) -> Json:

@@ -8,19 +8,18 @@ import datetime
 import json
 import tracemalloc
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from tests.unit.workloadspread import factories
 from tests.unit.workloadspread.pod_reviews import REAL, cluster, delete_review
 from tests.unit.workloadspread.test_reconciler import NS, controller, obj, put, ws
+from united.api.document import Json
 from united.workloadspread import injection
 from united.workloadspread.model import MATCHED_ANNOTATION
 from united.workloadspread.reconciler import WorkloadSpreadController
 from united.workloadspread.sync import sync
 
-Json = dict[str, Any]
 LARGE = 255 * 1024
 """A tenant's annotation value: just under the API server's 256 KiB for all of a pod's."""
 DEEP = "[" * 5000

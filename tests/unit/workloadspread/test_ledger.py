@@ -13,13 +13,13 @@ import pytest
 
 from tests.unit.uniteddeployment.test_diff import apply_merge_patch
 from tests.unit.workloadspread.test_reconciler import controller, ws
+from united.api.document import Json
 from united.kube import Conflict, KubeClient, NotFound, Resource
 from united.workloadspread import ledger as ledger_module
 from united.workloadspread.booking import Booking, book_create
 from united.workloadspread.ledger import Ledger
 from united.workloadspread.model import VERSION_IGNORED, WorkloadSpread
 
-Json = dict[str, Any]
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 RESOURCE = cast(Resource, object())
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+from united.api.document import Json
 from united.controller.manager import Manager, Settings
 from united.kube import KubeClient
 from united.runtime.metrics import Metrics
@@ -18,7 +19,6 @@ from united.workloadspread.reconciler import (
     status_patch,
 )
 
-Json = dict[str, Any]
 NS = "shop"
 
 

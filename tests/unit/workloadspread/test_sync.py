@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.workloadspread.factories import deployment, pod, replicaset, spread
+from united.api.document import Json
 from united.workloadspread.adoption import adopted_subset
 from united.workloadspread.model import DELETION_COST_ANNOTATION, WorkloadSpread, parse
 from united.workloadspread.sync import Sync, sync
 
-Json = dict[str, Any]
 NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 NODES = {"node-1": {"metadata": {"name": "node-1", "labels": {"zone": "a"}}}}
 

@@ -10,14 +10,13 @@ import json
 from typing import Any, cast
 
 from tests.unit.workloadspread.test_reconciler import NS, controller, obj, put, ws
+from united.api.document import Json
 from united.controller.manager import Manager, Settings
 from united.kube import KubeClient
 from united.runtime.metrics import Metrics
 from united.workloadspread.kind import setup
 from united.workloadspread.model import MATCHED_ANNOTATION
 from united.workloadspread.webhook import PodWebhook
-
-Json = dict[str, Any]
 
 
 class NoApi:

@@ -11,7 +11,6 @@ import io
 import json
 import ssl
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import pytest
@@ -29,11 +28,11 @@ from tests.unit.workloadspread.pod_reviews import (
     pod,
 )
 from tests.unit.workloadspread.test_reconciler import NS
+from united.api.document import Json
 from united.runtime.certificates import issue
 from united.runtime.webserver import TLS, WebhookServer
 from united.workloadspread.model import VERSION_IGNORED
 
-Json = dict[str, Any]
 LATER = NOW + datetime.timedelta(seconds=60)
 """Past every pending record's timeout: a pass then reports what the webhook noted."""
 

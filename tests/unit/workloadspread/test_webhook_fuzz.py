@@ -34,11 +34,11 @@ from tests.unit.workloadspread.pod_reviews import (
     pod,
 )
 from tests.unit.workloadspread.test_reconciler import NS
+from united.api.document import Json
 from united.runtime.webserver import ADMISSION_VERSIONS, CONVERSION_VERSIONS
 from united.workloadspread import ledger, matching
 from united.workloadspread.model import KRUISE_ALPHA, KRUISE_BETA, MATCHED_ANNOTATION
 
-Json = dict[str, Any]
 FUZZ = settings(
     max_examples=150,
     derandomize=True,
