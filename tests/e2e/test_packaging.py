@@ -24,7 +24,7 @@ import yaml
 
 from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.console import interrupt, read_until, run_until
-from tests.support.controller import Saved, restore_webhook_configurations, saved_webhook_configurations
+from tests.support.controller import webhook_configurations_set_aside
 from united import __version__, data, kustomization
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
@@ -161,11 +161,12 @@ def test_install_print_passes_the_api_servers_dry_run(installed: Installed, clus
     asyncio.run(_system_namespace(cluster))
     printed = installed.run("install", "--api-group", group, "--print", "--kube-version", str(KUBE_VERSION))
     assert printed.returncode == 0, printed.stderr
-    kubectl = subprocess.run(
-        [str(cluster.binaries.kubectl), "--kubeconfig", str(cluster.admin_kubeconfig),
-         "apply", "--dry-run=server", "-f", "-"],
-        input=printed.stdout, capture_output=True, text=True, timeout=120,
-    )
+    with webhook_configurations_set_aside(cluster.admin_kubeconfig):  # the session controller's call a URL
+        kubectl = subprocess.run(
+            [str(cluster.binaries.kubectl), "--kubeconfig", str(cluster.admin_kubeconfig),
+             "apply", "--dry-run=server", "-f", "-"],
+            input=printed.stdout, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
     assert kubectl.returncode == 0, kubectl.stderr
     objects = [line for line in kubectl.stdout.splitlines() if line.endswith("(server dry run)")]
     assert len(objects) == len(data.controller(group)), kubectl.stdout
@@ -212,28 +213,18 @@ def test_install_applies_and_reapplies(installed: Installed, cluster: LocalClust
     controllers), and the webhook configurations are put back as they were: the session's
     controller serves them at a URL, the shipped ones call a Service nothing routes to. The
     CRD, namespace and RBAC are what the suite's fixtures install anyway."""
-    saved = asyncio.run(_webhook_configurations(cluster, None))
-    try:
-        for _ in range(2):
-            result = installed.run("install", "--kubeconfig", str(cluster.admin_kubeconfig))
-            assert result.returncode == 0, result.stderr
-            assert result.stdout.splitlines() == [
-                f"{d['kind']}/{d['metadata']['name']} applied" for d in data.controller(GROUP)
-            ]
-        deployment = asyncio.run(_controller_deployment(cluster))
-        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
-    finally:
-        asyncio.run(_remove_controller(cluster))
-        asyncio.run(_webhook_configurations(cluster, saved))
-
-
-async def _webhook_configurations(cluster: LocalCluster, saved: Saved | None) -> Saved:
-    """Those in place (``saved`` None), or ``saved`` put back."""
-    async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as client:
-        if saved is None:
-            return await saved_webhook_configurations(client)
-        await restore_webhook_configurations(client, saved)
-        return saved
+    with webhook_configurations_set_aside(cluster.admin_kubeconfig):
+        try:
+            for _ in range(2):
+                result = installed.run("install", "--kubeconfig", str(cluster.admin_kubeconfig))
+                assert result.returncode == 0, result.stderr
+                assert result.stdout.splitlines() == [
+                    f"{d['kind']}/{d['metadata']['name']} applied" for d in data.controller(GROUP)
+                ]
+            deployment = asyncio.run(_controller_deployment(cluster))
+            assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
+        finally:
+            asyncio.run(_remove_controller(cluster))
 
 
 async def _controller_deployment(cluster: LocalCluster) -> dict[str, Any]:

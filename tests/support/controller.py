@@ -5,6 +5,7 @@ a test instead of passing unnoticed with admin rights.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -213,12 +214,36 @@ async def webhook_configurations_aside(client: KubeClient) -> AsyncIterator[None
     """No webhook configurations meanwhile, then those there before, exactly (a test applying
     the shipped ones, which call a Service, onto the session controller's, which call a URL,
     would ask for a configuration with both)."""
-    saved = await saved_webhook_configurations(client)
-    await remove_webhook_configurations(client)
+    saved = await _set_aside(client)
     try:
         yield
     finally:
         await restore_webhook_configurations(client, saved)
+
+
+async def _set_aside(client: KubeClient) -> Saved:
+    saved = await saved_webhook_configurations(client)
+    await remove_webhook_configurations(client)
+    return saved
+
+
+@contextlib.contextmanager
+def webhook_configurations_set_aside(admin_kubeconfig: Path) -> Iterator[None]:
+    """:func:`webhook_configurations_aside` for a test without an event loop."""
+
+    async def aside() -> Saved:
+        async with await KubeClient.from_kubeconfig(admin_kubeconfig) as client:
+            return await _set_aside(client)
+
+    async def back(saved: Saved) -> None:
+        async with await KubeClient.from_kubeconfig(admin_kubeconfig) as client:
+            await restore_webhook_configurations(client, saved)
+
+    saved = asyncio.run(aside())
+    try:
+        yield
+    finally:
+        asyncio.run(back(saved))
 
 
 async def webhooks_trusted(client: KubeClient, url: str, *, within: float = 60) -> None:
