@@ -10,6 +10,8 @@
 * ``kube`` (per test): an admin :class:`KubeClient` on the test's event loop.
 * ``namespace`` (per test): a fresh namespace, usable (its ``default``
   ServiceAccount has a token, so pods can be created), deleted afterwards.
+* ``controller`` (session): ``united run`` as deployed, its pod webhooks on (see the fixture);
+  ``spreading`` is the same process, for the tests that talk to its webhook server.
 
 With ``UNITED_E2E_KUBECONFIG`` set (``tests.support.external``), ``cluster`` is that
 existing cluster, ``simulation`` is None (its nodes are real), and the tests that need the
@@ -31,7 +33,13 @@ import pytest
 import yaml
 
 from tests.support.cluster import controller_kubeconfig, local_cluster
-from tests.support.controller import Controller
+from tests.support.controller import (
+    Controller,
+    WebhookController,
+    install_webhook_configurations,
+    remove_webhook_configurations,
+    webhooks_trusted,
+)
 from tests.support.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
 from tests.support.namespace import fresh_namespace
 from united.devcluster import versions
@@ -205,10 +213,56 @@ def controller_identity(cluster: LocalCluster) -> Path:
 
 @pytest.fixture(scope="session")
 def controller(cluster: LocalCluster, simulation: Any, controller_identity: Path) -> Iterator[Controller]:
-    running = Controller(controller_identity)
-    running.start()
+    """``united run`` as deployed: leader election, the shipped least-privilege roles, and its pod
+    and conversion webhooks on, so every pod of the e2e suite goes through them as on a user's
+    cluster (and the WorkloadSpread tests use this process, see ``spreading``).
+
+    The local control plane routes no Services, so the API server calls ``https://127.0.0.1:PORT``,
+    and the serving certificate must name that host: only ``--webhook-url`` adds it. The shipped
+    role lets the controller *get and patch* the named configurations, not create them (creating
+    is the development role's, ``manifests/dev``). So the admin installs them first, as an
+    installer applies ``manifests/base/webhook.yaml`` (empty ``caBundle``, ``failurePolicy:
+    Ignore``) but calling the URL, and the controller — ``--webhook-url``, shipped roles only —
+    fills in its CA, failure policy and selectors by patching: a rule missing from the shipped
+    roles fails the suite instead of passing with admin rights. They are removed at the end, so
+    nothing is left calling a dead port. Against an existing cluster (``UNITED_E2E_KUBECONFIG``)
+    its API server cannot call 127.0.0.1: the controller serves no webhooks there."""
+    if EXTERNAL is not None:
+        plain = Controller(controller_identity)
+        plain.start()
+        try:
+            yield plain
+        finally:
+            exited = plain.stop()
+            assert exited == 0, f"controller exited with {exited} on SIGTERM; see {plain.log_path}"
+        return
+    running = WebhookController(controller_identity)
+
+    async def configurations(install: bool) -> None:
+        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as admin:
+            if install:
+                await install_webhook_configurations(admin, running.url)
+            else:
+                await remove_webhook_configurations(admin)
+
+    async def trusted() -> None:
+        async with await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as admin:
+            await webhooks_trusted(admin, running.url)
+
+    asyncio.run(configurations(install=True))
+    code: int | None = 0
     try:
+        running.start()
+        asyncio.run(trusted())
         yield running
     finally:
         code = running.stop()
-        assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"
+        asyncio.run(configurations(install=False))
+    assert code == 0, f"controller exited with {code} on SIGTERM; see {running.log_path}"
+
+
+@pytest.fixture(scope="session")
+def spreading(controller: Controller) -> WebhookController:
+    """The session's controller, serving the pod webhooks (local control plane only)."""
+    assert isinstance(controller, WebhookController), "the session's controller serves no webhooks here"
+    return controller

@@ -24,6 +24,7 @@ import yaml
 
 from tests.e2e.conftest import KUBE_VERSION
 from tests.e2e.console import interrupt, read_until, run_until
+from tests.support.controller import webhook_configurations_set_aside
 from united import __version__, data, kustomization
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
@@ -31,10 +32,8 @@ from united.devcluster.demo import READY_LINE
 from united.kube.apply import SYSTEM
 from united.kube.client import (
     DEPLOYMENTS,
-    MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
     SERVICES,
-    VALIDATING_WEBHOOK_CONFIGURATIONS,
     KubeClient,
 )
 from united.kube.errors import AlreadyExists, NotFound
@@ -162,11 +161,12 @@ def test_install_print_passes_the_api_servers_dry_run(installed: Installed, clus
     asyncio.run(_system_namespace(cluster))
     printed = installed.run("install", "--api-group", group, "--print", "--kube-version", str(KUBE_VERSION))
     assert printed.returncode == 0, printed.stderr
-    kubectl = subprocess.run(
-        [str(cluster.binaries.kubectl), "--kubeconfig", str(cluster.admin_kubeconfig),
-         "apply", "--dry-run=server", "-f", "-"],
-        input=printed.stdout, capture_output=True, text=True, timeout=120,
-    )
+    with webhook_configurations_set_aside(cluster.admin_kubeconfig):  # the session controller's call a URL
+        kubectl = subprocess.run(
+            [str(cluster.binaries.kubectl), "--kubeconfig", str(cluster.admin_kubeconfig),
+             "apply", "--dry-run=server", "-f", "-"],
+            input=printed.stdout, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
     assert kubectl.returncode == 0, kubectl.stderr
     objects = [line for line in kubectl.stdout.splitlines() if line.endswith("(server dry run)")]
     assert len(objects) == len(data.controller(group)), kubectl.stdout
@@ -209,20 +209,22 @@ def test_the_admission_policies_render_as_kubectl_kustomize_does(cluster: LocalC
 
 def test_install_applies_and_reapplies(installed: Installed, cluster: LocalCluster) -> None:
     """``united install`` from the wheel: everything is created, then a second run patches
-    what exists. The Deployment, the Services and the webhook configurations are removed
-    afterwards (the suite runs its own controllers); the CRD, namespace and RBAC are what the
-    suite's fixtures install anyway."""
-    try:
-        for _ in range(2):
-            result = installed.run("install", "--kubeconfig", str(cluster.admin_kubeconfig))
-            assert result.returncode == 0, result.stderr
-            assert result.stdout.splitlines() == [
-                f"{d['kind']}/{d['metadata']['name']} applied" for d in data.controller(GROUP)
-            ]
-        deployment = asyncio.run(_controller_deployment(cluster))
-        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
-    finally:
-        asyncio.run(_remove_controller(cluster))
+    what exists. The Deployment and the Services are removed afterwards (the suite runs its own
+    controllers), and the webhook configurations are put back as they were: the session's
+    controller serves them at a URL, the shipped ones call a Service nothing routes to. The
+    CRD, namespace and RBAC are what the suite's fixtures install anyway."""
+    with webhook_configurations_set_aside(cluster.admin_kubeconfig):
+        try:
+            for _ in range(2):
+                result = installed.run("install", "--kubeconfig", str(cluster.admin_kubeconfig))
+                assert result.returncode == 0, result.stderr
+                assert result.stdout.splitlines() == [
+                    f"{d['kind']}/{d['metadata']['name']} applied" for d in data.controller(GROUP)
+                ]
+            deployment = asyncio.run(_controller_deployment(cluster))
+            assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
+        finally:
+            asyncio.run(_remove_controller(cluster))
 
 
 async def _controller_deployment(cluster: LocalCluster) -> dict[str, Any]:
@@ -236,9 +238,6 @@ async def _remove_controller(cluster: LocalCluster) -> None:
             (DEPLOYMENTS, "united-controller"),
             (SERVICES, "united-controller-metrics"),
             (SERVICES, "united-webhook"),
-            # The pod webhooks would point every other test's pods at a Service without endpoints.
-            (MUTATING_WEBHOOK_CONFIGURATIONS, "united-workloadspread"),
-            (VALIDATING_WEBHOOK_CONFIGURATIONS, "united-workloadspread"),
         ):
             with contextlib.suppress(NotFound):
                 await client.delete(resource, name, namespace=SYSTEM if resource.namespaced else None)

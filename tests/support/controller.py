@@ -5,6 +5,7 @@ a test instead of passing unnoticed with admin rights.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -12,21 +13,24 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.installation import KRUISE_RBAC, documents
 from united.devcluster.ports import free_port
 from united.kube.apply import SYSTEM, apply
 from united.kube.client import KubeClient, Resource
+from united.kube.errors import NotFound
+from united.kube.wait import eventually
+from united.workloadspread import webhookconfig
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition")
 LOG_DIR = Path(os.environ.get("UNITED_E2E_LOGS", "/tmp/united-e2e-logs"))
 """Controller logs outlive the cluster's temporary directory, for post-mortems."""
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
-
-
 async def install_kruise_rbac(client: KubeClient) -> None:
     """The ``manifests/kruise`` overlay's extra rules: UnitedDeployments of apps.kruise.io."""
     await apply(client, documents(KRUISE_RBAC))
@@ -145,3 +149,107 @@ class Controller:
         if resource is not None:
             return by.get(resource, 0)
         return sum(n for r, n in by.items() if r != "leases")
+
+
+class WebhookController(Controller):
+    """A controller that also serves its pod and conversion webhooks at ``url``
+    (``https://127.0.0.1:PORT``), a port fixed for its life, so restarts keep the configurations
+    pointing at it; ``--webhook-url`` puts that address in the serving certificate."""
+
+    def __init__(
+        self, kubeconfig: Path, *, name: str = "controller", extra: tuple[str, ...] = (), leader_elect: bool = True
+    ) -> None:
+        self.webhook_port = free_port()
+        self.url = f"https://127.0.0.1:{self.webhook_port}"
+        flags = ("--webhook-port", str(self.webhook_port), "--webhook-host", "127.0.0.1", "--webhook-url", self.url)
+        super().__init__(kubeconfig, name=name, extra=(*flags, *extra), leader_elect=leader_elect)
+
+
+async def install_webhook_configurations(client: KubeClient, url: str) -> None:
+    """What an installer applies from ``manifests/base/webhook.yaml`` (empty ``caBundle``,
+    ``failurePolicy: Ignore``), calling ``url`` instead of the Service: the local control plane
+    routes no Services. Any left from an earlier controller are replaced."""
+    await remove_webhook_configurations(client)
+    for resource, body in zip((MUTATING, VALIDATING), webhookconfig.configurations(namespace=SYSTEM, url=url),
+                              strict=True):  # fmt: skip
+        await client.create(resource, body)
+
+
+async def remove_webhook_configurations(client: KubeClient) -> None:
+    """No configuration left calling a stopped controller's port."""
+    for resource in (MUTATING, VALIDATING):
+        with contextlib.suppress(NotFound):
+            await client.delete(resource, webhookconfig.NAME)
+
+
+Saved = list[tuple[Resource, dict[str, Any]]]
+
+
+async def saved_webhook_configurations(client: KubeClient) -> Saved:
+    """The webhook configurations as they are (none, or those of the session's controller), for
+    :func:`restore_webhook_configurations` after a test that applies the shipped ones."""
+    saved: Saved = []
+    for resource in (MUTATING, VALIDATING):
+        with contextlib.suppress(NotFound):
+            saved.append((resource, await client.get(resource, webhookconfig.NAME)))
+    return saved
+
+
+async def restore_webhook_configurations(client: KubeClient, saved: Saved) -> None:
+    """The configurations exactly as :func:`saved_webhook_configurations` found them (the shipped
+    ones a test applied would call a Service the local control plane cannot route to)."""
+    await remove_webhook_configurations(client)
+    for resource, body in saved:
+        metadata = {k: v for k, v in body["metadata"].items() if k in ("name", "labels", "annotations")}
+        await client.create(resource, {**body, "metadata": metadata})
+
+
+@contextlib.asynccontextmanager
+async def webhook_configurations_aside(client: KubeClient) -> AsyncIterator[None]:
+    """No webhook configurations meanwhile, then those there before, exactly (a test applying
+    the shipped ones, which call a Service, onto the session controller's, which call a URL,
+    would ask for a configuration with both)."""
+    saved = await _set_aside(client)
+    try:
+        yield
+    finally:
+        await restore_webhook_configurations(client, saved)
+
+
+async def _set_aside(client: KubeClient) -> Saved:
+    saved = await saved_webhook_configurations(client)
+    await remove_webhook_configurations(client)
+    return saved
+
+
+@contextlib.contextmanager
+def webhook_configurations_set_aside(admin_kubeconfig: Path) -> Iterator[None]:
+    """:func:`webhook_configurations_aside` for a test without an event loop."""
+
+    async def aside() -> Saved:
+        async with await KubeClient.from_kubeconfig(admin_kubeconfig) as client:
+            return await _set_aside(client)
+
+    async def back(saved: Saved) -> None:
+        async with await KubeClient.from_kubeconfig(admin_kubeconfig) as client:
+            await restore_webhook_configurations(client, saved)
+
+    saved = asyncio.run(aside())
+    try:
+        yield
+    finally:
+        asyncio.run(back(saved))
+
+
+async def webhooks_trusted(client: KubeClient, url: str, *, within: float = 60) -> None:
+    """Until every webhook of both configurations calls ``url`` and trusts a CA (the
+    controller's first pass filled in the ``caBundle``)."""
+
+    async def trusted() -> None:
+        for resource in (MUTATING, VALIDATING):
+            for webhook in (await client.get(resource, webhookconfig.NAME))["webhooks"]:
+                config = webhook["clientConfig"]
+                assert config.get("caBundle"), f"{resource.plural}: no caBundle yet"
+                assert str(config.get("url", "")).startswith(url + "/"), config
+
+    await eventually(trusted, within=within, what="the webhook configurations trusting the controller")

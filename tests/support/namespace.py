@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
-import re
 from collections.abc import AsyncIterator
 
 from united.devcluster import versions
 from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient
+from united.kube.discovery import server_release
 from united.kube.errors import NotFound
 from united.kube.wait import eventually
 
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
-
 
 async def server_version(kube: KubeClient) -> versions.KubeVersion:
-    """The release a server's ``/version`` names (a managed cluster's suffix ignored)."""
-    found = _RELEASE.match(str(json.loads(await kube.get_path("/version"))["gitVersion"]))
+    """The server's release as the controller reads it (a managed cluster's suffix ignored);
+    the tests ask only for the minor, so the patch is left 0."""
+    found = await server_release(kube)
     if found is None:
         raise ValueError("the API server's /version names no release")
-    return versions.KubeVersion(*(int(part) for part in found.groups()))
+    return versions.KubeVersion(*found, 0)
 
 
 @contextlib.asynccontextmanager

@@ -34,7 +34,7 @@ from tests.e2e.controller.helpers import (
     wait_shape,
     zone,
 )
-from tests.support.controller import CRDS, Controller, install_kruise_rbac
+from tests.support.controller import CRDS, Controller, install_kruise_rbac, webhook_configurations_aside
 from united.devcluster.crds import kruise_crds
 from united.devcluster.simulation import Simulation
 from united.kube.apply import install_crds
@@ -53,6 +53,8 @@ async def hpas(kube: KubeClient) -> Resource:
     served = {v["version"] for v in json.loads(await kube.get_path("/apis/autoscaling"))["versions"]}
     version = next(v for v in HPA_VERSIONS if v in served)
     return Resource("autoscaling", version, "horizontalpodautoscalers", True, "HorizontalPodAutoscaler")
+
+
 THREE_ZONES = [zone("a", "zone-a"), zone("b", "zone-b"), zone("c", "zone-c")]
 
 
@@ -529,20 +531,26 @@ async def test_orphans_are_adopted_not_duplicated(
 
 async def test_shipped_manifests_pass_server_side_dry_run(cluster: Any, controller_identity: Any) -> None:
     """`kubectl apply --dry-run=server -k` of both kustomizations against the real API server
-    (its namespace exists: a dry run cannot create it for the objects inside)."""
+    (its namespace exists: a dry run cannot create it for the objects inside). The session
+    controller's webhook configurations call a URL: they are set aside meanwhile, as on a
+    cluster where united is not installed yet."""
     for overlay in ("base", "kruise"):
-        proc = await asyncio.create_subprocess_exec(
-            str(cluster.binaries.kubectl),
-            "--kubeconfig",
-            str(cluster.admin_kubeconfig),
-            "apply",
-            "--dry-run=server",
-            "-k",
-            str(ROOT / "manifests" / overlay),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await proc.communicate()
+        async with (
+            await KubeClient.from_kubeconfig(cluster.admin_kubeconfig) as admin,
+            webhook_configurations_aside(admin),
+        ):
+            proc = await asyncio.create_subprocess_exec(
+                str(cluster.binaries.kubectl),
+                "--kubeconfig",
+                str(cluster.admin_kubeconfig),
+                "apply",
+                "--dry-run=server",
+                "-k",
+                str(ROOT / "manifests" / overlay),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            out, _ = await proc.communicate()
         text = out.decode()
         assert proc.returncode == 0, text
         assert "deployment.apps/united-controller created (server dry run)" in text, text

@@ -3,7 +3,11 @@ trusting only the controller's own CA (``--webhook-url https://127.0.0.1:PORT`` 
 
 A mutation proves trust: with ``failurePolicy: Ignore`` a call that fails TLS verification
 still creates the pod, only without the annotation the handler adds — so every test asserts
-the annotation, never merely that a pod exists."""
+the annotation, never merely that a pod exists.
+
+They run on ``own_cluster``: they create, rotate and delete the configurations named
+``united-workloadspread``, which on ``cluster`` belong to the session's controller. Each test
+waits until what it made is gone, leaving ``own_cluster`` as it found it."""
 
 from __future__ import annotations
 
@@ -19,9 +23,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.namespace import fresh_namespace
 from united.api.document import Json
 from united.controller.manager import Settings
 from united.controller.webhooks import MUTATING, VALIDATING, Options, Webhooks, WebhookService, serve_webhooks
+from united.devcluster.cluster import LocalCluster
 from united.kube.client import CRDS, NAMESPACES, PODS, SECRETS, KubeClient, PatchType, Resource
 from united.kube.errors import ApiError, NotFound
 from united.kube.wait import eventually
@@ -114,6 +120,32 @@ def mutated(pod: Json) -> bool:
 
 
 @pytest.fixture
+async def kube(own_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
+    """The admin of ``own_cluster`` (``namespace`` is made there too)."""
+    async with await KubeClient.from_kubeconfig(own_cluster.admin_kubeconfig) as client:
+        yield client
+
+
+async def gone(kube: KubeClient, resource: Resource, name: str) -> None:
+    """Until ``name`` no longer exists (deleted already, or being deleted)."""
+
+    async def absent() -> None:
+        with contextlib.suppress(NotFound):
+            await kube.get(resource, name)
+            raise AssertionError(f"{resource.plural}/{name} still there")
+
+    await eventually(absent, within=180, what=f"{resource.plural}/{name} deleted")
+
+
+@pytest.fixture
+async def namespace(kube: KubeClient) -> AsyncIterator[str]:
+    """A fresh namespace, deleted and gone after the test."""
+    async with fresh_namespace(kube, f"webhooks-e2e-{secrets.token_hex(3)}") as name:
+        yield name
+    await gone(kube, NAMESPACES, name)
+
+
+@pytest.fixture
 async def setup(kube: KubeClient, namespace: str) -> AsyncIterator[Setup]:
     """``namespace`` (usable for pods) is selected by the test's label; the controller's
     namespace only holds Secrets, so it needs no waiting."""
@@ -129,6 +161,7 @@ async def setup(kube: KubeClient, namespace: str) -> AsyncIterator[Setup]:
                 await kube.delete(resource, NAME)
         with contextlib.suppress(NotFound):
             await kube.delete(NAMESPACES, controller_ns)
+        await gone(kube, NAMESPACES, controller_ns)
 
 
 async def test_api_server_calls_the_webhook_over_tls_with_the_controllers_ca(setup: Setup) -> None:
@@ -284,6 +317,7 @@ async def test_conversion_webhook_of_the_crd_is_trusted_and_called(setup: Setup)
     finally:
         with contextlib.suppress(NotFound):
             await setup.kube.delete(CRDS, f"widgets.{group}")
+        await gone(setup.kube, CRDS, f"widgets.{group}")
 
 
 async def test_shipped_configurations_get_only_their_ca_bundle(setup: Setup) -> None:
