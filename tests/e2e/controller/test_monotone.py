@@ -18,6 +18,7 @@ from tests.e2e.controller.helpers import DEPLOYMENTS, UD, get_ud, subset_of, ud,
 from tests.support.controller import Controller
 from united.devcluster.simulation import Simulation
 from united.kube.client import JSON, KubeClient, PatchType
+from united.kube.wait import eventually
 from united.uniteddeployment.admission import admit
 from united.uniteddeployment.allocation import allocate
 
@@ -78,6 +79,12 @@ async def test_scale_up_one_by_one_never_shrinks_a_subset(
                 subresource="scale",
             )
             await wait_shape(kube, namespace, doc, expected(doc, replicas), within=90)
+        final = expected(doc, 20)
+
+        async def watched_to_the_end() -> None:
+            assert {subset: history[-1] for subset, history in seen.items()} == final, seen
+
+        await eventually(watched_to_the_end, within=30, what="the watch delivered the last shape")
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
