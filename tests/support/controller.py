@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from united.controller.webhooks import MUTATING, VALIDATING
+from united.controller.webhooks import COMPAT_CRD, MUTATING, VALIDATING
 from united.devcluster.installation import KRUISE_RBAC, documents
 from united.devcluster.ports import free_port
 from united.kube.apply import SYSTEM, apply
-from united.kube.client import KubeClient, Resource
+from united.kube.client import KubeClient, PatchType, Resource
 from united.kube.errors import NotFound
 from united.kube.wait import eventually
 from united.workloadspread import webhookconfig
@@ -200,6 +200,9 @@ async def restore_webhook_configurations(client: KubeClient, saved: Saved) -> No
     ones a test applied would call a Service the local control plane cannot route to)."""
     await remove_webhook_configurations(client)
     for resource, body in saved:
+        if resource == CRDS:
+            await _convert(client, body)
+            continue
         metadata = {k: v for k, v in body["metadata"].items() if k in ("name", "labels", "annotations")}
         await client.create(resource, {**body, "metadata": metadata})
 
@@ -217,9 +220,21 @@ async def webhook_configurations_aside(client: KubeClient) -> AsyncIterator[None
 
 
 async def _set_aside(client: KubeClient) -> Saved:
+    """Also the compat CRD's conversion, when the session's controller points it at its URL:
+    the shipped CRD's conversion calls the Service, and the two merged name both."""
     saved = await saved_webhook_configurations(client)
     await remove_webhook_configurations(client)
+    with contextlib.suppress(NotFound):
+        conversion = (await client.get(CRDS, COMPAT_CRD))["spec"].get("conversion") or {}
+        if "url" in ((conversion.get("webhook") or {}).get("clientConfig") or {}):
+            await _convert(client, {"strategy": "None"})
+            saved.append((CRDS, conversion))
     return saved
+
+
+async def _convert(client: KubeClient, conversion: dict[str, Any]) -> None:
+    operation = {"op": "replace", "path": "/spec/conversion", "value": conversion}
+    await client.patch(CRDS, COMPAT_CRD, [operation], patch_type=PatchType.JSON)
 
 
 @contextlib.contextmanager
