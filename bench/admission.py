@@ -4,6 +4,8 @@ in bursts, measured from request to response, side by side in one run.
 Cases, interleaved pod by pod (their order rotating) so load drift hits each alike:
 
 * ``floor``: a namespace the webhook configurations exclude — the API server calls nobody;
+* ``no_spread``: a namespace without any WorkloadSpread (the webhook is called and finds
+  nothing to match);
 * ``untargeted``: a namespace with a WorkloadSpread, the pod of another workload (the webhook
   walks the pod's owners in its caches and lets it in unchanged, no API call);
 * ``targeted``: a pod of the spread's Deployment: the webhook books a subset (one status write
@@ -42,9 +44,10 @@ from bench.webhook import (
 from united.api.document import Json
 from united.kube.client import DEPLOYMENTS, PODS, REPLICA_SETS, KubeClient
 
-CASES = ("floor", "untargeted", "targeted")
+CASES = ("floor", "no_spread", "untargeted", "targeted")
 NAMESPACE = "admission"
 FLOOR_NAMESPACE = "admission-floor"
+NO_SPREAD_NAMESPACE = "admission-no-spread"
 SPREAD = "admission"
 HASH = "6b8f9c7d5"
 SUBSETS = 3
@@ -179,21 +182,24 @@ async def admission(ctx: Context, *, pods: int, burst: int) -> Json:
     client = ctx.client
     burst = max(1, min(burst, pods))
     per_case = WARMUP + pods + (pods // burst) * burst
-    await remove_configurations(client)
+    published = ctx.published or ()
+    await remove_configurations(client, published)
     await prepare_namespace(client, FLOOR_NAMESPACE, excluded=True)
+    await prepare_namespace(client, NO_SPREAD_NAMESPACE)
     await prepare_namespace(client, NAMESPACE)
     owners = {
         "floor": await _workload(client, FLOOR_NAMESPACE, "web", replicas=2 * per_case),
+        "no_spread": await _workload(client, NO_SPREAD_NAMESPACE, "web", replicas=per_case),
         "untargeted": await _workload(client, NAMESPACE, "other", replicas=per_case),
         "targeted": await _workload(client, NAMESPACE, "web", replicas=per_case),
     }
     creator = Creator(client, owners)
     log(f"admission: {pods} pods one at a time and {pods // burst} bursts of {burst}, no webhook configured")
     unconfigured = await creator.phase(["floor"], pods=pods, burst=burst)
-    ctl = await serving(ctx, namespaces=[NAMESPACE], name="admission")
+    ctl = await serving(ctx, namespaces=[NAMESPACE, NO_SPREAD_NAMESPACE], name="admission")
     try:
         maxima = maxima_for(per_case, SUBSETS)
-        await create_spread(client, spread(SPREAD, NAMESPACE, target="web", maxima=maxima))
+        await create_spread(client, spread(SPREAD, NAMESPACE, target="web", maxima=maxima, group=ctx.group))
         log(f"admission: {pods} pods of each case one at a time and {pods // burst} bursts of {burst}, interleaved")
         await ctl.wait_idle(quiet=0.5)
         before = await ctl.writes()
@@ -201,10 +207,10 @@ async def admission(ctx: Context, *, pods: int, burst: int) -> Json:
         writes = diff_counts(await ctl.writes(), before)
     finally:
         ctl.stop()
-        await remove_configurations(client)
+        await remove_configurations(client, published)
     targeted = (await client.list(PODS, namespace=NAMESPACE, label_selector="app=web")).items
     others = (await client.list(PODS, namespace=NAMESPACE, label_selector="app=other")).items
-    await delete_namespaces(client, [NAMESPACE, FLOOR_NAMESPACE])
+    await delete_namespaces(client, [NAMESPACE, FLOOR_NAMESPACE, NO_SPREAD_NAMESPACE])
     results: Json = {"pods": pods, "burst": burst, "warmup": WARMUP, "subsets": SUBSETS}
     for mode in ("one_at_a_time", "bursts"):
         results[mode] = compare({**timed[mode], "unconfigured": unconfigured[mode]["floor"]})

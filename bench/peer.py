@@ -8,7 +8,11 @@ and after it the side's namespaces are deleted and waited for, so no garbage col
 side runs into the other's measurement. Repeats interleave the sides, the first alternating.
 
 Each side gets the same objects and the same scenarios (``bench.scenarios``): a cold start,
-a restart (the no-op resync), scale events one at a time and in bursts. Requests are counted by
+a restart (the no-op resync), scale events one at a time and in bursts; then the WorkloadSpread
+scenarios through the side's own pod webhook (``bench.scaleout``, ``bench.admission``), with
+``apps.kruise.io/v1alpha1`` spreads. A peer's webhook configurations in its manifests are
+applied empty for the UnitedDeployment scenarios (no webhook called, as for this project) and
+whole only while its pod webhook is measured (``bench.webhook.serving_published``). Requests are counted by
 the API server (``apiserver_request_total``) for both sides alike, since a peer's client
 metrics need not say which resource a request was for; CPU and RSS come from ``/proc``.
 """
@@ -27,10 +31,13 @@ from typing import Any
 
 import aiohttp
 
+from bench.admission import admission
 from bench.controller import WRITE_VERBS, ControllerProcess, Samples, parse_metrics
 from bench.env import create_namespace
+from bench.scaleout import scaleout
 from bench.scenarios import Context, cold_start_run, event_writes, log, reconcile_writes, resync_restart, scale_events
 from bench.serverprofile import requests
+from bench.webhook import WEBHOOK_KINDS, remove_configurations, webhook_configurations
 from united.api import yamlload
 from united.api.document import Json
 from united.api.groups import GROUP, KRUISE_GROUP
@@ -164,7 +171,10 @@ class Figure:
     label: str
     unit: str
     goal: float | None
-    """Ours may be at most this times the peer's (None: shown, no goal)."""
+    """Ours may be at most this times the peer's (None: shown, no goal); with ``higher``, at
+    least the peer's over this."""
+    higher: bool = False
+    """More is better (a rate)."""
 
 
 FIGURES = (
@@ -184,6 +194,25 @@ FIGURES = (
     Figure("server_cpu_ms_per_event", "scale bursts: kube-apiserver + etcd CPU per event", "ms", 1.0),
     Figure("resync_writes", "no-op resync (restart): writes", "", 1.0),
     Figure("resync_cpu_seconds", "no-op resync (restart): controller CPU, spawn → idle", "s", 2.0),
+    Figure("ws_targeted_p50_ms", "WorkloadSpread admission, pod of a spread, one at a time: p50", "ms", 1.0),
+    Figure("ws_targeted_p99_ms", "WorkloadSpread admission, pod of a spread, one at a time: p99", "ms", 1.0),
+    Figure("ws_targeted_burst_p50_ms", "WorkloadSpread admission, pod of a spread, bursts: p50", "ms", 1.0),
+    Figure("ws_targeted_burst_p99_ms", "WorkloadSpread admission, pod of a spread, bursts: p99", "ms", 1.0),
+    Figure("ws_no_spread_p50_ms", "WorkloadSpread admission, namespace without a spread: p50", "ms", 1.0),
+    Figure("ws_no_spread_p99_ms", "WorkloadSpread admission, namespace without a spread: p99", "ms", 1.0),
+    Figure("ws_untargeted_p50_ms", "WorkloadSpread admission, other pod in a spread's namespace: p50", "ms", 1.0),
+    Figure("ws_floor_p50_ms", "WorkloadSpread admission, floor (namespace excluded, no call): p50", "ms", None),
+    Figure("ws_bookings_per_pod", "WorkloadSpread admission: spread writes per pod of a spread", "", 1.0),
+    Figure("ws_scaleout_targeted_pps", "scale-out 0 → N with a spread: pods per second", "pods/s", 1.0, higher=True),
+    Figure(
+        "ws_scaleout_no_spread_pps",
+        "scale-out 0 → N, namespace without a spread: pods per second",
+        "pods/s",
+        1.0,
+        higher=True,
+    ),
+    Figure("ws_scaleout_floor_pps", "scale-out 0 → N, floor (namespace excluded): pods per second", "pods/s", None),
+    Figure("ws_misplaced", "WorkloadSpread: pods misplaced (unplaced, over a maximum, wrong zone)", "", 1.0),
 )
 
 
@@ -215,6 +244,43 @@ def side_figures(cold: Json, restart: Json, scale: Json) -> Json:
     }
 
 
+def spread_figures(adm: Json | None, out: Json | None) -> Json:
+    """One side's WorkloadSpread figures of one repeat: admission through its pod webhook (one
+    pod at a time and in bursts), the writes to spreads per booked pod (counted by the API
+    server), the scale-out's pods per second (its first QPS level), and every pod placed wrong."""
+    figures: Json = {}
+    misplaced = 0
+    if adm is not None:
+        one, bursts = adm["one_at_a_time"], adm["bursts"]
+        writes = adm["controller_writes"].items()
+        by_spread = {k: n for k, n in writes if k.split(" ")[-1].startswith("workloadspreads")}
+        placed = adm["placement"]
+        misplaced += placed["unplaced"] + len(placed["over_filled"]) + placed["wrong_zone"] + adm["untargeted_placed"]
+        figures |= {
+            "ws_targeted_p50_ms": one["targeted"]["p50_ms"],
+            "ws_targeted_p99_ms": one["targeted"]["p99_ms"],
+            "ws_targeted_burst_p50_ms": bursts["targeted"]["p50_ms"],
+            "ws_targeted_burst_p99_ms": bursts["targeted"]["p99_ms"],
+            "ws_no_spread_p50_ms": one["no_spread"]["p50_ms"],
+            "ws_no_spread_p99_ms": one["no_spread"]["p99_ms"],
+            "ws_untargeted_p50_ms": one["untargeted"]["p50_ms"],
+            "ws_floor_p50_ms": one["floor"]["p50_ms"],
+            "ws_bookings_per_pod": sum(by_spread.values()) / max(1, adm["targeted_pods"]),
+            "ws_spread_writes": dict(sorted(by_spread.items())),
+        }
+    if out is not None:
+        level = out["levels"][0]
+        misplaced += level["over_filled"] + level["unplaced"] + level["wrong_zone"] + level["untargeted_placed"]
+        figures |= {
+            "ws_scaleout_targeted_pps": level["targeted_pods_per_second"],
+            "ws_scaleout_no_spread_pps": level["untargeted_pods_per_second"],
+            "ws_scaleout_floor_pps": level["floor_pods_per_second"],
+        }
+    if adm is not None or out is not None:
+        figures["ws_misplaced"] = misplaced
+    return figures
+
+
 def ratio(peer: float | None, ours: float | None) -> float | None:
     """Ours over the peer's (below 1: this project is ahead); 0 over 0 is even."""
     if peer is None or ours is None or math.isnan(peer) or math.isnan(ours):
@@ -238,9 +304,9 @@ def compare(peer: Mapping[str, float], ours: Mapping[str, float]) -> list[Json]:
         if f.key not in peer or f.key not in ours:
             continue
         r = ratio(peer[f.key], ours[f.key])
-        met = None if f.goal is None or r is None else r <= f.goal
+        met = None if f.goal is None or r is None else (r >= 1 / f.goal if f.higher else r <= f.goal)
         rows.append({"key": f.key, "label": f.label, "unit": f.unit, "peer": peer[f.key], "ours": ours[f.key],
-                     "ratio": r, "goal": f.goal, "met": met})  # fmt: skip
+                     "ratio": r, "goal": f.goal, "higher": f.higher, "met": met})  # fmt: skip
     return rows
 
 
@@ -262,7 +328,7 @@ def render(result: Mapping[str, Any]) -> str:
     writes per event by verb and resource of each side."""
     lines = ["| Figure | Peer | This project | Ratio (ours / peer) | Goal | Met |", "|---|---|---|---|---|---|"]
     for row in result["rows"]:
-        goal = f"≤ {row['goal']:g}x" if row["goal"] is not None else ""
+        goal = "" if row["goal"] is None else f"{'≥' if row.get('higher') else '≤'} {row['goal']:g}x"
         met = "" if row["met"] is None else ("yes" if row["met"] else "**no**")
         lines.append(f"| {row['label']} | {_value(row['peer'], row['unit'])} | {_value(row['ours'], row['unit'])} | "
                      f"{_ratio(row['ratio'])} | {goal} | {met} |")  # fmt: skip
@@ -274,13 +340,24 @@ def render(result: Mapping[str, Any]) -> str:
             f"{_value(floor.get('one_p50_ms', math.nan), 'ms')}; {_value(floor.get('burst_p50_ms', math.nan), 'ms')}"
             f" / {_value(floor.get('burst_p99_ms', math.nan), 'ms')} | | | | |"
         )
-    for side in SIDES:
+    m = result.get("sizes") or {}
+    for side in SIDES if m.get("uds") else ():
         by = (result.get("writes_by_resource_per_event") or {}).get(side) or {}
         text = ", ".join(f"{k} {v:.2f}" for k, v in sorted(by.items())) or "none"
         lines.append(f"\nWrites per scale event, {side}: {text}.")
-    m = result.get("sizes") or {}
+    for side in SIDES:
+        by = (result.get("spread_writes") or {}).get(side)
+        if by is not None:
+            text = ", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "none"
+            lines.append(f"\nWrites to spreads during the admission scenario, {side}: {text}.")
+    sizes = [f"{m['uds']} UDs x {m.get('subsets')} subsets"] if m.get("uds") else []
+    if m.get("admission_pods"):
+        sizes.append(
+            f"WorkloadSpread admission: {m['admission_pods']} pods a case one at a time, then bursts of "
+            f"{m['admission_burst']}; scale-out 0 → {m['scaleout_replicas']} at {m['scaleout_qps']} QPS"
+        )
     lines.append(
-        f"\n{m.get('uds')} UDs x {m.get('subsets')} subsets; {m.get('repeats')} repeat(s) of each side, interleaved; "
+        f"\n{'; '.join(sizes)}; {m.get('repeats')} repeat(s) of each side, interleaved; "
         f"medians. Peer: `{result.get('command', '')}`."
     )
     return "\n".join(lines) + "\n"
@@ -331,11 +408,20 @@ async def wipe(client: KubeClient, namespaces: Iterable[str]) -> None:
     await eventually(gone, within=600, what="namespaces deleted")
 
 
+def without_webhooks(docs: Sequence[Json]) -> list[Json]:
+    """``docs`` with every webhook configuration emptied: the peer finds the configurations it
+    expects (OpenKruise's manager is not ready until it has filled them in) and the API server
+    calls nobody."""
+    return [d | {"webhooks": []} if d.get("kind") in WEBHOOK_KINDS else d for d in docs]
+
+
 async def install_side(client: KubeClient, side: str, peer_docs: Sequence[Json]) -> None:
-    """The side's CRDs in place of the other's (and, for this project, its apps.kruise.io role)."""
+    """The side's CRDs in place of the other's (and, for this project, its apps.kruise.io role);
+    no webhook configured (the peer's, if it has some, empty)."""
     await delete_crds(client, SHARED_CRDS)
+    await remove_configurations(client, webhook_configurations(peer_docs))
     if side == "peer":
-        await apply(client, peer_docs)
+        await apply(client, without_webhooks(peer_docs))
     else:
         await apply(client, documents(*crds(KRUISE_GROUP), MANIFESTS / "kruise" / "clusterrole.yaml"))
 
@@ -369,11 +455,12 @@ def profiled(ctx: Context, name: str) -> Path | None:
 
 def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
     """What makes the controller of ``side``: the peer's command, or ``united run`` serving
-    apps.kruise.io; both counted by the API server. This project's serves the namespaces it is
-    given only when the peer's command names ``{namespace}``; else, like the peer, every one."""
+    apps.kruise.io (with the flags a scenario gives it: its webhook's); both counted by the API
+    server. This project's serves the namespaces it is given only when the peer's command names
+    ``{namespace}``; else, like the peer, every one."""
     scoped = "{namespace}" in command
 
-    def make(namespaces: Sequence[str], name: str) -> ControllerProcess:
+    def make(namespaces: Sequence[str], name: str, extra: Sequence[str] = ()) -> ControllerProcess:
         made: ServerCounted
         if side == "peer":
             made = PeerProcess(command, kubeconfig, namespaces=namespaces, log_dir=ctx.log_dir, name=f"peer-{name}")
@@ -385,7 +472,7 @@ def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
                 log_dir=ctx.log_dir,
                 name=name,
                 source=ctx.source,
-                extra=("--api-group", KRUISE_GROUP),
+                extra=("--api-group", KRUISE_GROUP, *extra),
                 profile=profiled(ctx, name),
             )
         made.counter = ctx.client
@@ -394,14 +481,58 @@ def spawner(ctx: Context, side: str, command: str, kubeconfig: Path) -> Any:
     return make
 
 
-async def compare_sides(ctx: Context, config: Mapping[str, Any], command: str, peer_docs: Sequence[Json]) -> Json:
+UD_SCENARIOS = ("cold", "scale", "resync")
+"""Any of these in ``--scenarios``: the UnitedDeployment scenarios run (all of them, in one turn)."""
+SPREAD_SCENARIOS = ("scaleout", "admission")
+"""The WorkloadSpread scenarios, each run when named, scale-out first (it needs no Deployment
+left by another scenario)."""
+
+
+async def ud_turn(ctx: Context, config: Mapping[str, Any], ns: str) -> Json:
+    """One side's UnitedDeployment scenarios in namespace ``ns``: cold start, restart, scale events."""
+    uds, subsets = int(config["uds"]), int(config["subsets"])
+    log(f"{ns}: cold start, {uds} UDs x {subsets} subsets")
+    cold, ctl = await cold_start_run(ctx, "controller", ns, uds=uds, subsets=subsets)
+    assert ctl is not None
+    log(f"  {cold.seconds:.2f} s; restart (no-op resync)")
+    restart, ctl = await resync_restart(ctx, ctl, ns, uds=uds)
+    scale = await scale_events(ctx, ctl, ns, uds=uds, subsets=subsets, singles=int(config["scale_singles"]),
+                               bursts=int(config["scale_bursts"]), burst=int(config["burst_size"]),
+                               bare=False)  # fmt: skip
+    ctl.stop()
+    writes = {"reconcile_writes": reconcile_writes(cold.writes), "event_writes": event_writes(cold.writes)}
+    cold_json = cold.as_json() | writes
+    await wipe(ctx.client, [ns, f"{ns}-bare"])
+    return side_figures(cold_json, restart, scale) | {"cold": cold_json}
+
+
+async def spread_turn(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[str]) -> Json:
+    """One side's WorkloadSpread scenarios through its own pod webhook."""
+    out = adm = None
+    if "scaleout" in scenarios:
+        out = await scaleout(ctx, replicas=int(config["scaleout_replicas"]), qps_levels=config["scaleout_qps"][:1],
+                             repeats=int(config["scaleout_repeats"]))  # fmt: skip
+    if "admission" in scenarios:
+        adm = await admission(ctx, pods=int(config["admission_pods"]), burst=int(config["admission_burst"]))
+    return spread_figures(adm, out) | {"spread": {"admission": adm, "scaleout": out}}
+
+
+async def compare_sides(
+    ctx: Context, config: Mapping[str, Any], command: str, peer_docs: Sequence[Json],
+    scenarios: Sequence[str] = UD_SCENARIOS + SPREAD_SCENARIOS,
+) -> Json:  # fmt: skip
     """Every side's scenarios, one side at a time, ``repeats`` times interleaved; the floor's
     cold start once first. Medians per side, then peer / ours / ratio per figure."""
     uds, subsets, repeats = int(config["uds"]), int(config["subsets"]), int(config["repeats"])
-    ctx.floor_concurrency = int(config.get("floor_concurrency") or 16)
-    log(f"floor: cold start of {uds} UDs x {subsets} subsets at {ctx.floor_concurrency} at once")
-    floor_run, _ = await cold_start_run(ctx, "floor", "peer-floor", uds=uds, subsets=subsets)
-    await wipe(ctx.client, ["peer-floor"])
+    with_uds = any(s in scenarios for s in UD_SCENARIOS)
+    spreads = [s for s in SPREAD_SCENARIOS if s in scenarios]
+    floor: Json = {}
+    if with_uds:
+        ctx.floor_concurrency = int(config.get("floor_concurrency") or 16)
+        log(f"floor: cold start of {uds} UDs x {subsets} subsets at {ctx.floor_concurrency} at once")
+        floor_run, _ = await cold_start_run(ctx, "floor", "peer-floor", uds=uds, subsets=subsets)
+        await wipe(ctx.client, ["peer-floor"])
+        floor["cold_seconds"] = floor_run.seconds
     kubeconfig = await peer_identity(ctx)
     runs: dict[str, list[Json]] = {side: [] for side in SIDES}
     try:
@@ -409,42 +540,44 @@ async def compare_sides(ctx: Context, config: Mapping[str, Any], command: str, p
             log(f"{side} ({r + 1}/{repeats}): installing its CRDs")
             await install_side(ctx.client, side, peer_docs)
             ctx.group, ctx.spawn = KRUISE_GROUP, spawner(ctx, side, command, kubeconfig)
-            ns = f"{side}-{r}"
-            log(f"{side}: cold start, {uds} UDs x {subsets} subsets in {ns}")
-            cold, ctl = await cold_start_run(ctx, "controller", ns, uds=uds, subsets=subsets)
-            assert ctl is not None
-            log(f"  {cold.seconds:.2f} s; restart (no-op resync)")
-            restart, ctl = await resync_restart(ctx, ctl, ns, uds=uds)
-            scale = await scale_events(ctx, ctl, ns, uds=uds, subsets=subsets, singles=int(config["scale_singles"]),
-                                       bursts=int(config["scale_bursts"]), burst=int(config["burst_size"]),
-                                       bare=False)  # fmt: skip
-            ctl.stop()
-            cold_json = cold.as_json() | {
-                "reconcile_writes": reconcile_writes(cold.writes),
-                "event_writes": event_writes(cold.writes),
-            }
-            figures = side_figures(cold_json, restart, scale)
-            runs[side].append(figures | {"cold": cold_json})
-            log(f"  {side}: " + ", ".join(f"{k} {figures[k]:.2f}" for k in ("cold_seconds", "burst_p50_ms", "rss_kb")))
-            await wipe(ctx.client, [ns, f"{ns}-bare"])
+            figures: Json = {}
+            if with_uds:
+                figures |= await ud_turn(ctx, config, f"{side}-{r}")
+            if spreads:
+                ctx.published = webhook_configurations(peer_docs) if side == "peer" else None
+                figures |= await spread_turn(ctx, config, spreads)
+                ctx.published = None
+            runs[side].append(figures)
+            shown = ("cold_seconds", "burst_p50_ms", "rss_kb", "ws_targeted_p50_ms", "ws_scaleout_targeted_pps")
+            log(f"  {side}: " + ", ".join(f"{k} {figures[k]:.2f}" for k in shown if k in figures))
     finally:
-        ctx.group, ctx.spawn = GROUP, None
+        ctx.group, ctx.spawn, ctx.published = GROUP, None, None
         ctx.stop_all()
     peer, ours = medians(runs["peer"]), medians(runs["ours"])
     both = runs["peer"] + runs["ours"]
-    floor = {"cold_seconds": floor_run.seconds} | {
-        k.removeprefix("floor_"): statistics.median(r[k] for r in both)
-        for k in ("floor_one_p50_ms", "floor_burst_p50_ms", "floor_burst_p99_ms")
-    }
+    if with_uds:
+        floor |= {
+            k.removeprefix("floor_"): statistics.median(r[k] for r in both)
+            for k in ("floor_one_p50_ms", "floor_burst_p50_ms", "floor_burst_p99_ms")
+        }
+    sizes: Json = {"repeats": repeats}
+    if with_uds:
+        sizes |= {"uds": uds, "subsets": subsets, "burst": int(config["burst_size"])}
+    if spreads:
+        sizes |= {k: config[k] for k in ("admission_pods", "admission_burst", "scaleout_replicas")}
+        sizes["scaleout_qps"] = config["scaleout_qps"][0]
     return {
         "command": command,
-        "sizes": {"uds": uds, "subsets": subsets, "repeats": repeats, "burst": int(config["burst_size"])},
+        "sizes": sizes,
         "rows": compare(peer, ours),
         "peer": peer,
         "ours": ours,
         "floor": floor,
         "writes_by_resource_per_event": {
-            side: runs[side][-1]["writes_by_resource_per_event"] for side in SIDES if runs[side]
+            side: runs[side][-1]["writes_by_resource_per_event"] for side in SIDES if with_uds and runs[side]
+        },
+        "spread_writes": {
+            side: runs[side][-1]["ws_spread_writes"] for side in SIDES if "ws_spread_writes" in (runs[side] or [{}])[-1]
         },
         "runs": runs,
     }
@@ -454,6 +587,8 @@ __all__ = [
     "FIGURES",
     "PLACEHOLDERS",
     "SIDES",
+    "SPREAD_SCENARIOS",
+    "UD_SCENARIOS",
     "Figure",
     "PeerCommandError",
     "PeerProcess",
@@ -468,4 +603,6 @@ __all__ = [
     "ratio",
     "render",
     "side_figures",
+    "spread_figures",
+    "without_webhooks",
 ]

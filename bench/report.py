@@ -83,6 +83,7 @@ def _admission_rows(adm: Json) -> list[Row]:
             "", f"{cases['unconfigured']['p50_ms']:.1f} / {cases['unconfigured']['p99_ms']:.1f} ms", "", "", "",
         ))  # fmt: skip
         for case, what in (
+            ("no_spread", "webhook called, namespace without a spread"),
             ("untargeted", "webhook called, pod of no spread"),
             ("targeted", "pod of a spread (booked)"),
         ):

@@ -196,7 +196,7 @@ async def bench(bench_cluster: BenchCluster, config: dict[str, Any], scenarios: 
                 from bench.peer import compare_sides
 
                 docs = manifests([Path(p) for p in config["peer_manifests"]])
-                return {"peer": await compare_sides(ctx, config, config["peer_command"], docs)}
+                return {"peer": await compare_sides(ctx, config, config["peer_command"], docs, scenarios)}
             return await run_all(ctx, config, scenarios)
         finally:
             ctx.stop_all()

@@ -39,6 +39,7 @@ from bench.webhook import (
     until,
 )
 from united.api.document import Json
+from united.api.groups import GROUP
 from united.devcluster import versions
 from united.devcluster.ports import free_port
 from united.devcluster.versions import DEFAULT, KubeVersion
@@ -94,7 +95,7 @@ def workload_controllers(ctx: Context, *, qps: int) -> Any:
             proc.wait()
 
 
-async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas: int) -> Json:
+async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas: int, group: str = GROUP) -> Json:
     """Scale a fresh Deployment 0 → ``replicas``; time the pods' arrival through a watch."""
     await prepare_namespace(client, namespace, excluded=variant == "floor")
     await client.create(DEPLOYMENTS, deployment(APP, namespace, replicas=0), namespace=namespace)
@@ -105,7 +106,7 @@ async def one_run(client: KubeClient, namespace: str, variant: str, *, replicas:
     await until(has_replica_set, within=120, what=f"the ReplicaSet of {namespace}/{APP}")
     maxima = maxima_for(replicas, SUBSETS)
     if variant == "targeted":
-        await create_spread(client, spread(APP, namespace, target=APP, maxima=maxima))
+        await create_spread(client, spread(APP, namespace, target=APP, maxima=maxima, group=group))
     loop = asyncio.get_running_loop()
     arrivals: dict[str, float] = {}
 
@@ -166,13 +167,14 @@ async def scaleout(ctx: Context, *, replicas: int, qps_levels: Sequence[int], re
                 for r in range(repeats):
                     for variant in rotated(VARIANTS, r):
                         log(f"scale-out 0 → {replicas}, kube-controller-manager at {qps} QPS: {variant}")
-                        run = await one_run(client, f"scaleout-{qps}-{variant}-{r}", variant, replicas=replicas)
+                        ns = f"scaleout-{qps}-{variant}-{r}"
+                        run = await one_run(client, ns, variant, replicas=replicas, group=ctx.group)
                         log(f"  {run['pods_per_second']:.1f} pods/s ({run['seconds']:.2f} s)")
                         runs.append(run)
             levels.append({"qps": qps, **summarise(runs), "runs": runs})
     finally:
         ctl.stop()
-        await remove_configurations(client)
+        await remove_configurations(client, ctx.published or ())
     await delete_namespaces(client, namespaces)
     return {"replicas": replicas, "subsets": SUBSETS, "repeats": repeats, "levels": levels}
 

@@ -38,6 +38,7 @@ from bench.workload import (
     ud_name,
     united_deployment,
 )
+from united.api.document import Json
 from united.api.groups import GROUP
 from united.controller.manager import Settings
 from united.kube.client import DEPLOYMENTS, JSON, PODS, KubeClient, PatchType
@@ -95,9 +96,12 @@ class Context:
     group: str = GROUP
     """The group of the UnitedDeployments the controller measured serves (the floor's stay in
     this project's group: its script writes there)."""
-    spawn: Callable[[Sequence[str], str], ControllerProcess] | None = None
-    """Makes the controller measured instead of ``united run`` (a peer), from its namespaces
-    and a name for its log."""
+    spawn: Callable[[Sequence[str], str, Sequence[str]], ControllerProcess] | None = None
+    """Makes the controller measured instead of ``united run`` (a peer), from its namespaces,
+    a name for its log and the flags ``united run`` would get (a peer's command has its own)."""
+    published: list[Json] | None = None
+    """In a peer's turn: the webhook configurations it fills in itself (from its manifests),
+    created before it serves its pod webhook and deleted after; None: this project's."""
 
     @property
     def ud(self) -> Any:
@@ -115,7 +119,7 @@ class Context:
         self, namespaces: Sequence[str], *, name: str, profile: Path | None = None, extra: Sequence[str] = ()
     ) -> ControllerProcess:
         if self.spawn is not None:
-            made = self.spawn(namespaces, name)
+            made = self.spawn(namespaces, name, extra)
             self.controllers.append(made)
             return made
         ctl = ControllerProcess(

@@ -29,13 +29,13 @@ from united.controller.webhooks import MUTATING, VALIDATING
 from united.devcluster.installation import install_controller
 from united.devcluster.nodes import ZONE_LABEL
 from united.devcluster.ports import free_port
-from united.kube.client import NAMESPACES, SERVICE_ACCOUNTS, KubeClient, PatchType
-from united.kube.errors import NotFound
+from united.kube.client import NAMESPACES, SERVICE_ACCOUNTS, KubeClient, PatchType, Resource
+from united.kube.errors import ApiError, NotFound
 from united.workloadspread.injection import matched
-from united.workloadspread.reconciler import ws_resource
+from united.workloadspread.model import KIND, PLURAL, subset_field_names
 from united.workloadspread.webhookconfig import EXCLUDE_LABEL, EXCLUDED, NAME
 
-SPREADS = ws_resource(GROUP)
+WEBHOOK_KINDS = {"MutatingWebhookConfiguration": MUTATING, "ValidatingWebhookConfiguration": VALIDATING}
 NOBODY = "bench-nobody"
 """The pods' ``schedulerName``: no scheduler takes them, so scheduling adds no load to either side."""
 
@@ -69,11 +69,42 @@ async def makes_token_secrets(client: KubeClient) -> bool:
     return str(info.get("major")) == "1" and minor < 24
 
 
-async def remove_configurations(client: KubeClient) -> None:
-    """No webhook configured: pods are created without any call to us."""
-    for resource in (MUTATING, VALIDATING):
+def spreads(group: str) -> Resource:
+    """The WorkloadSpreads of ``group`` in ``v1alpha1``, the version both OpenKruise's and this
+    project's ``apps.kruise.io`` serve (the peer comparison gives both sides the same objects)."""
+    return Resource(group, "v1alpha1", PLURAL, True, KIND)
+
+
+SPREADS = spreads(GROUP)
+
+
+async def remove_configurations(client: KubeClient, published: Sequence[Json] = ()) -> None:
+    """No webhook configured: pods are created without any call to us (nor to the configurations
+    ``published`` by a peer)."""
+    named = [(resource, NAME) for resource in (MUTATING, VALIDATING)]
+    named += [(WEBHOOK_KINDS[d["kind"]], d["metadata"]["name"]) for d in published]
+    for resource, name in named:
         with contextlib.suppress(NotFound):
-            await client.delete(resource, NAME)
+            await client.delete(resource, name)
+
+
+def webhook_configurations(docs: Iterable[Json]) -> list[Json]:
+    """The webhook configurations among ``docs``."""
+    return [d for d in docs if d.get("kind") in WEBHOOK_KINDS]
+
+
+async def published(client: KubeClient, configurations: Sequence[Json]) -> bool:
+    """Every webhook of ``configurations`` carries a ``caBundle`` in the cluster: their owner
+    has published where and how it serves them."""
+    for doc in configurations:
+        try:
+            live = await client.get(WEBHOOK_KINDS[doc["kind"]], doc["metadata"]["name"])
+        except NotFound:
+            return False
+        hooks = live.get("webhooks") or ()
+        if len(hooks) < len(doc.get("webhooks") or ()) or not all(w["clientConfig"].get("caBundle") for w in hooks):
+            return False
+    return True
 
 
 async def trusted(client: KubeClient) -> bool:
@@ -96,7 +127,10 @@ async def until(check: Any, *, within: float, what: str) -> None:
 
 async def serving(ctx: Context, *, namespaces: Sequence[str], name: str) -> ControllerProcess:
     """``united run`` with its webhook server, once ready and trusted by the API server (under
-    ``py-spy record`` into ``<name>.raw`` with ``--profile``: ``python -m bench.profile`` reads it)."""
+    ``py-spy record`` into ``<name>.raw`` with ``--profile``: ``python -m bench.profile`` reads it);
+    in a peer's turn, the peer serving the configurations it publishes (:func:`serving_published`)."""
+    if ctx.published is not None:
+        return await serving_published(ctx, ctx.published, namespaces=namespaces, name=name)
     await install_controller(ctx.client, dev_webhooks=True)
     port = free_port()
     flags = ("--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--webhook-url", f"https://127.0.0.1:{port}")
@@ -105,6 +139,24 @@ async def serving(ctx: Context, *, namespaces: Sequence[str], name: str) -> Cont
     ctl.start()
     await ctl.wait_ready()
     await until(lambda: trusted(ctx.client), within=60, what="the webhook configurations with our CA")
+    await ctl.mark()
+    return ctl
+
+
+async def serving_published(
+    ctx: Context, configurations: Sequence[Json], *, namespaces: Sequence[str], name: str
+) -> ControllerProcess:
+    """A controller that fills in the url and ``caBundle`` of its own webhook configurations
+    (OpenKruise's manager keeps the first copy it sees as its template, so they are created
+    afresh), once it is ready and every webhook of them carries its CA."""
+    await remove_configurations(ctx.client, configurations)
+    for doc in configurations:
+        await ctx.client.create(WEBHOOK_KINDS[doc["kind"]], doc)
+    ctl = ctx.controller(namespaces, name=name)
+    ctl.start()
+    await ctl.wait_ready()
+    await until(lambda: published(ctx.client, configurations), within=120, what="the peer's webhook configurations")
+    await ctl.mark()
     return ctl
 
 
@@ -131,30 +183,49 @@ def maxima_for(pods: int, subsets: int) -> list[int]:
     return [each] * subsets
 
 
-def spread(name: str, namespace: str, *, target: str, maxima: Sequence[int | None]) -> Json:
-    """A WorkloadSpread of Deployment ``target``: subsets ``s0``, ``s1``… with these maxima."""
+def spread(name: str, namespace: str, *, target: str, maxima: Sequence[int | None], group: str = GROUP) -> Json:
+    """A ``v1alpha1`` WorkloadSpread of ``group`` for Deployment ``target``: subsets ``s0``,
+    ``s1``… with these maxima (the required selector in that version's spelling)."""
+    api_version = spreads(group).api_version
+    required = subset_field_names(api_version)[0]
     subsets: list[Json] = []
     for j, maximum in enumerate(maxima):
         selector = {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [f"zone-{j}"]}]}
-        subset: Json = {"name": f"s{j}", "requiredNodeSelector": selector}
+        subset: Json = {"name": f"s{j}", required: selector}
         if maximum is not None:
             subset["maxReplicas"] = maximum
         subsets.append(subset)
     return {
-        "apiVersion": SPREADS.api_version,
-        "kind": "WorkloadSpread",
+        "apiVersion": api_version,
+        "kind": KIND,
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target}, "subsets": subsets},
     }
 
 
 async def create_spread(client: KubeClient, doc: Json, *, within: float = 60) -> None:
-    """Create the spread and wait until the controller has observed it (its caches hold it)."""
+    """Create the spread and wait until the controller has observed it (its caches hold it).
+    Creation is retried while the API server refuses it: this project's ``apps.kruise.io`` CRD
+    converts ``v1alpha1`` through the controller's webhook, trusted a moment after it starts."""
     meta = doc["metadata"]
-    await client.create(SPREADS, doc, namespace=meta["namespace"])
+    resource = spreads(doc["apiVersion"].split("/")[0])
+    refused: list[ApiError] = []
+
+    async def created() -> bool:
+        try:
+            await client.create(resource, doc, namespace=meta["namespace"])
+        except ApiError as exc:
+            refused[:] = [exc]
+            return False
+        return True
+
+    try:
+        await until(created, within=within, what=f"{meta['name']} created")
+    except TimeoutError:
+        raise refused[-1] if refused else TimeoutError(f"{meta['name']} not created") from None
 
     async def observed() -> bool:
-        ws = await client.get(SPREADS, meta["name"], namespace=meta["namespace"])
+        ws = await client.get(resource, meta["name"], namespace=meta["namespace"])
         return bool((ws.get("status") or {}).get("observedGeneration") == 1)
 
     await until(observed, within=within, what=f"the controller observes {meta['name']}")
@@ -199,9 +270,13 @@ __all__ = [
     "maxima_for",
     "placement",
     "prepare_namespace",
+    "published",
     "remove_configurations",
     "serving",
+    "serving_published",
     "spread",
+    "spreads",
     "trusted",
     "until",
+    "webhook_configurations",
 ]

@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 
 from bench.run import main
+from bench.webhook import webhook_configurations
+from united.api import yamlload
 from united.api.groups import KRUISE_GROUP
-from united.data import crds
+from united.data import MANIFESTS, crds
+from united.devcluster.ports import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -76,7 +79,7 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     admission = results["admission"]  # every case measured; the webhook's bookings never over-fill
     for mode, pods in (("one_at_a_time", 4), ("bursts", 4)):
         cases = admission[mode]
-        assert set(cases) == {"floor", "unconfigured", "untargeted", "targeted"}
+        assert set(cases) == {"floor", "unconfigured", "no_spread", "untargeted", "targeted"}
         assert all(c["pods"] == pods and c["p50_ms"] > 0 and math.isfinite(c["ratio_p99"]) for c in cases.values())
     placed = admission["placement"]
     assert placed["pods"] == 5 + 8 and sum(placed["counts"].values()) == 13, placed  # warm-up + one at a time + bursts
@@ -103,16 +106,25 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
 
 def test_a_peer_runs_side_by_side_one_side_at_a_time(tmp_path: Path) -> None:
     """``--peer-command`` end to end with a stand-in peer (this project's own controller, run as
-    any other program would be, with the compat CRDs as its manifests): both sides converge, the
-    table shows each figure for both, and neither side's objects outlive its turn."""
+    any other program would be, with the compat CRDs and its webhook configurations as its
+    manifests): both sides converge, each admits the pods of a ``apps.kruise.io/v1alpha1``
+    spread through its own pod webhook and places them within the maxima, the table shows each
+    figure for both, and neither side's objects outlive its turn."""
     manifests = tmp_path / "peer-manifests"
     manifests.mkdir()
     for crd in crds(KRUISE_GROUP):
         (manifests / crd.name).write_text(crd.read_text())
+    configurations = webhook_configurations(yamlload.load_all((MANIFESTS / "base" / "webhook.yaml").read_text()))
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "united-system"}}
+    for i, doc in enumerate([namespace, *configurations]):
+        (manifests / f"zz-{i}.yaml").write_text(json.dumps(doc))
+    port = free_port()
     command = (f"{sys.executable} -m united run --api-group {KRUISE_GROUP} --kubeconfig {{kubeconfig}} "
-               "--http-port {port} --namespace {namespace}")  # fmt: skip
+               f"--http-port {{port}} --namespace {{namespace}} --webhook-port {port} --webhook-host 127.0.0.1 "
+               f"--webhook-url https://127.0.0.1:{port}")  # fmt: skip
     argv = ["--uds", "3", "--subsets", "3", "--repeats", "2", "--scale-singles", "2", "--scale-bursts", "1",
-            "--burst-size", "2", "--floor-concurrency", "4", "--peer-command", command,
+            "--burst-size", "2", "--floor-concurrency", "4", "--admission-pods", "2", "--admission-burst", "2",
+            "--scaleout-replicas", "4", "--scaleout-qps", "1000", "--peer-command", command,
             "--peer-manifests", str(manifests), "--out", str(tmp_path), "--name", "peer"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((tmp_path / "peer.json").read_text())
@@ -126,9 +138,19 @@ def test_a_peer_runs_side_by_side_one_side_at_a_time(tmp_path: Path) -> None:
         assert figures["cold_writes"] == 3 * 5, peer["runs"][side]
         assert figures["resync_writes"] == 0 and figures["writes_per_event"] > 0
         assert figures["rss_kb"] > 0 and figures["cold_seconds"] > 0 and figures["burst_p99_ms"] > 0
+        # The spread's pods went through the side's own webhook: each booked, none misplaced.
+        assert figures["ws_misplaced"] == 0 and figures["ws_bookings_per_pod"] > 0, peer["runs"][side]
+        assert figures["ws_targeted_p50_ms"] > 0 and figures["ws_no_spread_p50_ms"] > 0
+        assert figures["ws_scaleout_targeted_pps"] > 0 and figures["ws_scaleout_no_spread_pps"] > 0
+        for run in peer["runs"][side]:
+            placed = run["spread"]["admission"]["placement"]
+            assert placed["pods"] == 5 + 2 + 2 and sum(placed["counts"].values()) == 9, placed
+            assert [level["targeted_pods_per_second"] > 0 for level in run["spread"]["scaleout"]["levels"]] == [True]
     assert rows["cold_writes"]["ratio"] == 1.0 and rows["resync_writes"]["met"]
+    assert rows["ws_misplaced"]["ratio"] == 1.0 and "ws_scaleout_targeted_pps" in rows
     assert peer["floor"]["cold_seconds"] > 0 and peer["floor"]["burst_p50_ms"] > 0
     table = (tmp_path / "peer.md").read_text()
     assert table.startswith("| Figure | Peer | This project |") and "floor (the API server's limit)" in table
     logs = {p.name for p in (tmp_path / "logs").iterdir()}  # each side's process ran as its own
     assert {"peer-cold-peer-0.log", "peer-resync-peer-1.log", "cold-ours-0.log", "resync-ours-1.log"} <= logs
+    assert {"peer-admission.log", "peer-scaleout.log", "admission.log", "scaleout.log"} <= logs

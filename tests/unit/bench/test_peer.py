@@ -25,10 +25,13 @@ from bench.peer import (
     ratio,
     render,
     side_figures,
+    spread_figures,
+    without_webhooks,
 )
 from bench.report import render as render_report
 from bench.run import main, parser
 from bench.scenarios import Context
+from bench.webhook import webhook_configurations
 
 VALUES = {"kubeconfig": "/k/config", "port": "8001", "metrics_port": "8002", "namespace": "a,b"}
 
@@ -217,3 +220,77 @@ def test_with_profile_only_the_controller_that_takes_the_scale_events_is_recorde
     assert profiled(ctx, "cold-ours-1") is None
     ctx.profile_dir = None
     assert profiled(ctx, "resync-ours-1") is None
+
+
+def spread_results(targeted_p50: float, pps: float, *, unplaced: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What ``bench.admission`` and ``bench.scaleout`` return, reduced to what the comparison reads."""
+
+    def case(p50: float) -> dict[str, Any]:
+        return {"pods": 4, "p50_ms": p50, "p99_ms": 3 * p50}
+
+    def mode(k: float) -> dict[str, Any]:
+        return {"floor": case(2.0), "no_spread": case(3.0), "untargeted": case(3.5), "targeted": case(k * targeted_p50)}
+
+    adm = {"one_at_a_time": mode(1.0), "bursts": mode(2.0), "targeted_pods": 10, "untargeted_placed": 0,
+           "placement": {"unplaced": unplaced, "over_filled": {}, "wrong_zone": 0},
+           "controller_writes": {"POST pods": 40, "PUT workloadspreads/status": 8, "PATCH workloadspreads/status": 4,
+                                 "PUT leases": 1}}  # fmt: skip
+    level = {"qps": 20, "floor_pods_per_second": 20.0, "untargeted_pods_per_second": 19.0,
+             "targeted_pods_per_second": pps, "over_filled": 0, "unplaced": 0, "wrong_zone": 0,
+             "untargeted_placed": 0}  # fmt: skip
+    return adm, {"levels": [level, {**level, "targeted_pods_per_second": 999.0}]}
+
+
+def test_spread_figures_are_read_from_admission_and_the_first_scale_out_level() -> None:
+    f = spread_figures(*spread_results(6.0, 18.0, unplaced=2))
+    assert (f["ws_targeted_p50_ms"], f["ws_targeted_p99_ms"], f["ws_targeted_burst_p50_ms"]) == (6.0, 18.0, 12.0)
+    assert (f["ws_no_spread_p50_ms"], f["ws_no_spread_p99_ms"], f["ws_untargeted_p50_ms"]) == (3.0, 9.0, 3.5)
+    assert f["ws_floor_p50_ms"] == 2.0
+    # Only writes to spreads count as bookings (the bench's own pod creations and leases do not).
+    assert f["ws_bookings_per_pod"] == 1.2
+    assert f["ws_spread_writes"] == {"PATCH workloadspreads/status": 4, "PUT workloadspreads/status": 8}
+    assert (f["ws_scaleout_targeted_pps"], f["ws_scaleout_no_spread_pps"], f["ws_scaleout_floor_pps"]) == (
+        18.0,
+        19.0,
+        20.0,
+    )
+    assert f["ws_misplaced"] == 2
+    assert spread_figures(None, None) == {}
+    assert set(spread_figures(None, spread_results(1.0, 1.0)[1])) == {
+        "ws_scaleout_targeted_pps", "ws_scaleout_no_spread_pps", "ws_scaleout_floor_pps", "ws_misplaced"}  # fmt: skip
+
+
+def test_a_rate_meets_its_goal_when_ours_is_at_least_the_peers() -> None:
+    peer, ours = spread_figures(*spread_results(6.0, 20.0)), spread_figures(*spread_results(4.0, 16.0))
+    rows = {r["key"]: r for r in compare(medians([peer]), medians([ours]))}
+    assert rows["ws_scaleout_targeted_pps"]["ratio"] == 0.8 and rows["ws_scaleout_targeted_pps"]["met"] is False
+    assert rows["ws_scaleout_no_spread_pps"]["met"] is True  # even
+    assert rows["ws_targeted_p50_ms"]["met"] is True and rows["ws_floor_p50_ms"]["met"] is None
+    assert rows["ws_misplaced"]["ratio"] == 1.0 and rows["ws_misplaced"]["met"] is True  # none on either side
+    table = render({"command": "mgr {port}", "rows": list(rows.values()), "floor": {},
+                    "sizes": {"repeats": 1, "admission_pods": 4, "admission_burst": 2, "scaleout_replicas": 6,
+                              "scaleout_qps": 20},
+                    "spread_writes": {"peer": peer["ws_spread_writes"], "ours": {}}})  # fmt: skip
+    assert (
+        "| scale-out 0 → N with a spread: pods per second | 20.00 pods/s | 16.00 pods/s | 0.80x | ≥ 1x | **no** |"
+        in (table)
+    )
+    assert "Writes per scale event" not in table and "floor (the API server's limit)" not in table  # no UD scenario
+    assert "Writes to spreads during the admission scenario, peer: PATCH workloadspreads/status 4, PUT " in table
+    assert "Writes to spreads during the admission scenario, ours: none." in table
+    assert (
+        "WorkloadSpread admission: 4 pods a case one at a time, then bursts of 2; scale-out 0 → 6 at 20 QPS; 1 rep"
+        in (table)
+    )
+
+
+def test_the_peers_webhook_configurations_are_installed_empty_for_the_uniteddeployment_scenarios() -> None:
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kruise-system"}},
+        {"kind": "MutatingWebhookConfiguration", "metadata": {"name": "m"}, "webhooks": [{"name": "mpod.kb.io"}]},
+        {"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "v"}, "webhooks": [{"name": "vpod.kb.io"}]},
+    ]
+    emptied = without_webhooks(docs)
+    assert emptied[0] == docs[0] and [d["webhooks"] for d in emptied[1:]] == [[], []]
+    assert docs[1]["webhooks"] == [{"name": "mpod.kb.io"}]  # the manifests themselves stay whole
+    assert webhook_configurations(docs) == docs[1:]

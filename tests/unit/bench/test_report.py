@@ -14,7 +14,7 @@ def case(p50: float, p99: float, floor: tuple[float, float] = (4.0, 10.0)) -> di
 
 def results(*, over: dict[str, int], unplaced: int = 0, wrong: int = 0) -> dict[str, Any]:
     mode = {"floor": case(4.0, 10.0), "unconfigured": case(4.2, 11.0), "untargeted": case(6.0, 15.0),
-            "targeted": case(12.0, 40.0)}  # fmt: skip
+            "no_spread": case(5.0, 12.0), "targeted": case(12.0, 40.0)}  # fmt: skip
     level = {"qps": 20, "floor_pods_per_second": 19.5, "untargeted_pods_per_second": 19.0,
              "targeted_pods_per_second": 18.0, "untargeted_ratio": 19.0 / 19.5, "targeted_ratio": 18.0 / 19.5,
              "over_filled": len(over), "unplaced": unplaced, "wrong_zone": wrong, "untargeted_placed": 0}  # fmt: skip
@@ -34,6 +34,10 @@ def test_admission_and_scaleout_rows_show_figures_floors_ratios_and_the_placemen
     assert "| 4.2 / 11.0 ms |" in table  # no configuration at all, in the floor column
     assert "| 12.0 / 40.0 ms | 4.0 / 10.0 ms | 3.00x / 4.00x (+8.0 ms p50) |" in table
     assert "| 6.0 / 15.0 ms | 4.0 / 10.0 ms | 1.50x / 1.50x (+2.0 ms p50) |" in table
+    assert (
+        "| webhook called, namespace without a spread, p50 / p99 (floor: namespace excluded from the webhook) "
+        "| 5.0 / 12.0 ms | 4.0 / 10.0 ms | 1.25x / 1.20x (+1.0 ms p50) |" in table
+    )
     assert "{'s0': 207, 's1': 207, 's2': 191} ([207, 207, 207]); 0; 0; 0 |  |  | none over, 0, 0, 0 | yes |" in table
     assert "| Scale-out 0 → 200, kube-controller-manager at 20 QPS |" in table
     assert "| 19.0; 18.0 | 19.5 | 0.97x; 0.92x |" in table

@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 
-from bench.webhook import makes_token_secrets, maxima_for, placement, spread
+from bench.webhook import makes_token_secrets, maxima_for, placement, published, remove_configurations, spread
+from united.api.groups import KRUISE_GROUP
 from united.devcluster.nodes import ZONE_LABEL
+from united.kube.errors import NotFound
 from united.workloadspread.admission import admit
 from united.workloadspread.injection import inject
 from united.workloadspread.model import MATCHED_ANNOTATION
+from united.workloadspread.webhookconfig import NAME
 
 
 def placed(name: str, subset: str | None, spread_name: str = "ws", zone: str | None = None) -> dict[str, Any]:
@@ -75,3 +78,60 @@ async def test_token_secrets_are_awaited_only_where_the_api_server_makes_them(
     major: str, minor: str, secrets: bool
 ) -> None:
     assert await makes_token_secrets(VersionServer(major, minor)) is secrets  # type: ignore[arg-type]
+
+
+def test_a_kruise_spread_is_v1alpha1_with_that_versions_spelling_and_reads_as_ours_does() -> None:
+    ours, kruise = (
+        spread("ws", "ns", target="web", maxima=[3, None]),
+        spread("ws", "ns", target="web", maxima=[3, None], group=KRUISE_GROUP),
+    )
+    assert (ours["apiVersion"], kruise["apiVersion"]) == ("apps.united.io/v1alpha1", "apps.kruise.io/v1alpha1")
+    assert "requiredNodeSelector" in ours["spec"]["subsets"][0]
+    assert "requiredNodeSelectorTerm" in kruise["spec"]["subsets"][0]  # OpenKruise's v1alpha1 field
+    assert (
+        kruise["spec"]["subsets"][0]["requiredNodeSelectorTerm"] == ours["spec"]["subsets"][0]["requiredNodeSelector"]
+    )
+    a, b = admit(ours), admit(kruise)
+    assert [(s.name, s.max_replicas, s.required_node_selector) for s in a.spec.subsets] == [
+        (s.name, s.max_replicas, s.required_node_selector) for s in b.spec.subsets
+    ]
+
+
+class Configurations:
+    """Webhook configurations as the API server holds them."""
+
+    def __init__(self, **live: dict[str, Any]) -> None:
+        self.live = live
+        self.deleted: list[tuple[str, str]] = []
+
+    async def get(self, resource: Any, name: str) -> dict[str, Any]:
+        if name not in self.live:
+            raise NotFound(name, status=404)
+        return self.live[name]
+
+    async def delete(self, resource: Any, name: str) -> None:
+        self.deleted.append((resource.kind, name))
+        if self.live.pop(name, None) is None:
+            raise NotFound(name, status=404)
+
+
+def hook(name: str, ca: str | None = None) -> dict[str, Any]:
+    return {"name": name, "clientConfig": {"caBundle": ca} if ca else {"service": {"path": "/p"}}}
+
+
+async def test_a_peers_configurations_count_as_published_once_every_webhook_has_a_ca() -> None:
+    mutating, validating = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
+    docs = [{"kind": mutating, "metadata": {"name": "m"}, "webhooks": [hook("a")]},
+            {"kind": validating, "metadata": {"name": "v"}, "webhooks": [hook("b"), hook("c")]}]  # fmt: skip
+    client: Any = Configurations(m=docs[0])
+    assert not await published(client, docs)  # one missing
+    client.live |= {"m": {"webhooks": [hook("a", "CA")]}, "v": {"webhooks": [hook("b", "CA"), hook("c")]}}
+    assert not await published(client, docs)  # one without its CA
+    client.live["v"] = {"webhooks": [hook("b", "CA")]}
+    assert not await published(client, docs)  # one dropped
+    client.live["v"] = {"webhooks": [hook("b", "CA"), hook("c", "CA")]}
+    assert await published(client, docs)
+    await remove_configurations(client, docs)
+    assert client.live == {}
+    expected = [(mutating, NAME), (validating, NAME), (mutating, "m"), (validating, "v")]
+    assert sorted(client.deleted) == sorted(expected)
