@@ -151,7 +151,7 @@ class Creator:
 
     async def one(self, case: str) -> float:
         owner = self.owners[case]
-        body = pod(f"{case}-{next(self.names[case]):05d}", owner)
+        body = pod(f"{case.replace('_', '-')}-{next(self.names[case]):05d}", owner)
         started = time.perf_counter()
         await self.client.create(PODS, body, namespace=owner["metadata"]["namespace"])
         self.created[case] += 1

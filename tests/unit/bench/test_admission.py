@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from typing import Any
 
 import pytest
 
-from bench.admission import compare, deployment, pod, replica_set, rotated
+from bench.admission import CASES, Creator, compare, deployment, pod, replica_set, rotated
 from bench.webhook import spread
 from united.workloadspread import matching
 from united.workloadspread.admission import admit
@@ -69,3 +70,26 @@ def test_compare_gives_percentiles_and_ratios_to_the_floor() -> None:
     assert (t["p50_ms"], t["ratio_p50"], t["added_p50_ms"], t["mean_ms"]) == (8.0, 4.0, 6.0, 8.0)
     assert t["p99_ms"] == pytest.approx(11.92) and t["ratio_p99"] == pytest.approx(11.92 / 2.98)
     assert math.isnan(compare({"floor": [1.0], "x": []})["x"]["p50_ms"])
+
+
+class Pods:
+    """Records the pods POSTed."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    async def create(self, resource: Any, body: dict[str, Any], *, namespace: str) -> dict[str, Any]:
+        self.names.append(body["metadata"]["name"])
+        return body
+
+
+async def test_every_cases_pods_have_names_the_api_server_accepts() -> None:
+    client: Any = Pods()
+    template = deployment("web", "ns", replicas=1)["spec"]["template"]
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "spec": {"template": template},
+             "metadata": {"name": "web-1", "namespace": "ns", "uid": "u"}}  # fmt: skip
+    creator = Creator(client, dict.fromkeys(CASES, owner))
+    for case in CASES:
+        await creator.one(case)
+    assert len(client.names) == len(CASES) and "no-spread-00000" in client.names
+    assert all(re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) for name in client.names), client.names
