@@ -120,7 +120,7 @@ def test_a_peer_runs_side_by_side_one_side_at_a_time(tmp_path: Path) -> None:
         (manifests / f"zz-{i}.yaml").write_text(json.dumps(doc))
     port = free_port()
     command = (f"{sys.executable} -m united run --api-group {KRUISE_GROUP} --kubeconfig {{kubeconfig}} "
-               f"--http-port {{port}} --namespace {{namespace}} --webhook-port {port} --webhook-host 127.0.0.1 "
+               f"--http-port {{port}} --webhook-port {port} --webhook-host 127.0.0.1 "
                f"--webhook-url https://127.0.0.1:{port}")  # fmt: skip
     argv = ["--uds", "3", "--subsets", "3", "--repeats", "2", "--scale-singles", "2", "--scale-bursts", "1",
             "--burst-size", "2", "--floor-concurrency", "4", "--admission-pods", "2", "--admission-burst", "2",
