@@ -15,7 +15,7 @@ Why the rules here:
 * **Off the controller's loop.** Connections, TLS, reading and decoding run on the server's
   own thread and loop, under :class:`~united.runtime.connections.Limits` (caps per server and
   per peer, handshake, request and idle deadlines); only the handlers run on the loop that
-  started the server, at most ``concurrency`` at once.
+  started the server, at most ``concurrency`` at once per route.
 * **Callers can be authenticated.** With :meth:`TLS.require_client_certificates` a request to
   a route not named ``unauthenticated`` is refused (401) unless the client presented a
   certificate from that CA (the API server presents one to admission webhooks when its
@@ -68,7 +68,10 @@ placed (the cost of copying and comparing it would hold the handlers' loop)."""
 HEAD_BYTES = 64 * 1024
 """How far :func:`head` looks for the request's namespace before giving up."""
 DEFAULT_CONCURRENCY = 16
-"""Reviews decoded and handled at once; the others wait (within their timeout) for a place."""
+"""Reviews of one route decoded and handled at once; the others wait (within their timeout) for
+a place. Each route has its own places: a pod review may wait for a status write that the API
+server can finish only after calling ``/convert``, so with places shared, a burst of pod reviews
+held every place that conversion needed and each side waited for the other until the timeout."""
 DEFAULT_REQUEST_TIMEOUT = 10.0
 """Seconds a handler may take; the API server gives up after the configuration's
 ``timeoutSeconds`` (at most 30) anyway, so this only bounds work nobody waits for."""
@@ -325,8 +328,8 @@ class WebhookServer:
     The connections, TLS, reading and decoding run on a thread with its own event loop (and
     decoding on a pool of ``concurrency`` threads); only the handlers run on the loop that
     called :meth:`start` (they read the controller's caches and write through its client), at
-    most ``concurrency`` at once. So neither a slow client nor a large review delays what that
-    loop also runs: the Lease renewals, ``/healthz``, the informers.
+    most ``concurrency`` at once per route. So neither a slow client nor a large review delays
+    what that loop also runs: the Lease renewals, ``/healthz``, the informers.
 
     A route with a :data:`Screen` is an admission route: its reviews are first read only up to
     the pod (:func:`head`), and allowed unchanged without being decoded when the screen says the
@@ -429,7 +432,7 @@ class WebhookServer:
         self.listener.read(request.protocol)
         uid = "?"
         try:
-            async with asyncio.timeout(self._timeout), self._slots:
+            async with asyncio.timeout(self._timeout), self._slots[route]:
                 try:
                     review, call = await self._review(route, body)
                 except BadReviewError as exc:
@@ -481,7 +484,7 @@ class WebhookServer:
 
     async def _main(self, started: concurrent.futures.Future[int]) -> None:
         self._stopping = asyncio.Event()
-        self._slots = asyncio.Semaphore(self._concurrency)
+        self._slots = {route: asyncio.Semaphore(self._concurrency) for route in self._routes}
         self._pool = concurrent.futures.ThreadPoolExecutor(self._concurrency, thread_name_prefix="webhook-decode")
         limits = self.limits
         runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0,

@@ -29,7 +29,17 @@ from united.runtime.certificates import issue
 from united.runtime.health import HealthServer
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import MAX_BODY_BYTES, MAX_PLACED_BYTES, TLS, Handler, Head, WebhookServer, allow, head
+from united.runtime.webserver import (
+    DEFAULT_CONCURRENCY,
+    MAX_BODY_BYTES,
+    MAX_PLACED_BYTES,
+    TLS,
+    Handler,
+    Head,
+    WebhookServer,
+    allow,
+    head,
+)
 
 NOW = datetime.now(UTC)
 WITHIN = 20.0
@@ -204,6 +214,36 @@ async def test_a_review_held_in_decoding_stalls_neither_other_admissions_nor_hea
         election.cancel()
         await asyncio.gather(election, return_exceptions=True)
         await health.stop()
+        await served.server.stop()
+
+
+async def test_pod_reviews_waiting_for_a_conversion_leave_the_conversion_a_place() -> None:
+    """Every place of ``/mutate-pods`` held by reviews waiting for a booking's status write, which
+    the API server finishes only after calling ``/convert`` (a spread stored in another version
+    than the one written): the conversion is still answered, and so are the pod reviews. With
+    places shared by the routes, each side waited for the other until the handlers timed out."""
+    converted, waiting = asyncio.Event(), []
+
+    async def place(body: Json) -> Json:
+        waiting.append(body["request"]["uid"])
+        await converted.wait()
+        return allow(body["request"]["uid"])
+
+    async def convert(body: Json) -> Json:
+        converted.set()
+        return allow(body["request"]["uid"])
+
+    served = await serve({"/mutate-pods": place, "/convert": convert}, lambda namespace: True)
+    try:
+        pods = [asyncio.create_task(served.post(review(f"pod-{n}", "shop"))) for n in range(DEFAULT_CONCURRENCY)]
+        await until(lambda: len(waiting) == DEFAULT_CONCURRENCY)
+        status, answer = await asyncio.wait_for(served.post(review("conversion", "shop"), "/convert"), WITHIN)
+        assert (status, answer["response"]["uid"]) == (200, "conversion")
+        answers = await asyncio.wait_for(asyncio.gather(*pods), WITHIN)
+        assert [s for s, _ in answers] == [200] * len(pods), answers
+        assert [a["response"]["uid"] for _, a in answers] == [f"pod-{n}" for n in range(len(pods))]
+    finally:
+        converted.set()
         await served.server.stop()
 
 
