@@ -1,0 +1,125 @@
+"""A burst of an OpenKruise spread's pods (``apps.kruise.io/v1alpha1``, stored as ``v1beta1``)
+is placed as one of this project's group is, when the process that books them also converts.
+
+Every booking is a status write, and the API server converts a spread written in one version
+and last applied in another through the conversion webhook — which the same ``united run``
+serves. Pod reviews waiting for their booking once held every place of the webhook server, the
+conversion could not get one, and each side waited for the other until the handlers timed out:
+a 0 → 200 scale-out left 185 pods unplaced. The test runs on ``own_cluster``, where the
+controller of ``apps.kruise.io`` is the only one and owns the compat CRD's conversion."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from tests.e2e.workloadspread.test_burst import admission, answer, placed_in, replicaset_of
+from tests.e2e.workloadspread.test_spread import ZONE, deployment
+from tests.support.controller import WebhookController
+from tests.support.namespace import fresh_namespace
+from united import data
+from united.api.groups import KRUISE_GROUP
+from united.devcluster.cluster import LocalCluster
+from united.kube.apply import SYSTEM, install_crds
+from united.kube.client import CRDS, DEPLOYMENTS, NAMESPACES, KubeClient, Resource
+from united.kube.errors import AlreadyExists, ApiError, NotFound
+from united.kube.wait import eventually
+from united.workloadspread.reconciler import ws_resource
+
+pytestmark = pytest.mark.e2e
+
+ALPHA = Resource(KRUISE_GROUP, "v1alpha1", "workloadspreads", True, "WorkloadSpread")
+BETA = ws_resource(KRUISE_GROUP)
+PODS = 120
+AT_ONCE = 60
+
+
+def kruise_spread(name: str, target: str, maxima: list[int]) -> dict[str, Any]:
+    """A spread as OpenKruise's users write it (v1alpha1 spellings)."""
+    subsets = [
+        {"name": zone, "maxReplicas": m,
+         "requiredNodeSelectorTerm": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}}
+        for zone, m in zip(("zone-a", "zone-b", "zone-c"), maxima, strict=False)
+    ]  # fmt: skip
+    return {
+        "apiVersion": f"{KRUISE_GROUP}/v1alpha1",
+        "kind": "WorkloadSpread",
+        "metadata": {"name": name},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target}, "subsets": subsets},
+    }
+
+
+@pytest.fixture
+async def kruise_cluster(own_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
+    """``own_cluster`` with the compat CRDs and the controller's namespace, all removed afterwards."""
+    async with await KubeClient.from_kubeconfig(own_cluster.admin_kubeconfig) as kube:
+        created = False
+        with contextlib.suppress(AlreadyExists):
+            await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM}})
+            created = True
+        crds = data.documents(*data.crds(KRUISE_GROUP))
+        await install_crds(kube, crds)
+        try:
+            yield kube
+        finally:
+            names = [crd["metadata"]["name"] for crd in crds]
+            for name in names:
+                with contextlib.suppress(NotFound):
+                    await kube.delete(CRDS, name)
+            if created:
+                with contextlib.suppress(NotFound):
+                    await kube.delete(NAMESPACES, SYSTEM)
+
+            async def gone() -> None:
+                left = {crd["metadata"]["name"] for crd in (await kube.list(CRDS)).items} & set(names)
+                assert not left, f"{left} still there"
+
+            await eventually(gone, within=120, what="the compat CRDs deleted")
+
+
+async def test_a_burst_of_an_openkruise_spreads_pods_is_placed_by_the_process_that_converts(
+    own_cluster: LocalCluster, kruise_cluster: KubeClient
+) -> None:
+    kube = kruise_cluster
+    kruise = WebhookController(own_cluster.admin_kubeconfig, name="kruise-spreads", leader_elect=False,
+                               extra=("--api-group", KRUISE_GROUP))  # fmt: skip
+    kruise.start()
+    try:
+        async with fresh_namespace(kube, "kruise-burst") as namespace:
+            spread = kruise_spread("fast", "fast", [40, 40, 40])
+            await eventually(lambda: kube.create(ALPHA, spread, namespace=namespace), within=60, retry_on=(ApiError,),
+                             what="the API server converts through the controller")  # fmt: skip
+            await kube.create(DEPLOYMENTS, deployment("fast", 0), namespace=namespace)
+            owner = await replicaset_of(kube, namespace, "fast")
+
+            async def placing() -> None:
+                ws = await kube.get(BETA, "fast", namespace=namespace)
+                assert (ws.get("status") or {}).get("observedGeneration") == ws["metadata"]["generation"], ws
+                probe = admission(namespace, "probe", owner)
+                assert placed_in(await asyncio.to_thread(answer, kruise.webhook_port, probe)) == "zone-a"
+
+            await eventually(placing, within=60, what="the controller placing the spread's pods")
+            converted = kruise.counter("controller_runtime_webhook_requests_total", webhook="/convert", code="200")
+            loop = asyncio.get_running_loop()
+            with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
+                answers = await asyncio.gather(
+                    *(loop.run_in_executor(pool, answer, kruise.webhook_port, admission(namespace, f"fast-{n}", owner))
+                      for n in range(PODS - 1))
+                )  # fmt: skip
+            converted = kruise.counter("controller_runtime_webhook_requests_total", webhook="/convert", code="200") \
+                - converted  # fmt: skip
+            writes = kruise.counter("rest_client_requests_total", resource="workloadspreads/status", verb="PATCH")
+            await kube.delete(BETA, "fast", namespace=namespace)
+    finally:
+        kruise.stop()
+    placed = Counter(placed_in(a) for a in answers)
+    print(f"\nOpenKruise spread, {PODS - 1} admissions {AT_ONCE} at once: placed {dict(placed)}; "
+          f"{writes:.0f} status writes, {converted:.0f} conversions served meanwhile")  # fmt: skip
+    assert converted > 0, "the bookings' writes went through the controller's own conversion webhook"
+    assert placed == {"zone-a": 39, "zone-b": 40, "zone-c": 40}, placed
