@@ -10,7 +10,6 @@ import ctypes
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import aiohttp
 
 from united.api.document import Json
+from united.devcluster.ports import free_port
 
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -36,12 +36,6 @@ _PR_SET_PDEATHSIG = 1
 def die_with_parent() -> None:
     """In a child before exec: SIGTERM when the bench dies, so no controller outlives it."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def parse_metrics(text: str) -> Samples:

@@ -10,7 +10,6 @@ import asyncio
 import base64
 import copy
 import secrets
-import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +22,7 @@ from tests.unit.runtime.test_connections import _client_pair
 from united.api.document import Json
 from united.controller.webhooks import MUTATING
 from united.devcluster.cluster import LocalCluster
+from united.devcluster.ports import free_port
 from united.kube.client import PODS, KubeClient
 from united.kube.wait import eventually
 from united.runtime.certificates import issue
@@ -34,12 +34,6 @@ pytestmark = pytest.mark.e2e
 
 MUTATED = "e2e.united.dev/client-ca"
 SELECT = "e2e.united.dev/client-ca-test"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def mutate(review: Json) -> Json:

@@ -16,7 +16,6 @@ import base64
 import contextlib
 import copy
 import secrets
-import socket
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -28,6 +27,7 @@ from united.api.document import Json
 from united.controller.manager import Settings
 from united.controller.webhooks import MUTATING, VALIDATING, Options, Webhooks, WebhookService, serve_webhooks
 from united.devcluster.cluster import LocalCluster
+from united.devcluster.ports import free_port
 from united.kube.client import CRDS, NAMESPACES, PODS, SECRETS, KubeClient, PatchType, Resource
 from united.kube.errors import ApiError, NotFound
 from united.kube.wait import eventually
@@ -39,12 +39,6 @@ pytestmark = pytest.mark.e2e
 
 MUTATED = "e2e.united.dev/mutated"
 SELECT = "e2e.united.dev/webhook"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def mutate(review: Json) -> Json:
