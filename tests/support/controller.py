@@ -92,6 +92,7 @@ class Controller:
                 if answer.status == 200:
                     return
             time.sleep(0.2)
+        self.stop(signal.SIGKILL)  # a test that fails here has no process to stop in its own cleanup
         raise RuntimeError(f"controller not ready within 60 s; see {self.log_path}")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 40) -> int | None:
