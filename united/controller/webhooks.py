@@ -56,7 +56,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import re
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -68,6 +67,8 @@ from urllib.parse import urlsplit
 import structlog
 from cryptography import x509
 
+from united.api.field import Path
+from united.api.names import dns_label_errors
 from united.kube import ApiError, KubeClient, Resource
 from united.kube.client import CRDS, NAMESPACES, SECRETS, PatchType
 from united.kube.discovery import server_release
@@ -75,7 +76,16 @@ from united.kube.errors import AlreadyExists, Conflict, NotFound
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, Policy
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import DEFAULT_REQUEST_TIMEOUT, TLS, Handler, Screen, WebhookServer, allow
+from united.runtime.webserver import (
+    DEFAULT_REQUEST_TIMEOUT,
+    TLS,
+    Handler,
+    Screen,
+    WebhookServer,
+    allow,
+    request_of,
+    uid_of,
+)
 from united.workloadspread import webhookconfig
 from united.workloadspread.webhookconfig import (
     CONVERT_PATH,
@@ -112,7 +122,6 @@ SPREAD_POLL = 0.01
 MAX_WAITERS = 8
 """Spread reviews waiting for a write at once; more are answered at once: each holds one of the
 handlers' places, which pod reviews need too."""
-_NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 NARROWING_SINCE = (1, 22)
 """The first release whose API server labels every namespace with its name (GA, always on)."""
 Scope = Literal["targeted", "all"]
@@ -219,6 +228,28 @@ def _covers(actual: Any, wanted: Any) -> bool:
     return bool(actual == wanted)
 
 
+def _namespace_name(value: str) -> bool:
+    return not dns_label_errors(value, Path("metadata").child("namespace"))
+
+
+class Deadlines(dict[str, float]):
+    """Names kept until a deadline each, at most ``cap`` of them: anyone can send the review
+    that notes a name, so a name beyond the cap is not noted (the expired go first)."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+
+    def note(self, name: str, until: float, *, now: float) -> None:
+        self.drop(lambda _, deadline: deadline <= now)
+        if name in self or len(self) < self.cap:
+            self[name] = until
+
+    def drop(self, gone: Callable[[str, float], bool]) -> None:
+        for name in [n for n, deadline in self.items() if gone(n, deadline)]:
+            del self[name]
+
+
 class Webhooks:
     """One pass or a loop of the work in the module docstring, for one controller process."""
 
@@ -250,12 +281,12 @@ class Webhooks:
         self.superseded = False
         """Whether the last :meth:`publish` left an object that trusts a newer CA than its bundle."""
         self.clock: Callable[[], float] = time.monotonic
-        self.pending: dict[str, float] = {}
-        """Namespaces added by a spread's CREATE, until when (:data:`PENDING_GRACE`); at most
-        one more than ``MAX_TARGETED_NAMESPACES`` (beyond, every namespace is sent anyway)."""
-        self.expected: dict[str, float] = {}
+        self.pending = Deadlines(webhookconfig.MAX_TARGETED_NAMESPACES + 1)
+        """Namespaces added by a spread's CREATE, until when (:data:`PENDING_GRACE`); beyond
+        ``MAX_TARGETED_NAMESPACES`` every namespace is sent anyway."""
+        self.expected = Deadlines(webhookconfig.MAX_TARGETED_NAMESPACES + 1)
         """Namespaces whose first spread's CREATE this replica answered, until when their pods
-        wait for the caches to show it (:data:`EXPECT_SPREAD`); bounded like :attr:`pending`."""
+        wait for the caches to show it (:data:`EXPECT_SPREAD`)."""
         self.failing = False
         """Whether the last pass failed (the loop backs off: nobody waits for it)."""
         self._asked = 0
@@ -343,12 +374,12 @@ class Webhooks:
         spread, None (no expression: every namespace), or :data:`KEEP` (not known yet)."""
         if not self.narrowing or self.targeted is None:
             return None
-        found = self.targeted()
-        if found is None:
+        cached = self.targeted()
+        if cached is None:
             return KEEP
         now = self.clock()
-        self.pending = {ns: until for ns, until in self.pending.items() if until > now and ns not in found}
-        found = {*found, *self.pending}
+        self.pending.drop(lambda ns, until: until <= now or ns in cached)
+        found = {*cached, *self.pending}
         if len(found) > webhookconfig.MAX_TARGETED_NAMESPACES:
             self._warn_once("targets", f"more than {webhookconfig.MAX_TARGETED_NAMESPACES} namespaces hold "
                             "WorkloadSpreads; every namespace is sent to the pod webhooks")  # fmt: skip
@@ -372,10 +403,10 @@ class Webhooks:
         whether the selectors now let ``namespace`` through."""
         if self.covered(namespace):
             return True
-        if not _NAMESPACE_NAME.fullmatch(namespace):
+        if not _namespace_name(namespace):
             return False
-        if namespace in self.pending or len(self.pending) <= webhookconfig.MAX_TARGETED_NAMESPACES:
-            self.pending[namespace] = self.clock() + PENDING_GRACE
+        now = self.clock()
+        self.pending.note(namespace, now + PENDING_GRACE, now=now)
         self._asked += 1
         ticket = self._asked
         self._wake.set()
@@ -396,9 +427,7 @@ class Webhooks:
         """``/validate-workloadspreads``: always allowed; a spread's CREATE first targets its
         namespace (:meth:`target`). A review is anyone's claim, so it can add only the namespace
         it names, for :data:`PENDING_GRACE` unless a spread shows up there, and no dry run writes."""
-        request = review.get("request")
-        request = request if isinstance(request, dict) else {}
-        uid = str(request.get("uid") or "")
+        request = request_of(review)
         resource = request.get("resource")
         resource = resource if isinstance(resource, dict) else {}
         obj = request.get("object")
@@ -412,12 +441,12 @@ class Webhooks:
             and resource.get("group") in webhookconfig.SPREAD_GROUPS
             and isinstance(namespace, str)
             and own in (None, "", namespace)
-            and _NAMESPACE_NAME.fullmatch(namespace)
+            and _namespace_name(namespace)
         ):
             if not await self.target(namespace):
                 _log.info("namespace not yet in the pod webhooks' selectors", namespace=namespace, failing=self.failing)
             self._expect(namespace)
-        return allow(uid)
+        return allow(uid_of(request))
 
     def _expect(self, namespace: str) -> None:
         """Note that ``namespace``'s first spread is about to exist (the caches show none there yet)."""
@@ -425,9 +454,7 @@ class Webhooks:
         if cached is None or namespace in cached:
             return
         now = self.clock()
-        self.expected = {ns: until for ns, until in self.expected.items() if until > now}
-        if namespace in self.expected or len(self.expected) <= webhookconfig.MAX_TARGETED_NAMESPACES:
-            self.expected[namespace] = now + EXPECT_SPREAD
+        self.expected.note(namespace, now + EXPECT_SPREAD, now=now)
 
     def _expecting(self, namespace: str, cached: Screen) -> bool:
         until = self.expected.get(namespace)
@@ -449,8 +476,7 @@ class Webhooks:
             return screen(namespace) or self._expecting(namespace, screen)
 
         async def guarded(review: JSON) -> JSON:
-            request = review.get("request")
-            namespace = request.get("namespace") if isinstance(request, dict) else None
+            namespace = request_of(review).get("namespace")
             while isinstance(namespace, str) and self._expecting(namespace, screen):  # noqa: ASYNC110
                 await asyncio.sleep(SPREAD_POLL)  # the caches signal nothing; bounded by EXPECT_SPREAD
             return await handler(review)

@@ -91,6 +91,19 @@ def _review(response: Json) -> Json:
     return {"apiVersion": ADMISSION_VERSIONS[0], "kind": "AdmissionReview", "response": response}
 
 
+def request_of(review: Json) -> Json:
+    """A review's ``request`` ({} when it has none): handlers read a review that anyone could
+    have sent, so nothing in it is taken for granted."""
+    request = review.get("request") if isinstance(review, dict) else None
+    return request if isinstance(request, dict) else {}
+
+
+def uid_of(request: Json) -> str:
+    """The request's ``uid``, echoed in the answer ("" when missing or not a string)."""
+    uid = request.get("uid")
+    return uid if isinstance(uid, str) else ""
+
+
 def allow(uid: str, *, warnings: tuple[str, ...] = ()) -> Json:
     """An AdmissionReview allowing request ``uid`` unchanged."""
     response: Json = {"uid": uid, "allowed": True}
@@ -549,4 +562,6 @@ __all__ = [
     "deny",
     "json_patch",
     "patched",
+    "request_of",
+    "uid_of",
 ]

@@ -43,7 +43,7 @@ from united.api.field import ManifestError
 from united.kube import ApiError, KubeClient
 from united.placement.patch import PatchError
 from united.runtime.metrics import PlacementResult
-from united.runtime.webserver import Handler, allow, patched
+from united.runtime.webserver import Handler, allow, patched, request_of, uid_of
 from united.workloadspread import conversion, matching
 from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
@@ -86,8 +86,8 @@ class PodWebhook:
         return conversion.review(review)
 
     async def mutate(self, review: Json) -> Json:
-        request = _request(review)
-        uid = _uid(request)
+        request = request_of(review)
+        uid = uid_of(request)
         found = self.controller()
         if found is None or request.get("operation") != "CREATE":
             return allow(uid)
@@ -131,8 +131,8 @@ class PodWebhook:
         return answer
 
     async def validate(self, review: Json) -> Json:
-        request = _request(review)
-        uid = _uid(request)
+        request = request_of(review)
+        uid = uid_of(request)
         found = self.controller()
         if found is None or request.get("dryRun"):
             return allow(uid)
@@ -216,16 +216,6 @@ class PodWebhook:
             return None
         outcome = found[0].admitted(obj)
         return outcome if isinstance(outcome, WorkloadSpread) else None
-
-
-def _request(review: Json) -> Json:
-    request = review.get("request") if isinstance(review, dict) else None
-    return request if isinstance(request, dict) else {}
-
-
-def _uid(request: Json) -> str:
-    uid = request.get("uid")
-    return uid if isinstance(uid, str) else ""
 
 
 def _namespace(request: Json, obj: Any) -> str | None:

@@ -25,6 +25,7 @@ from united.controller.webhooks import (
     COMPAT_CRD,
     MUTATING,
     VALIDATING,
+    Deadlines,
     Options,
     Scope,
     Webhooks,
@@ -710,3 +711,17 @@ async def test_a_pod_arriving_before_the_caches_show_its_namespaces_first_spread
     for n in range(3 * MAX_TARGETED_NAMESPACES):
         await webhooks.admit_spread(spread_review(f"forged-{n}"))
     assert len(webhooks.expected) <= MAX_TARGETED_NAMESPACES + 1
+
+
+def test_deadlines_note_at_most_their_cap_dropping_the_expired_first() -> None:
+    names = Deadlines(2)
+    names.note("a", 10.0, now=0.0)
+    names.note("b", 5.0, now=0.0)
+    names.note("c", 10.0, now=1.0)
+    assert names == {"a": 10.0, "b": 5.0}, "beyond the cap a new name is not noted"
+    names.note("a", 20.0, now=1.0)
+    assert names == {"a": 20.0, "b": 5.0}, "a noted name's deadline moves"
+    names.note("c", 15.0, now=5.0)
+    assert names == {"a": 20.0, "c": 15.0}, "an expired name makes room"
+    names.drop(lambda name, until: name == "a")
+    assert names == {"c": 15.0}
