@@ -120,8 +120,8 @@ EXPECT_SPREAD = 1.0
 arrives before the caches show the spread waits for them (:meth:`Webhooks.guard_pods`)."""
 SPREAD_POLL = 0.01
 MAX_WAITERS = 8
-"""Spread reviews waiting for a write at once; more are answered at once: each holds one of the
-handlers' places, which pod reviews need too."""
+"""Spread reviews waiting for a write at once; more are answered at once: each holds one of its
+route's places, which other spread reviews need too."""
 NARROWING_SINCE = (1, 22)
 """The first release whose API server labels every namespace with its name (GA, always on)."""
 Scope = Literal["targeted", "all"]
