@@ -15,44 +15,27 @@ import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 
+from bench.webhook import spread as bench_spread
 from tests.e2e.workloadspread.test_burst import admission, answer, placed_in, replicaset_of
-from tests.e2e.workloadspread.test_spread import ZONE, deployment
+from tests.e2e.workloadspread.test_conversion import ALPHA, BETA
+from tests.e2e.workloadspread.test_spread import deployment
 from tests.support.controller import WebhookController
 from tests.support.namespace import fresh_namespace
 from united import data
 from united.api.groups import KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
 from united.kube.apply import SYSTEM, install_crds
-from united.kube.client import CRDS, DEPLOYMENTS, NAMESPACES, KubeClient, Resource
+from united.kube.client import CRDS, DEPLOYMENTS, NAMESPACES, KubeClient
 from united.kube.errors import AlreadyExists, ApiError, NotFound
 from united.kube.wait import eventually
-from united.workloadspread.reconciler import ws_resource
 
 pytestmark = pytest.mark.e2e
 
-ALPHA = Resource(KRUISE_GROUP, "v1alpha1", "workloadspreads", True, "WorkloadSpread")
-BETA = ws_resource(KRUISE_GROUP)
 PODS = 120
 AT_ONCE = 60
-
-
-def kruise_spread(name: str, target: str, maxima: list[int]) -> dict[str, Any]:
-    """A spread as OpenKruise's users write it (v1alpha1 spellings)."""
-    subsets = [
-        {"name": zone, "maxReplicas": m,
-         "requiredNodeSelectorTerm": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}}
-        for zone, m in zip(("zone-a", "zone-b", "zone-c"), maxima, strict=False)
-    ]  # fmt: skip
-    return {
-        "apiVersion": f"{KRUISE_GROUP}/v1alpha1",
-        "kind": "WorkloadSpread",
-        "metadata": {"name": name},
-        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target}, "subsets": subsets},
-    }
 
 
 @pytest.fixture
@@ -92,7 +75,7 @@ async def test_a_burst_of_an_openkruise_spreads_pods_is_placed_by_the_process_th
     kruise.start()
     try:
         async with fresh_namespace(kube, "kruise-burst") as namespace:
-            spread = kruise_spread("fast", "fast", [40, 40, 40])
+            spread = bench_spread("fast", namespace, target="fast", maxima=[40, 40, 40], group=KRUISE_GROUP)
             await eventually(lambda: kube.create(ALPHA, spread, namespace=namespace), within=60, retry_on=(ApiError,),
                              what="the API server converts through the controller")  # fmt: skip
             await kube.create(DEPLOYMENTS, deployment("fast", 0), namespace=namespace)
@@ -102,7 +85,7 @@ async def test_a_burst_of_an_openkruise_spreads_pods_is_placed_by_the_process_th
                 ws = await kube.get(BETA, "fast", namespace=namespace)
                 assert (ws.get("status") or {}).get("observedGeneration") == ws["metadata"]["generation"], ws
                 probe = admission(namespace, "probe", owner)
-                assert placed_in(await asyncio.to_thread(answer, kruise.webhook_port, probe)) == "zone-a"
+                assert placed_in(await asyncio.to_thread(answer, kruise.webhook_port, probe)) == "s0"
 
             await eventually(placing, within=60, what="the controller placing the spread's pods")
             converted = kruise.counter("controller_runtime_webhook_requests_total", webhook="/convert", code="200")
@@ -122,4 +105,4 @@ async def test_a_burst_of_an_openkruise_spreads_pods_is_placed_by_the_process_th
     print(f"\nOpenKruise spread, {PODS - 1} admissions {AT_ONCE} at once: placed {dict(placed)}; "
           f"{writes:.0f} status writes, {converted:.0f} conversions served meanwhile")  # fmt: skip
     assert converted > 0, "the bookings' writes went through the controller's own conversion webhook"
-    assert placed == {"zone-a": 39, "zone-b": 40, "zone-c": 40}, placed
+    assert placed == {"s0": 39, "s1": 40, "s2": 40}, placed
