@@ -341,8 +341,7 @@ def render(result: Mapping[str, Any]) -> str:
             f" / {_value(floor.get('burst_p99_ms', math.nan), 'ms')} | | | | |"
         )
     m = result.get("sizes") or {}
-    for side in SIDES if m.get("uds") else ():
-        by = (result.get("writes_by_resource_per_event") or {}).get(side) or {}
+    for side, by in (result.get("writes_by_resource_per_event") or {}).items():
         text = ", ".join(f"{k} {v:.2f}" for k, v in sorted(by.items())) or "none"
         lines.append(f"\nWrites per scale event, {side}: {text}.")
     for side in SIDES:
@@ -577,7 +576,9 @@ async def compare_sides(
             side: runs[side][-1]["writes_by_resource_per_event"] for side in SIDES if with_uds and runs[side]
         },
         "spread_writes": {
-            side: runs[side][-1]["ws_spread_writes"] for side in SIDES if "ws_spread_writes" in (runs[side] or [{}])[-1]
+            side: runs[side][-1]["ws_spread_writes"]
+            for side in SIDES
+            if runs[side] and "ws_spread_writes" in runs[side][-1]
         },
         "runs": runs,
     }
