@@ -1,6 +1,6 @@
 """The runtime's edge to the Kubernetes API: a generic async client and typed errors.
 
-Only ``united.kube.client`` imports ``kubernetes_asyncio``; everything else talks to
+Only ``united.kube.client`` and ``united.kube.library`` import ``kubernetes_asyncio``; everything else talks to
 the cluster through :class:`~united.kube.client.KubeClient` and plain dicts.
 """
 

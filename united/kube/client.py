@@ -1,6 +1,6 @@
 """A thin, generic, async REST client for the Kubernetes API.
 
-This is the only module that imports ``kubernetes_asyncio``. It borrows the library's
+With :mod:`united.kube.library`, the only module that imports ``kubernetes_asyncio``. It borrows the library's
 configuration loading (kubeconfig, later in-cluster) and its ``ApiClient`` transport
 (TLS, bearer tokens, aiohttp session), but not its generated typed APIs: every call
 goes through :meth:`KubeClient._request` with ``_preload_content=False`` and plain
@@ -42,14 +42,12 @@ import aiohttp
 from aiohttp.connector import Connection
 from aiohttp.helpers import get_env_proxy_for_url
 from aiohttp.http_exceptions import HttpProcessingError
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.config import kube_config as k8s_kube_config
 from yarl import URL
 
 from united import __version__
 from united.api import decode
 from united.api.decode import Undecodable
+from united.kube import library
 from united.kube.errors import (
     ApiError,
     ConfigError,
@@ -216,7 +214,7 @@ def _bool(value: bool) -> str:
 
 
 def _rebuild_session(
-    api_client: k8s_client.ApiClient, *, request_class: type[aiohttp.ClientRequest], env_proxy: bool = True
+    api_client: library.ApiClient, *, request_class: type[aiohttp.ClientRequest], env_proxy: bool = True
 ) -> None:
     """Replace the library's session with one on the same connector that resolved the
     environment's proxy once (the library's ``trust_env=True`` looks again, in a thread, twice
@@ -273,7 +271,7 @@ def _forget_files(directory: str) -> None:
     """Remove ``directory`` and the library's cache entries pointing into it (it reuses a
     file by content, which would hand a later client a removed path)."""
     shutil.rmtree(directory, ignore_errors=True)
-    cache: dict[str, str] = k8s_kube_config._temp_files
+    cache: dict[str, str] = library.kube_config._temp_files
     for content, path in list(cache.items()):
         if os.path.dirname(path) == directory:
             del cache[content]
@@ -403,7 +401,7 @@ class KubeClient:
 
     def __init__(
         self,
-        api_client: k8s_client.ApiClient,
+        api_client: library.ApiClient,
         *,
         request_timeout: float = 30.0,
         retry_attempts: int = RETRY_ATTEMPTS,
@@ -442,16 +440,16 @@ class KubeClient:
         """The given kubeconfig; without one, in-cluster service-account credentials when
         running in a pod, else ``$KUBECONFIG`` or ``~/.kube/config``."""
         if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            configuration = k8s_client.Configuration()
+            configuration = library.Configuration()
             try:
-                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            except (k8s_config.ConfigException, OSError, ValueError) as exc:
+                library.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except (library.ConfigException, OSError, ValueError) as exc:
                 raise ConfigError(
                     "in-cluster configuration",
                     f"{str(exc).rstrip('.')} ({_SERVICE_ACCOUNT_DIR}): KUBERNETES_SERVICE_HOST is set, so this "
                     "should be a pod with a mounted ServiceAccount token; or pass --kubeconfig FILE",
                 ) from None
-            api = k8s_client.ApiClient(configuration)
+            api = library.ApiClient(configuration)
             api.user_agent = user_agent
             return cls(api, request_timeout=request_timeout)
         path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(_HOME_KUBECONFIG)
@@ -479,18 +477,18 @@ class KubeClient:
         unless ``context`` is given). Close it (or ``async with`` it) when done. A file that
         cannot work raises :class:`~united.kube.errors.ConfigError` saying why."""
         check_kubeconfig(path, context=context)
-        configuration = k8s_client.Configuration()
+        configuration = library.Configuration()
         try:
-            await k8s_config.load_kube_config(
+            await library.load_kube_config(
                 config_file=os.fspath(path),
                 context=context,
                 client_configuration=configuration,
                 persist_config=False,
             )
-        except (k8s_config.ConfigException, OSError, ValueError) as exc:
+        except (library.ConfigException, OSError, ValueError) as exc:
             message = str(exc).removeprefix("Invalid kube-config file. ")
             raise ConfigError(kubeconfig_where(path), message.splitlines()[0] if message else repr(exc)) from None
-        api = k8s_client.ApiClient(configuration)
+        api = library.ApiClient(configuration)
         api.user_agent = user_agent
         return cls(api, request_timeout=request_timeout)
 
@@ -520,11 +518,9 @@ class KubeClient:
         check_inline(config, where, allow_proxy=allow_proxy)
         private = tempfile.mkdtemp(prefix="united-member-")  # mode 0700
         try:
-            configuration = k8s_client.Configuration()
-            await k8s_config.load_kube_config_from_dict(
-                config, client_configuration=configuration, temp_file_path=private
-            )
-            api = k8s_client.ApiClient(configuration)
+            configuration = library.Configuration()
+            await library.load_kube_config_from_dict(config, client_configuration=configuration, temp_file_path=private)
+            api = library.ApiClient(configuration)
         except Exception as exc:  # the library's messages may quote the data
             raise ConfigError(where, f"cannot be used ({type(exc).__name__})") from None
         finally:
@@ -555,11 +551,11 @@ class KubeClient:
         """A client for ``server`` with an explicit bearer token and CA — for callers
         that hold credentials rather than a kubeconfig (e.g. a proxy in front of the
         API server). Must be called inside a running event loop."""
-        configuration = k8s_client.Configuration(host=server)
+        configuration = library.Configuration(host=server)
         if token:
             configuration.api_key = {"BearerToken": f"Bearer {token}"}
         configuration.ssl_ca_cert = os.fspath(ca_cert) if ca_cert is not None else None
-        api = k8s_client.ApiClient(configuration)
+        api = library.ApiClient(configuration)
         api.user_agent = user_agent
         return cls(api, request_timeout=request_timeout, retry_attempts=retry_attempts)
 
