@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -67,13 +68,32 @@ class Installed:
         return {**keep, "PATH": f"{self.venv / 'bin'}{os.pathsep}{keep.get('PATH', '')}"}
 
 
+def snapshot(to: Path) -> Path:
+    """The checkout's files (tracked, and new ones not ignored) copied to ``to``, symlinks as
+    symlinks: setuptools builds in the source tree (its egg-info, its staging directory), where
+    the other test workers write meanwhile (byte code, caches). Outside a git checkout, the
+    checkout itself."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, capture_output=True, timeout=60,
+    )  # fmt: skip
+    if listed.returncode != 0:
+        return REPO
+    for name in sorted(set(listed.stdout.decode().split("\0")) - {""}):
+        source, target = REPO / name, to / name
+        if source.is_symlink() or source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+    return to
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     root = tmp_path_factory.mktemp("packaging")
     assert not root.resolve().is_relative_to(REPO), "the virtual environment must live outside the checkout"
     started = time.monotonic()
     build = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(root / "dist"), str(REPO)],
+        [sys.executable, "-m", "build", "--outdir", str(root / "dist"), str(snapshot(root / "source"))],
         capture_output=True, text=True, timeout=600,
     )
     output = build.stdout + build.stderr
