@@ -50,7 +50,7 @@ from united.runtime.health import HealthServer
 from united.runtime.informer import EventHandler, Informer
 from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import Handler, Screen
+from united.runtime.webserver import Route, Screen
 
 log = structlog.get_logger(__name__)
 Kind = Callable[[Registry, Settings], object]
@@ -107,7 +107,7 @@ class Manager:
         when they all fail the same way (an unreachable API server)."""
         self.controllers: list[Controller] = []
         self._optional: list[tuple[Resource, Factory, Precondition | None]] = []
-        self._routes: dict[str, Handler] = {}
+        self._routes: dict[str, Route] = {}
         self._screens: dict[str, Screen] = {}
         self._webhooks_ready: list[Readiness] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
@@ -132,7 +132,7 @@ class Manager:
 
     def add_webhook(
         self,
-        routes: Mapping[str, Handler],
+        routes: Mapping[str, Route],
         *,
         screens: Mapping[str, Screen] | None = None,
         ready: Readiness | None = None,

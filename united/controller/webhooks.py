@@ -79,7 +79,9 @@ from united.runtime.metrics import Metrics
 from united.runtime.webserver import (
     DEFAULT_REQUEST_TIMEOUT,
     TLS,
+    Computed,
     Handler,
+    Route,
     Screen,
     WebhookServer,
     allow,
@@ -776,7 +778,7 @@ def client_ca(path: str) -> bytes:
 async def serve_webhooks(
     client: KubeClient,
     settings: WebhookSettings,
-    routes: Mapping[str, Handler],
+    routes: Mapping[str, Route],
     *,
     metrics: Metrics | None = None,
     options: Options | None = None,
@@ -802,8 +804,9 @@ async def serve_webhooks(
     webhooks = Webhooks(client, opts, tls, metrics=metrics, targeted=targeted)
     routes = {**routes, SPREADS_PATH: webhooks.admit_spread}
     screens = {**(screens or {}), SPREADS_PATH: webhooks.untargeted}
-    if MUTATE_PATH in routes and MUTATE_PATH in screens:
-        routes[MUTATE_PATH], screens[MUTATE_PATH] = webhooks.guard_pods(routes[MUTATE_PATH], screens[MUTATE_PATH])
+    mutate = routes.get(MUTATE_PATH)
+    if mutate is not None and not isinstance(mutate, Computed) and MUTATE_PATH in screens:
+        routes[MUTATE_PATH], screens[MUTATE_PATH] = webhooks.guard_pods(mutate, screens[MUTATE_PATH])
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls,
                            routes=routes, metrics=metrics, screens=screens,
                            request_timeout=request_timeout, unauthenticated=[CONVERT_PATH])  # fmt: skip

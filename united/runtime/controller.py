@@ -28,7 +28,7 @@ from united.runtime.failures import FailureLog
 from united.runtime.informer import EventHandler, Informer, Store
 from united.runtime.metrics import Metrics, ReconcileResult
 from united.runtime.queue import ShutDown, WorkQueue, default_controller_rate_limiter
-from united.runtime.webserver import Handler, Screen
+from united.runtime.webserver import Route, Screen
 
 log = structlog.get_logger(__name__)
 
@@ -234,7 +234,7 @@ class Registry(Host, Protocol):
 
     def add_webhook(
         self,
-        routes: Mapping[str, Handler],
+        routes: Mapping[str, Route],
         *,
         screens: Mapping[str, Screen] | None = None,
         ready: Readiness | None = None,

@@ -10,12 +10,13 @@ Why the rules here:
   limit) is refused with 413 before it is read; JSON nested deeper than the controller reads
   anywhere (``united.api.decode``) is refused with 400, so no handler ever walks it.
 * **A review costs what it asks for.** An admission review is first read only up to the pod
-  (:func:`head`): from a namespace that needs nothing (the route's :data:`Screen`), or over
-  :data:`MAX_PLACED_BYTES`, it is allowed unchanged without being decoded.
+  (:func:`head`): over :data:`MAX_PLACED_BYTES`, or over :data:`INLINE_BYTES` from a namespace
+  that needs nothing (the route's :data:`Screen`), it is allowed unchanged without being decoded.
 * **Off the controller's loop.** Connections, TLS, reading and decoding run on the server's
   own thread and loop, under :class:`~united.runtime.connections.Limits` (caps per server and
-  per peer, handshake, request and idle deadlines); only the handlers run on the loop that
-  started the server, at most ``concurrency`` at once per route.
+  per peer, handshake, request and idle deadlines); only the admission handlers run on the loop
+  that started the server, at most ``concurrency`` at once per route, and a small review crosses
+  to it once (screen and handler in one turn). A :class:`Computed` route never crosses.
 * **Callers can be authenticated.** With :meth:`TLS.require_client_certificates` a request to
   a route not named ``unauthenticated`` is refused (401) unless the client presented a
   certificate from that CA (the API server presents one to admission webhooks when its
@@ -56,6 +57,20 @@ from united.runtime.metrics import Metrics
 
 Handler = Callable[[Json], Awaitable[Json]]
 """Takes a review (the request body) and returns the review to answer (the response body)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """A route whose answer is computed from the review alone — it reads no cache and writes
+    nothing (a CRD conversion): answered on the server's own thread, never waiting for a turn of
+    the controller's loop. The API server calls it several times for one write of an object
+    stored in another version, so each hop saved counts several times over."""
+
+    answer: Callable[[Json], Json]
+
+
+Route = Handler | Computed
+"""What a path is served by."""
 Screen = Callable[[str], bool]
 """Whether an admission review from this namespace needs its handler (False: allowed unchanged);
 called on the loop the handlers run on, so it may read what they read."""
@@ -67,6 +82,10 @@ MAX_PLACED_BYTES = 512 * 1024
 placed (the cost of copying and comparing it would hold the handlers' loop)."""
 HEAD_BYTES = 64 * 1024
 """How far :func:`head` looks for the request's namespace before giving up."""
+INLINE_BYTES = 64 * 1024
+"""A body up to this size is decoded (and a :class:`Computed` route answered) on the server's
+thread, in the time a hop to the decoding pool and back would take; a larger one in the pool,
+so that it delays no other connection."""
 DEFAULT_CONCURRENCY = 16
 """Reviews of one route decoded and handled at once; the others wait (within their timeout) for
 a place. Each route has its own places: a pod review may wait for a status write that the API
@@ -355,7 +374,7 @@ class WebhookServer:
         host: str,
         port: int,
         tls: TLS,
-        routes: Mapping[str, Handler],
+        routes: Mapping[str, Route],
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         metrics: Metrics | None = None,
         screens: Mapping[str, Screen] | None = None,
@@ -408,27 +427,47 @@ class WebhookServer:
         assert self._owner is not None
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._owner))
 
-    async def _review(self, route: str, body: bytes) -> tuple[Json, bool]:
-        """The review and whether to call its handler (False: allow it unchanged, unread)."""
-        screen = self._screens.get(route)
-        if screen is None:
-            return await self._decode(body), True
-        found = head(body)
-        if found is None:
-            if len(body) > self._max_placed:
+    async def _handle(self, route: str, body: bytes, uid: list[str]) -> tuple[Json, Json]:
+        """The review and the reply to it (``uid`` is given the review's, for the logs). An
+        admission review is screened by its namespace before it is handled: a small one, decoded
+        here, in the same turn of the owner's loop as its handler (one hop); a larger one first,
+        so that it is decoded only if it must be."""
+        screen, handler = self._screens.get(route), self._routes[route]
+        found = head(body) if screen is not None else None
+        if found is not None:
+            uid.append(found.uid)
+        if screen is None or found is None:
+            if screen is not None and len(body) > self._max_placed:
                 raise BadReviewError(f"over {self._max_placed} bytes and not laid out as an API server's review")
-            return await self._decode(body), True
-        if found.namespace and not await self._owned(_screened(screen, found.namespace)):
-            self._skipped(route, "namespace")
-            return _stub(found), False
-        if len(body) > self._max_placed:
+            review = await self._decode(body)
+            uid.append(review["request"]["uid"])
+            return review, await self._reply(handler, review, len(body))
+        if len(body) <= INLINE_BYTES and not isinstance(handler, Computed):
+            review = _parse(body)
+            reply = await self._owned(_screened_and_handled(screen, found.namespace, handler, review))
+            if reply is not None:
+                return review, reply
+        elif not found.namespace or await self._owned(_screened(screen, found.namespace)):
+            if len(body) <= self._max_placed:
+                review = await self._decode(body)
+                return review, await self._reply(handler, review, len(body))
             self._skipped(route, "too_large")
-            return _stub(found), False
-        return await self._decode(body), True
+            return _stub(found), allow(found.uid)
+        self._skipped(route, "namespace")
+        return _stub(found), allow(found.uid)
 
     async def _decode(self, body: bytes) -> Json:
+        if len(body) <= INLINE_BYTES:
+            return _parse(body)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, _parse, body)
+
+    async def _reply(self, handler: Route, review: Json, size: int) -> Json:
+        if not isinstance(handler, Computed):
+            return await self._owned(_handled(handler, review))
+        if size <= INLINE_BYTES:
+            return handler.answer(review)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, handler.answer, review)
 
     async def _respond(self, route: str, request: web.Request) -> web.Response:
         if self.tls.client_ca is not None and route not in self._unauthenticated:
@@ -443,22 +482,20 @@ class WebhookServer:
             return web.Response(status=413, text=f"request body larger than {MAX_BODY_BYTES} bytes\n")
         assert self.listener is not None
         self.listener.read(request.protocol)
-        uid = "?"
+        uid = ["?"]
         try:
             async with asyncio.timeout(self._timeout), self._slots[route]:
                 try:
-                    review, call = await self._review(route, body)
+                    review, reply = await self._handle(route, body, uid)
                 except BadReviewError as exc:
                     _log.warning("webhook request refused", route=route, error=str(exc))
                     return web.Response(status=400, text=f"{exc}\n")
-                uid = review["request"]["uid"]
-                reply = await self._owned(_handled(self._routes[route], review)) if call else allow(uid)
             answer = _answer(review, reply)
         except TimeoutError:
-            _log.error("webhook handler timed out", route=route, uid=uid, seconds=self._timeout)
+            _log.error("webhook handler timed out", route=route, uid=uid[-1], seconds=self._timeout)
             return web.Response(status=500, text=f"handler timed out after {self._timeout:g}s\n")
         except Exception as exc:
-            _log.exception("webhook handler failed", route=route, uid=uid)
+            _log.exception("webhook handler failed", route=route, uid=uid[-1])
             return web.Response(status=500, text=f"handler failed: {type(exc).__name__}: {exc}\n")
         return web.json_response(answer)
 
@@ -549,6 +586,13 @@ async def _handled(handler: Handler, review: Json) -> Json:
     return await handler(review)
 
 
+async def _screened_and_handled(screen: Screen, namespace: str, handler: Handler, review: Json) -> Json | None:
+    """The handler's reply, or None when the namespace needs nothing."""
+    if namespace and not screen(namespace):
+        return None
+    return await handler(review)
+
+
 __all__ = [
     "ADMISSION_VERSIONS",
     "CONVERSION_VERSIONS",
@@ -556,7 +600,9 @@ __all__ = [
     "MAX_BODY_BYTES",
     "TLS",
     "BadReviewError",
+    "Computed",
     "Handler",
+    "Route",
     "WebhookServer",
     "allow",
     "deny",

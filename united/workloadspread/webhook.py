@@ -43,7 +43,7 @@ from united.api.field import ManifestError
 from united.kube import ApiError, KubeClient
 from united.placement.patch import PatchError
 from united.runtime.metrics import PlacementResult
-from united.runtime.webserver import Handler, allow, patched, request_of, uid_of
+from united.runtime.webserver import Computed, Route, allow, patched, request_of, uid_of
 from united.workloadspread import conversion, matching
 from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
@@ -79,11 +79,8 @@ class PodWebhook:
         the webhook admits them anyway."""
         self._ledger = Ledger(client, self._caches_admit)
 
-    def routes(self) -> dict[str, Handler]:
-        return {MUTATE_PATH: self.mutate, VALIDATE_PATH: self.validate, CONVERT_PATH: self.convert}
-
-    async def convert(self, review: Json) -> Json:
-        return conversion.review(review)
+    def routes(self) -> dict[str, Route]:
+        return {MUTATE_PATH: self.mutate, VALIDATE_PATH: self.validate, CONVERT_PATH: Computed(conversion.review)}
 
     async def mutate(self, review: Json) -> Json:
         request = request_of(review)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import http.client
 import io
 import json
 import ssl
@@ -31,11 +32,13 @@ from united.runtime.leader import LeaderElector
 from united.runtime.metrics import Metrics
 from united.runtime.webserver import (
     DEFAULT_CONCURRENCY,
+    INLINE_BYTES,
     MAX_BODY_BYTES,
     MAX_PLACED_BYTES,
     TLS,
-    Handler,
+    Computed,
     Head,
+    Route,
     WebhookServer,
     allow,
     head,
@@ -83,13 +86,14 @@ class Served:
         return value or 0.0
 
 
-async def serve(routes: dict[str, Handler], screen: Callable[[str], bool]) -> Served:
+async def serve(routes: dict[str, Route], screen: Callable[[str], bool]) -> Served:
     bundle = issue(["127.0.0.1"], now=NOW)
     tls = TLS()
     tls.load(bundle.cert_pem, bundle.key_pem)
     metrics = Metrics(process_metrics=False)
+    screened = [path for path, route in routes.items() if not isinstance(route, Computed)]
     server = WebhookServer(host="127.0.0.1", port=0, tls=tls, routes=routes, metrics=metrics,
-                           screens=dict.fromkeys(routes, screen))  # fmt: skip
+                           screens=dict.fromkeys(screened, screen))  # fmt: skip
     await server.start()
     return Served(server, ssl.create_default_context(cadata=bundle.ca_bundle.decode()), metrics)
 
@@ -244,6 +248,108 @@ async def test_pod_reviews_waiting_for_a_conversion_leave_the_conversion_a_place
         assert [a["response"]["uid"] for _, a in answers] == [f"pod-{n}" for n in range(len(pods))]
     finally:
         converted.set()
+        await served.server.stop()
+
+
+def conversion_review(uid: str, *, pad: int = 0) -> Json:
+    objects = [{"apiVersion": "example.io/v1", "kind": "Thing", "metadata": {"name": uid}, "pad": "x" * pad}]
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "request": {"uid": uid, "desiredAPIVersion": "example.io/v2", "objects": objects}}  # fmt: skip
+
+
+def converted(review: Json) -> Json:
+    """A conversion that names the thread it ran on."""
+    request = review["request"]
+    objects = [{**o, "apiVersion": request["desiredAPIVersion"]} for o in request["objects"]]
+    return {"apiVersion": review["apiVersion"], "kind": "ConversionReview",
+            "response": {"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": objects,
+                         "thread": threading.current_thread().name}}  # fmt: skip
+
+
+def post_blocking(served: Served, body: Json, path: str) -> tuple[int, Json]:
+    """``served.post`` from a thread of its own, without an event loop."""
+    conn = http.client.HTTPSConnection("127.0.0.1", served.server.port, context=served.context, timeout=WITHIN)
+    try:
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+async def test_a_conversion_is_answered_while_the_controllers_loop_is_held() -> None:
+    """A :class:`Computed` route never waits for a turn of the loop that started the server: the
+    API server calls ``/convert`` several times within one status write of a booking, while that
+    loop may be busy with the write's own consequences."""
+    served = await serve({"/mutate-pods": _uid_allowed, "/convert": Computed(converted)}, lambda namespace: True)
+    answers: list[tuple[int, Json]] = []
+    answered = threading.Event()
+
+    def convert() -> None:
+        answers.append(post_blocking(served, conversion_review("held"), "/convert"))
+        answered.set()
+
+    try:
+        threading.Thread(target=convert, daemon=True).start()
+        held = answered.wait(WITHIN)  # holds this test's loop, the server's owner, meanwhile
+        assert held, "the conversion waited for the controller's loop"
+        status, answer = answers[0]
+        assert (status, answer["response"]["uid"], answer["response"]["thread"]) == (200, "held", "webhook-server")
+        assert answer["response"]["convertedObjects"][0]["apiVersion"] == "example.io/v2"
+    finally:
+        await served.server.stop()
+
+
+async def test_small_reviews_are_decoded_and_computed_on_the_servers_thread_and_large_ones_in_the_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[str] = []
+    parse = webserver._parse
+
+    def naming(body: bytes) -> Json:
+        threads.append(threading.current_thread().name)
+        return parse(body)
+
+    monkeypatch.setattr(webserver, "_parse", naming)
+    served = await serve({"/mutate-pods": _uid_allowed, "/convert": Computed(converted)}, lambda namespace: True)
+    try:
+        status, _ = await served.post(review("small", "shop"))
+        assert status == 200
+        status, _ = await served.post(review("large", "shop", pad=INLINE_BYTES))
+        assert status == 200
+        status, small = await served.post(conversion_review("small"), "/convert")
+        assert status == 200
+        status, large = await served.post(conversion_review("large", pad=INLINE_BYTES), "/convert")
+        assert status == 200
+        assert threads[0] == threads[2] == "webhook-server"
+        assert threads[1].startswith("webhook-decode") and threads[3].startswith("webhook-decode")
+        assert small["response"]["thread"] == "webhook-server"
+        assert large["response"]["thread"].startswith("webhook-decode")
+    finally:
+        await served.server.stop()
+
+
+async def test_a_small_admission_review_crosses_to_the_controllers_loop_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Screen and handler in one turn of the owner's loop (each crossing is a wake-up of the other
+    thread, and a wait for its turn); a large review is screened before it is decoded."""
+    hops: list[str] = []
+    owned = WebhookServer._owned
+
+    async def counted(self: WebhookServer, coro: Any) -> Any:
+        hops.append(coro.__name__)
+        return await owned(self, coro)
+
+    monkeypatch.setattr(WebhookServer, "_owned", counted)
+    served = await serve({"/mutate-pods": _uid_allowed}, lambda namespace: namespace == "shop")
+    try:
+        for uid, namespace, pad in [("small", "shop", 0), ("quiet", "elsewhere", 0), ("large", "shop", INLINE_BYTES)]:
+            hops.clear()
+            status, answer = await served.post(review(uid, namespace, pad=pad))
+            assert (status, answer["response"]) == (200, {"uid": uid, "allowed": True})
+            expected = ["_screened", "_handled"] if uid == "large" else ["_screened_and_handled"]
+            assert hops == expected, uid
+        assert served.skipped("namespace") == 1
+    finally:
         await served.server.stop()
 
 

@@ -35,9 +35,10 @@ from tests.unit.workloadspread.pod_reviews import (
 )
 from tests.unit.workloadspread.test_reconciler import NS
 from united.api.document import Json
-from united.runtime.webserver import ADMISSION_VERSIONS, CONVERSION_VERSIONS
+from united.runtime.webserver import ADMISSION_VERSIONS, CONVERSION_VERSIONS, Computed
 from united.workloadspread import ledger, matching
 from united.workloadspread.model import KRUISE_ALPHA, KRUISE_BETA, MATCHED_ANNOTATION
+from united.workloadspread.webhookconfig import CONVERT_PATH
 
 FUZZ = settings(
     max_examples=150,
@@ -307,7 +308,13 @@ def test_fuzz_crd_conversion() -> None:
     @given(review=conversion_reviews)
     def run(review: Json) -> None:
         world = cluster()
-        answer, peak = measured(world, lambda: world.webhook.convert(copy.deepcopy(review)))
+        route = world.webhook.routes()[CONVERT_PATH]
+        assert isinstance(route, Computed)
+
+        async def convert() -> Json:
+            return route.answer(copy.deepcopy(review))
+
+        answer, peak = measured(world, convert)
         request, response = review["request"], answer["response"]
         assert answer["kind"] == "ConversionReview" and response["uid"] == request["uid"]
         assert response["result"]["status"] in ("Success", "Failure")
