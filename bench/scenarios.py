@@ -27,7 +27,7 @@ from bench.controller import ControllerProcess, CpuLedger, die_with_parent, diff
 from bench.crd import without_workload_spreads
 from bench.env import BenchCluster, bounded, create_namespace
 from bench.observe import KRUISE_UD, UD, NamespaceView
-from bench.serverprofile import ServerProfile
+from bench.serverprofile import ServerProfile, client_requests
 from bench.workload import (
     allocation,
     deployment_status,
@@ -35,6 +35,7 @@ from bench.workload import (
     plain_deployment,
     pod,
     pod_status,
+    subset_names,
     ud_name,
     united_deployment,
 )
@@ -402,6 +403,24 @@ async def _floor_deployments(ctx: Context, namespace: str, count: int) -> list[s
     return names
 
 
+async def _object_sizes(ctx: Context, namespace: str, ud: str, child: str) -> Json:
+    """What the API server decodes and encodes on each write: one UnitedDeployment and one of
+    its children as the side left them, in bytes of JSON, whole and by part; both kept next to
+    the profile."""
+    out: Json = {}
+    for kind, resource, name in (("ud", ctx.ud, ud), ("child", DEPLOYMENTS, child)):
+        obj = await ctx.client.get(resource, name, namespace=namespace)
+        (ctx.log_dir.parent / f"object-{kind}-{namespace}.json").write_text(json.dumps(obj, indent=1))
+        meta = obj.get("metadata") or {}
+        out[kind] = {
+            "bytes": len(json.dumps(obj, separators=(",", ":"))),
+            "managed_fields_bytes": len(json.dumps(meta.get("managedFields") or [], separators=(",", ":"))),
+            "status_bytes": len(json.dumps(obj.get("status") or {}, separators=(",", ":"))),
+            "managers": [m.get("manager") for m in meta.get("managedFields") or []],
+        }
+    return out
+
+
 async def _scale(client: KubeClient, resource: Any, namespace: str, name: str, replicas: int) -> None:
     await client.patch(
         resource,
@@ -552,10 +571,11 @@ async def scale_events(
             profile = ServerProfile(
                 ctx.client,
                 ctx.bench.cluster.binaries.kube_apiserver,
-                ctx.log_dir.parent / "apiserver-bursts.pprof",
+                ctx.log_dir.parent / f"apiserver-bursts-{namespace}.pprof",
                 seconds=ctx.server_profile,
             )
             await profile.start()
+            client_before = await ctl.samples()
         burst_ctl: list[ScaleSample] = []
         burst_floor: list[float] = []
         burst_bare: list[float] = []
@@ -566,6 +586,9 @@ async def scale_events(
                 burst_bare += await bare_batch(bare_names[:burst])
         if ctx.server_profile:
             server = await profile.finish()
+            child = view.child_name(names[0], subset_names(subsets)[0])
+            server["objects"] = await _object_sizes(ctx, namespace, names[0], child)
+            server["controller_requests"] = client_requests(client_before, await ctl.samples())
     finally:
         await view.stop()
         await bare_view.stop()

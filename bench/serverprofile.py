@@ -87,6 +87,18 @@ def requests(before: Mapping[Any, float], after: Mapping[Any, float]) -> dict[tu
     return out
 
 
+def client_requests(before: Mapping[Any, float], after: Mapping[Any, float]) -> dict[str, float]:
+    """The controller's own requests between two scrapes of its ``rest_client_requests_total``,
+    by its labels (this project labels verb and resource; client-go, method and code)."""
+    out: dict[str, float] = {}
+    for key, value in after.items():
+        name, labels = key
+        n = value - before.get(key, 0.0)
+        if name == "rest_client_requests_total" and n > 0:
+            out[",".join(f"{k}={v}" for k, v in labels)] = n
+    return out
+
+
 def summarise(top: str, counts: Mapping[tuple[str, str, str], int]) -> Json:
     """Each handler of :data:`HANDLERS`: its CPU seconds, its share of the sampled CPU and, for
     a request kind, its requests and milliseconds of CPU per request."""
@@ -129,7 +141,11 @@ class ServerProfile:
         data, metrics = await self._task
         self.out.write_bytes(data)
         counts = requests(self._before, parse_metrics(metrics))
-        summary: Json = {"profile": str(self.out), "requested_seconds": self.seconds}
+        summary: Json = {
+            "profile": str(self.out),
+            "requested_seconds": self.seconds,
+            "requests": {" ".join(p for p in what if p): n for what, n in sorted(counts.items())},
+        }
         go = shutil.which("go")
         if go is None:
             return {**summary, "unread": "no `go` on PATH to read the profile with `go tool pprof`"}
@@ -143,4 +159,4 @@ class ServerProfile:
         return {**summary, **summarise(stdout.decode(errors="replace"), counts)}
 
 
-__all__ = ["HANDLERS", "ServerProfile", "cumulative", "requests", "seconds", "summarise"]
+__all__ = ["HANDLERS", "ServerProfile", "client_requests", "cumulative", "requests", "seconds", "summarise"]

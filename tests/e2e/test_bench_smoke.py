@@ -104,6 +104,9 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     assert all(0 < f["first_longest_ms"] <= f["cpu_ms"] for f in limits.values())
 
 
+COLLECTOR_READS = {"GET uniteddeployments", "GET deployments", "GET controllerrevisions"}
+
+
 def test_a_peer_runs_side_by_side_one_side_at_a_time(tmp_path: Path) -> None:
     """``--peer-command`` end to end with a stand-in peer (this project's own controller, run as
     any other program would be, with the compat CRDs and its webhook configurations as its
@@ -124,7 +127,7 @@ def test_a_peer_runs_side_by_side_one_side_at_a_time(tmp_path: Path) -> None:
                f"--webhook-url https://127.0.0.1:{port}")  # fmt: skip
     argv = ["--uds", "3", "--subsets", "3", "--repeats", "2", "--scale-singles", "2", "--scale-bursts", "1",
             "--burst-size", "2", "--floor-concurrency", "4", "--admission-pods", "2", "--admission-burst", "2",
-            "--scaleout-replicas", "4", "--scaleout-qps", "1000", "--peer-command", command,
+            "--scaleout-replicas", "4", "--scaleout-qps", "1000", "--server-profile", "1", "--peer-command", command,
             "--peer-manifests", str(manifests), "--out", str(tmp_path), "--name", "peer"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((tmp_path / "peer.json").read_text())
@@ -143,6 +146,12 @@ def test_a_peer_runs_side_by_side_one_side_at_a_time(tmp_path: Path) -> None:
         assert figures["ws_targeted_p50_ms"] > 0 and figures["ws_no_spread_p50_ms"] > 0
         assert figures["ws_scaleout_targeted_pps"] > 0 and figures["ws_scaleout_no_spread_pps"] > 0
         for run in peer["runs"][side]:
+            # Measured once the garbage collector knew the kind just installed: until then it
+            # reads the owned objects and their owners again and again, for neither side.
+            assert run["collector_wait_seconds"] > 0
+            served = run["apiserver_profile"]["requests"]
+            assert not {k for k in served if k.startswith("GET ")} & COLLECTOR_READS, served
+            assert served.get("PATCH uniteddeployments scale", 0) >= 1, served
             placed = run["spread"]["admission"]["placement"]
             assert placed["pods"] == 5 + 2 + 2 and sum(placed["counts"].values()) == 9, placed
             assert [level["targeted_pods_per_second"] > 0 for level in run["spread"]["scaleout"]["levels"]] == [True]

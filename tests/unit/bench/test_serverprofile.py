@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.report import render
-from bench.serverprofile import cumulative, requests, seconds, summarise
+from bench.serverprofile import client_requests, cumulative, requests, seconds, summarise
 
 TOP = """File: kube-apiserver
 Type: cpu
@@ -76,3 +76,14 @@ def test_each_handler_s_cpu_per_request_and_the_others_share() -> None:
     assert "Go garbage collector 17 %" in table and "4.44 s of CPU sampled in 8.1 s" in table
     unread = {"profile": "/o/p", "requested_seconds": 8, "unread": "no `go` on PATH"}
     assert "not read: no `go` on PATH" in render({"scale": {**SCALE, "apiserver_profile": unread}})
+
+
+def test_the_controllers_requests_are_counted_by_its_own_labels() -> None:
+    before = {("rest_client_requests_total", (("verb", "PATCH"), ("resource", "deployments"))): 3.0}
+    after = {
+        ("rest_client_requests_total", (("verb", "PATCH"), ("resource", "deployments"))): 5.0,
+        ("rest_client_requests_total", (("verb", "POST"), ("resource", "events"))): 1.0,
+        ("rest_client_requests_total", (("verb", "GET"), ("resource", "pods"))): 0.0,
+        ("workqueue_depth", ()): 4.0,
+    }
+    assert client_requests(before, after) == {"verb=PATCH,resource=deployments": 2.0, "verb=POST,resource=events": 1.0}
