@@ -75,6 +75,7 @@ Screen = Callable[[str], bool]
 """Whether an admission review from this namespace needs its handler (False: allowed unchanged);
 called on the loop the handlers run on, so it may read what they read."""
 T = TypeVar("T")
+A = TypeVar("A")
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 MAX_PLACED_BYTES = 512 * 1024
@@ -427,20 +428,17 @@ class WebhookServer:
         assert self._owner is not None
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._owner))
 
-    async def _handle(self, route: str, body: bytes, uid: list[str]) -> tuple[Json, Json]:
-        """The review and the reply to it (``uid`` is given the review's, for the logs). An
+    async def _handle(self, route: str, body: bytes) -> tuple[Json, Json]:
+        """The review and the reply to it. An
         admission review is screened by its namespace before it is handled: a small one, decoded
         here, in the same turn of the owner's loop as its handler (one hop); a larger one first,
         so that it is decoded only if it must be."""
         screen, handler = self._screens.get(route), self._routes[route]
         found = head(body) if screen is not None else None
-        if found is not None:
-            uid.append(found.uid)
         if screen is None or found is None:
             if screen is not None and len(body) > self._max_placed:
                 raise BadReviewError(f"over {self._max_placed} bytes and not laid out as an API server's review")
             review = await self._decode(body)
-            uid.append(review["request"]["uid"])
             return review, await self._reply(handler, review, len(body))
         if len(body) <= INLINE_BYTES and not isinstance(handler, Computed):
             review = _parse(body)
@@ -456,18 +454,20 @@ class WebhookServer:
         self._skipped(route, "namespace")
         return _stub(found), allow(found.uid)
 
+    async def _offload(self, work: Callable[[A], T], arg: A, size: int) -> T:
+        """``work(arg)`` for a body of ``size`` bytes: here when small, else on the pool, so that
+        it delays no other connection."""
+        if size <= INLINE_BYTES:
+            return work(arg)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, work, arg)
+
     async def _decode(self, body: bytes) -> Json:
-        if len(body) <= INLINE_BYTES:
-            return _parse(body)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, _parse, body)
+        return await self._offload(_parse, body, len(body))
 
     async def _reply(self, handler: Route, review: Json, size: int) -> Json:
-        if not isinstance(handler, Computed):
-            return await self._owned(_handled(handler, review))
-        if size <= INLINE_BYTES:
-            return handler.answer(review)
-        return await asyncio.get_running_loop().run_in_executor(self._pool, handler.answer, review)
+        if isinstance(handler, Computed):
+            return await self._offload(handler.answer, review, size)
+        return await self._owned(_handled(handler, review))
 
     async def _respond(self, route: str, request: web.Request) -> web.Response:
         if self.tls.client_ca is not None and route not in self._unauthenticated:
@@ -482,20 +482,19 @@ class WebhookServer:
             return web.Response(status=413, text=f"request body larger than {MAX_BODY_BYTES} bytes\n")
         assert self.listener is not None
         self.listener.read(request.protocol)
-        uid = ["?"]
         try:
             async with asyncio.timeout(self._timeout), self._slots[route]:
                 try:
-                    review, reply = await self._handle(route, body, uid)
+                    review, reply = await self._handle(route, body)
                 except BadReviewError as exc:
                     _log.warning("webhook request refused", route=route, error=str(exc))
                     return web.Response(status=400, text=f"{exc}\n")
             answer = _answer(review, reply)
         except TimeoutError:
-            _log.error("webhook handler timed out", route=route, uid=uid[-1], seconds=self._timeout)
+            _log.error("webhook handler timed out", route=route, uid=_logged_uid(body), seconds=self._timeout)
             return web.Response(status=500, text=f"handler timed out after {self._timeout:g}s\n")
         except Exception as exc:
-            _log.exception("webhook handler failed", route=route, uid=uid[-1])
+            _log.exception("webhook handler failed", route=route, uid=_logged_uid(body))
             return web.Response(status=500, text=f"handler failed: {type(exc).__name__}: {exc}\n")
         return web.json_response(answer)
 
@@ -576,6 +575,12 @@ def _protocol(runner: web.AppRunner) -> Any:
     """A new connection's aiohttp protocol (the runner's server is a protocol factory)."""
     assert runner.server is not None
     return runner.server()
+
+
+def _logged_uid(body: bytes) -> str:
+    """The review's ``uid`` for a log line, "?" when its head does not show one."""
+    found = head(body)
+    return found.uid if found is not None else "?"
 
 
 async def _screened(screen: Screen, namespace: str) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -78,11 +78,13 @@ class Ledger:
         admitted: Callable[[Json], WorkloadSpread | None],
         *,
         clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         patience: float = PATIENCE,
     ) -> None:
         self.client = client
         self.admitted = admitted
         self.clock = clock or (lambda: asyncio.get_running_loop().time())
+        self.sleep = sleep
         self.patience = patience
         self._queues: dict[str, _Queue] = {}
         self._written: OrderedDict[str, Json] = OrderedDict()
@@ -156,7 +158,7 @@ class Ledger:
             if attempt + 1 == ATTEMPTS:
                 break
             if attempt:
-                await asyncio.sleep(delay)
+                await self.sleep(delay)
                 delay *= 2
             try:
                 live = await self.client.get(queue.resource, ws.name, namespace=ws.namespace)

@@ -132,23 +132,21 @@ async def test_a_conflict_rereads_the_spread_and_books_the_whole_batch_again() -
 async def test_the_first_retry_follows_the_fresh_read_at_once_and_later_ones_back_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    api, ledger, model = setup(spread(5))
-    api.latency = 0
     pauses: list[float] = []
-    patch, sleep = api.patch, asyncio.sleep
+
+    async def pause(seconds: float) -> None:
+        pauses.append(seconds)
+
+    api, ledger, model = setup(spread(5), sleep=pause)
+    api.latency = 0
+    patch = api.patch
 
     async def rival_writes_first(resource: Resource, name: str, body: Json, **kw: Any) -> Json:
         if len(pauses) < 2 and api.gets <= 1:
             api.bump()  # another writer got in before each of the first two attempts
         return await patch(resource, name, body, **kw)
 
-    async def pause(seconds: float) -> None:
-        if seconds:  # the fake API's own turns are sleep(0)
-            pauses.append(seconds)
-        await sleep(0)
-
     monkeypatch.setattr(api, "patch", rival_writes_first)
-    monkeypatch.setattr(ledger_module.asyncio, "sleep", pause)
     answer = await ledger.book(RESOURCE, model, create("p-0"), dry_run=False)
     assert cast(Booking, answer).subset == "a"
     assert (api.gets, pauses) == (2, [ledger_module.BACKOFF]), "no pause before the second attempt"
