@@ -87,7 +87,7 @@ class Manager:
         (``united demo`` on a cluster it does not own narrows them to its own namespace)."""
         self.metrics = metrics or Metrics()
         self.health = HealthServer(
-            registry=self.metrics.registry, closed=lambda reason: self.metrics.connection_closed("http", reason)
+            exposition=self.metrics.exposition, closed=lambda reason: self.metrics.connection_closed("http", reason)
         )
         self.recorder = EventRecorder(client, component="united-controller", metrics=self.metrics)
         self.namespaces: list[str | None] = list(settings.namespaces) or [None]

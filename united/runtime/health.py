@@ -17,9 +17,10 @@ Both answer ``ok`` (200) or list the failing checks (503), in the same
 ``[+]name ok`` / ``[-]name failed: reason`` style as the API server's own probes (a
 check says *why* it fails by raising: ``informers failed: not synced: pods (cannot list
 pods: …)``); ``?verbose`` lists every check. A probe's failing checks are logged when
-they change, not on every probe. ``/metrics`` serves the dedicated registry of
-:class:`~united.runtime.metrics.Metrics` in the Prometheus text format through
-``prometheus_client.aiohttp``.
+they change, not on every probe. ``/metrics`` serves what ``exposition`` returns (the
+Prometheus text format of :meth:`~united.runtime.metrics.Metrics.exposition`), uncompressed:
+rendering it is kept short because it runs on the controller's loop, and compressing it
+would cost more CPU than the bytes it saves on a scrape.
 
 The server is an aiohttp ``AppRunner`` with ``handle_signals=False`` (the manager owns
 SIGTERM and decides the shutdown order: readiness off first, the server closed last),
@@ -37,8 +38,7 @@ from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
-from prometheus_client import CollectorRegistry
-from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from united.runtime.connections import Closed, Limits, Listener
 
@@ -67,7 +67,7 @@ class HealthServer:
     def __init__(
         self,
         *,
-        registry: CollectorRegistry,
+        exposition: Callable[[], bytes],
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
         limits: Limits | None = None,
         closed: Closed | None = None,
@@ -84,7 +84,11 @@ class HealthServer:
         self.app = web.Application(middlewares=[self._headers_read])
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/readyz", self._readyz)
-        self.app.router.add_get("/metrics", make_aiohttp_handler(registry))
+        self._exposition = exposition
+        self.app.router.add_get("/metrics", self._metrics)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self._exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     # -- registration -----------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal, NamedTuple, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
@@ -399,8 +399,7 @@ class Metrics:
         )
 
         # -- UnitedDeployments ----------------------------------------------------------------
-        self._subsets: dict[tuple[str, str], dict[str, SubsetReplicas]] = {}
-        r.register(_SubsetCollector(self._subsets))
+        self._subsets = _SubsetLines()
 
         self.api = ApiMetrics(self)
 
@@ -474,63 +473,81 @@ class Metrics:
 
     def set_subset_replicas(self, namespace: str, name: str, subset: str, *, desired: int, ready: int) -> None:
         """Set the desired/ready gauges of one subset of UnitedDeployment ``namespace/name``."""
-        self._subsets.setdefault((namespace, name), {})[subset] = SubsetReplicas(desired=desired, ready=ready)
+        known = dict(self._subsets.of(namespace, name))
+        known[subset] = SubsetReplicas(desired=desired, ready=ready)
+        self._subsets.set(namespace, name, known)
 
     def set_subsets(self, namespace: str, name: str, subsets: Mapping[str, SubsetReplicas]) -> None:
         """Make the gauges of ``namespace/name`` exactly ``subsets``: the series of subsets
         that are no longer there go."""
-        if subsets:
-            self._subsets[(namespace, name)] = dict(subsets)
-        else:
-            self._subsets.pop((namespace, name), None)
+        self._subsets.set(namespace, name, subsets)
 
     def forget_subset(self, namespace: str, name: str, subset: str) -> None:
         """Drop the series of one removed subset."""
-        known = self._subsets.get((namespace, name))
-        if known is None:
-            return
-        known.pop(subset, None)
-        if not known:
-            del self._subsets[(namespace, name)]
+        known = dict(self._subsets.of(namespace, name))
+        if known.pop(subset, None) is not None:
+            self._subsets.set(namespace, name, known)
 
     def forget_uniteddeployment(self, namespace: str, name: str) -> None:
         """Drop every series of a deleted UnitedDeployment."""
-        self._subsets.pop((namespace, name), None)
+        self._subsets.set(namespace, name, {})
+
+    # -- exposition ---------------------------------------------------------------------------
+
+    def exposition(self) -> bytes:
+        """What ``/metrics`` serves (Prometheus text format 0.0.4): the registry's families as
+        prometheus-client renders them, then the per-subset gauges, rendered here."""
+        return generate_latest(self.registry) + self._subsets.render()
 
 
-class _SubsetCollector:
-    """The per-subset gauges, rendered from a plain dict at scrape time. prometheus-client's
-    labelled children (an object and a lock per series) made these the bulk of a scrape: at
-    500 UDs x 3 subsets, 37 ms per scrape, most of it in these 3 000 series."""
+SUBSET_FAMILIES = (
+    ("united_subset_desired_replicas", "Replicas the UnitedDeployment allocates to a subset"),
+    ("united_subset_ready_replicas", "Ready replicas reported by a subset's workload"),
+)
 
-    _LABELS = ("namespace", "uniteddeployment", "subset")
 
-    def __init__(self, subsets: Mapping[tuple[str, str], Mapping[str, SubsetReplicas]]) -> None:
-        self.subsets = subsets
+class _SubsetLines:
+    """The per-subset gauges, kept as the text lines they are served as, rebuilt for one
+    UnitedDeployment when its subsets change. prometheus-client renders a sample at a few
+    microseconds (label checks, escaping, float formatting): at 500 UDs x 3 subsets, 3 000
+    series, a scrape took 22 ms of the controller's loop; joining the kept lines takes a
+    fraction of a millisecond, at any size a scrape stays short."""
 
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        yield from self._families()
+    def __init__(self) -> None:
+        self._values: dict[tuple[str, str], Mapping[str, SubsetReplicas]] = {}
+        self._lines: dict[tuple[str, str], tuple[str, str]] = {}
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        desired, ready = self._families()
-        for (namespace, name), subsets in list(self.subsets.items()):
-            for subset, replicas in list(subsets.items()):
-                desired.add_metric((namespace, name, subset), replicas.desired)
-                ready.add_metric((namespace, name, subset), replicas.ready)
-        yield desired
-        yield ready
+    def of(self, namespace: str, name: str) -> Mapping[str, SubsetReplicas]:
+        return self._values.get((namespace, name), {})
 
-    def _families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
-        return (
-            GaugeMetricFamily(
-                "united_subset_desired_replicas",
-                "Replicas the UnitedDeployment allocates to a subset",
-                labels=self._LABELS,
-            ),
-            GaugeMetricFamily(
-                "united_subset_ready_replicas", "Ready replicas reported by a subset's workload", labels=self._LABELS
-            ),
+    def set(self, namespace: str, name: str, subsets: Mapping[str, SubsetReplicas]) -> None:
+        key = (namespace, name)
+        if not subsets:
+            self._values.pop(key, None)
+            self._lines.pop(key, None)
+            return
+        if self._values.get(key) == subsets:
+            return
+        self._values[key] = dict(subsets)
+        ud = f'namespace="{_escape(namespace)}",uniteddeployment="{_escape(name)}",subset="'
+        desired, ready = (f"{family}{{{ud}" for family, _ in SUBSET_FAMILIES)
+        self._lines[key] = (
+            "".join(f'{desired}{_escape(subset)}"}} {float(r.desired)!r}\n' for subset, r in subsets.items()),
+            "".join(f'{ready}{_escape(subset)}"}} {float(r.ready)!r}\n' for subset, r in subsets.items()),
         )
+
+    def render(self) -> bytes:
+        lines = list(self._lines.values())
+        parts: list[str] = []
+        for k, (family, help_text) in enumerate(SUBSET_FAMILIES):
+            parts.append(f"# HELP {family} {help_text}\n# TYPE {family} gauge\n")
+            parts.extend(pair[k] for pair in lines)
+        return "".join(parts).encode()
+
+
+def _escape(value: str) -> str:
+    """A label value as the text format quotes it."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 class _MemberWatchCollector:

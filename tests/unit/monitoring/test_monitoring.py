@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.tools import PROMTOOL, ensure_tool
 from united.runtime.metrics import Metrics
@@ -34,11 +35,11 @@ _SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
 
 
 def exported() -> set[str]:
-    """Every sample name the controller's registry can expose (labelled families included,
+    """Every sample name the controller's ``/metrics`` can expose (labelled families included,
     even before their first series)."""
     metrics = Metrics(process_metrics=False)
     names: set[str] = set()
-    families: Iterable[Metric] = metrics.registry.collect()
+    families: Iterable[Metric] = text_string_to_metric_families(metrics.exposition().decode())
     for family in families:
         names |= {family.name + suffix for suffix in _SUFFIXES.get(family.type, ("",))}
     return names

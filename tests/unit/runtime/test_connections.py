@@ -328,7 +328,7 @@ def test_a_client_ca_must_hold_a_certificate() -> None:
 
 async def health_server(limits: Limits) -> tuple[HealthServer, Metrics, int]:
     metrics = Metrics(process_metrics=False)
-    server = HealthServer(registry=metrics.registry, limits=limits,
+    server = HealthServer(exposition=metrics.exposition, limits=limits,
                           closed=lambda reason: metrics.connection_closed("http", reason))  # fmt: skip
     return server, metrics, await server.start("127.0.0.1", 0)
 

@@ -29,7 +29,7 @@ class Served:
 @pytest.fixture
 async def served() -> AsyncIterator[Served]:
     metrics = Metrics(process_metrics=False)
-    server = HealthServer(registry=metrics.registry, check_timeout=0.5)
+    server = HealthServer(exposition=metrics.exposition, check_timeout=0.5)
     port = await server.start("127.0.0.1", 0)
     try:
         async with aiohttp.ClientSession() as session:
@@ -150,7 +150,7 @@ async def test_metrics_are_served_from_the_dedicated_registry(served: Served) ->
 
 async def test_port_zero_picks_a_free_port_and_stop_closes_it() -> None:
     metrics = Metrics(process_metrics=False)
-    first, second = HealthServer(registry=metrics.registry), HealthServer(registry=metrics.registry)
+    first, second = HealthServer(exposition=metrics.exposition), HealthServer(exposition=metrics.exposition)
     port_a = await first.start("127.0.0.1", 0)
     port_b = await second.start("127.0.0.1", 0)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from united.runtime.metrics import (
@@ -17,11 +18,16 @@ from united.runtime.queue import WorkQueue
 
 
 def _value(metrics: Metrics, metric: str, **labels: str) -> float | None:
-    return metrics.registry.get_sample_value(metric, labels)
+    """The value ``/metrics`` serves for a sample (None: not served)."""
+    for family in text_string_to_metric_families(metrics.exposition().decode()):
+        for sample in family.samples:
+            if sample.name == metric and sample.labels == labels:
+                return float(sample.value)
+    return None
 
 
 def _exposed_names(metrics: Metrics) -> set[str]:
-    text = generate_latest(metrics.registry).decode()
+    text = metrics.exposition().decode()
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
@@ -230,3 +236,61 @@ def test_member_watches_are_counted_at_scrape_time_by_cluster_and_resource() -> 
     assert 'united_member_watches{cluster="member-2",resource="pods"} 2.0' in text
     watches.clear()
     assert "united_member_watches{" not in generate_latest(metrics.registry).decode()
+
+
+def _families(text: str, names: set[str]) -> dict[str, set[tuple[str, tuple[tuple[str, str], ...], float]]]:
+    return {
+        f.name: {(s.name, tuple(sorted(s.labels.items())), s.value) for s in f.samples}
+        for f in text_string_to_metric_families(text)
+        if f.name in names
+    }
+
+
+def test_subset_lines_parse_as_prometheus_clients_own_rendering_of_the_same_values() -> None:
+    """The per-subset gauges are rendered without prometheus-client (it took 22 ms of the loop
+    per scrape at 500 UDs x 3 subsets); a Prometheus server must read the same series as it
+    would have, label values escaped as the text format wants."""
+    metrics = Metrics(process_metrics=False)
+    odd = 'we"ird\\name\nline'
+    metrics.set_subsets("ns", "web", {"a": SubsetReplicas(3, 1), odd: SubsetReplicas(0, 7)})
+    metrics.set_subsets("other", "api", {"b": SubsetReplicas(12, 12)})
+    metrics.set_subset_replicas("other", "api", "c", desired=2, ready=0)
+    desired, ready = GaugeMetricFamily("united_subset_desired_replicas", "", labels=LABELS), GaugeMetricFamily(
+        "united_subset_ready_replicas", "", labels=LABELS
+    )
+    for (namespace, name, subset), (d, r) in {
+        ("ns", "web", "a"): (3, 1), ("ns", "web", odd): (0, 7), ("other", "api", "b"): (12, 12),
+        ("other", "api", "c"): (2, 0),
+    }.items():  # fmt: skip
+        desired.add_metric((namespace, name, subset), d)
+        ready.add_metric((namespace, name, subset), r)
+    reference = CollectorRegistry()
+    reference.register(_Fixed([desired, ready]))
+    names = {"united_subset_desired_replicas", "united_subset_ready_replicas"}
+    served = _families(metrics.exposition().decode(), names)
+    assert served == _families(generate_latest(reference).decode(), names)
+    assert len(served["united_subset_desired_replicas"]) == 4
+
+
+def test_an_unchanged_subset_report_keeps_its_lines_and_a_changed_one_replaces_them() -> None:
+    metrics = Metrics(process_metrics=False)
+    metrics.set_subsets("ns", "web", {"a": SubsetReplicas(3, 1)})
+    first = metrics.exposition()
+    metrics.set_subsets("ns", "web", {"a": SubsetReplicas(3, 1)})
+    assert metrics.exposition() == first
+    metrics.set_subsets("ns", "web", {"a": SubsetReplicas(3, 3)})
+    assert _value(metrics, "united_subset_ready_replicas", namespace="ns", uniteddeployment="web", subset="a") == 3.0
+    metrics.forget_subset("ns", "web", "a")
+    text = metrics.exposition().decode()
+    assert "# TYPE united_subset_ready_replicas gauge" in text and 'uniteddeployment="web"' not in text
+
+
+class _Fixed:
+    def __init__(self, families: list[GaugeMetricFamily]) -> None:
+        self.families = families
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        return self.families
+
+
+LABELS = ("namespace", "uniteddeployment", "subset")

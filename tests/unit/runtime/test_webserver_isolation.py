@@ -192,7 +192,7 @@ async def test_a_review_held_in_decoding_stalls_neither_other_admissions_nor_hea
     monkeypatch.setattr(webserver, "_parse", held)
     served = await serve({"/mutate-pods": _uid_allowed}, lambda namespace: True)
     metrics = Metrics(process_metrics=False)
-    health = HealthServer(registry=metrics.registry)
+    health = HealthServer(exposition=metrics.exposition)
     health_port = await health.start("127.0.0.1", 0)
     leases = FakeLeases()
     elector = LeaderElector(leases, name="united", namespace="ops", identity="me", lease_duration=1.0,
