@@ -63,7 +63,7 @@ def test_the_site_builds_strict_with_the_crd_tables_rendered(site: Path) -> None
 def test_a_dead_anchor_fails_the_build(tmp_path: Path) -> None:
     """--strict really catches a dead link: the same tree with one broken anchor does not build."""
     for name in ("docs", "crds", "scripts"):
-        shutil.copytree(ROOT / name, tmp_path / name)
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
     page = tmp_path / "docs" / "getting-started.md"
     page.write_text(page.read_text(encoding="utf-8") + "\n[gone](reference/cli.md#no-such-heading)\n", encoding="utf-8")

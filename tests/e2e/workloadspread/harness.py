@@ -90,9 +90,14 @@ async def webhook_flags(cluster: LocalCluster, *, namespace: str | None = None) 
 
 async def sent_to_webhook(kube: KubeClient, namespace: str) -> None:
     """The pod webhooks' selectors let ``namespace`` through (on 1.22+ the controller names the
-    namespaces that hold spreads, within about a second of one appearing)."""
+    namespaces that hold spreads, within about a second of one appearing). A configuration the
+    controller has not written yet (its requests may be going through faults) is not there yet."""
     for resource in (MUTATING, VALIDATING):
-        for webhook in (await kube.get(resource, NAME))["webhooks"]:
+        try:
+            configuration = await kube.get(resource, NAME)
+        except NotFound as exc:
+            raise AssertionError(f"no {resource.plural} {NAME} yet") from exc
+        for webhook in configuration["webhooks"]:
             targets = targets_of(webhook.get("namespaceSelector"))
             assert targets is None or namespace in targets, targets
 
@@ -118,7 +123,7 @@ class Target:
             assert (await self.status()).get("observedGeneration") == 1
 
         await eventually(observed, within=60, what="the controller observes the spread")
-        await eventually(lambda: sent_to_webhook(self.kube, self.namespace), within=30,
+        await eventually(lambda: sent_to_webhook(self.kube, self.namespace), within=60,
                          what="the webhook selects the namespace")  # fmt: skip
 
     async def patch(self, spec: JSON) -> None:
