@@ -87,6 +87,12 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+
+def py_spy() -> str | None:
+    """The ``py-spy`` that ``--profile`` runs: on ``PATH``, else beside this Python (a venv's)."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return shutil.which("py-spy") or (str(beside) if beside.is_file() else None)
+
 class CpuLedger:
     """CPU seconds by process, summed over the windows a scenario charges to a case: where a
     scale event's CPU went (the API server's share against the controller's own), per event.
@@ -178,7 +184,9 @@ class ControllerProcess:
             argv += ["--namespace", ns]
         argv += self.extra
         if self.profile is not None:
-            spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+            spy = py_spy()
+            if spy is None:
+                raise FileNotFoundError("py-spy")
             output = str(self.profile.resolve())
             argv = [spy, "record", "--format", "raw", "--rate", "200", "--output", output, "--", *argv]
         return argv

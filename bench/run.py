@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
+from bench.controller import py_spy
 from bench.env import ROOT, BenchCluster, local_cluster
 from bench.peer import PeerCommandError, check_command, manifests
 from bench.profile import render as render_profile
@@ -268,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         versions.chosen(args.kube_version, os.environ)
     except ValueError as exc:
         p.error(str(exc))
+    if args.profile and py_spy() is None:
+        p.error("--profile: needs py-spy on PATH or beside this Python (pip install 'united[bench]')")
     missing = [str(m) for m in args.peer_manifests if not m.exists()]
     if missing:
         p.error(f"--peer-manifests: no such file or directory: {', '.join(missing)}")

@@ -4,11 +4,13 @@ the API server's counts as each side's writes, and the peer / ours / ratio table
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.controller import py_spy
 from bench.peer import (
     FIGURES,
     PLACEHOLDERS,
@@ -294,3 +296,20 @@ def test_the_peers_webhook_configurations_are_installed_empty_for_the_uniteddepl
     assert emptied[0] == docs[0] and [d["webhooks"] for d in emptied[1:]] == [[], []]
     assert docs[1]["webhooks"] == [{"name": "mpod.kb.io"}]  # the manifests themselves stay whole
     assert webhook_configurations(docs) == docs[1:]
+
+
+def test_profile_without_py_spy_exits_2_and_finds_one_on_path_or_beside_python(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "python"))
+    assert py_spy() is None
+    with pytest.raises(SystemExit) as exc:
+        main(["--profile", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--profile: needs py-spy" in capsys.readouterr().err
+    for where in (tmp_path / "venv", tmp_path / "bin"):
+        where.mkdir()
+        spy = where / "py-spy"
+        spy.write_text("#!/bin/sh\n")
+        spy.chmod(0o755)
+        assert py_spy() == str(spy)
