@@ -82,7 +82,7 @@ class Execution:
         """Export the subsets' gauges; write the status when due."""
         if self.r.gauges is not None:
             rows = status["subsetStatuses"]
-            subsets = {s["name"]: SubsetReplicas(desired=s["desired"], ready=s["readyReplicas"]) for s in rows}
+            subsets = {s["name"]: SubsetReplicas(desired=s["desired"], ready=s.get("readyReplicas", 0)) for s in rows}
             self.r.gauges.set_subsets(self.namespace, str((self.obj.get("metadata") or {}).get("name")), subsets)
         if sync.status_due(status, self.previous, writes=self.writes, failed=bool(self.errors)):
             await self.r._write_status(self.key, self.obj, self.previous, status)

@@ -153,7 +153,24 @@ def compute(facts: Facts) -> Json:
     if facts.rollout is not None:
         status["rollout"] = dict(facts.rollout)
     status["conditions"] = _conditions(facts, status, subsets)
-    return status
+    if facts.plan is not None:
+        status["subsetStatuses"] = [_sparse(s, SPARSE_SUBSET) for s in subsets]
+    return _sparse(status, SPARSE_TOP)
+
+
+SPARSE_SUBSET = ("replicas", "readyReplicas", "updatedReplicas", "updatedReadyReplicas", "reservedPods", "partition")
+SPARSE_TOP = ("updatedReadyReplicas", "reservedPods", "collisionCount")
+"""Counts written only when not zero (a reader takes an absent count as 0), as Kubernetes' own
+workloads and OpenKruise write theirs: the API server pays for every field of a status on
+every write and on every write to the object's other subresources (``/scale``), through its
+field-manager record too. A subset's ``partitionApplied`` is written only with a partition."""
+
+
+def _sparse(entry: Json, counts: Sequence[str]) -> Json:
+    out = {k: v for k, v in entry.items() if not (k in counts and v == 0)}
+    if "partitionApplied" in out and not out.get("partition"):
+        del out["partitionApplied"]
+    return out
 
 
 def _subset_statuses(facts: Facts) -> list[Json]:

@@ -169,7 +169,7 @@ async def test_waves_in_order_with_pauses_under_the_budget(
                 "c": "registry.invalid/united/app:1",
             }, "Deployments of later waves keep the template of the revision they run"
         else:
-            partitions = {s["name"]: s["partition"] for s in paused["status"]["subsetStatuses"]}
+            partitions = {s["name"]: s.get("partition", 0) for s in paused["status"]["subsetStatuses"]}
             assert partitions == {"a": 0, "b": 3, "c": 3}
         await resume(kube, namespace, doc, new, 0)
         marks.append((time.monotonic(), "resume annotation for wave 0"))
@@ -212,7 +212,7 @@ async def test_cloneset_waves_and_a_new_template_mid_rollout(
             "b": {"registry.invalid/united/app:1"},
             "c": {"registry.invalid/united/app:1"},
         }
-        partitions = {s["name"]: s["partition"] for s in again["status"]["subsetStatuses"]}
+        partitions = {s["name"]: s.get("partition", 0) for s in again["status"]["subsetStatuses"]}
         assert partitions == {"a": 0, "b": 3, "c": 3}
         await resume(kube, namespace, doc, newest, 0)
         await wait_phase(kube, namespace, doc, second_revision, phase="Completed", wave=3)
@@ -236,14 +236,14 @@ async def test_a_wave_that_never_becomes_ready_stalls_the_rollout(
     assert (c["status"], c["reason"]) == ("True", "RolloutStuck")
     events = (await kube.list(EVENTS, namespace=namespace)).items
     assert any(e["reason"] == "RolloutStuck" and e["type"] == "Warning" for e in events)
-    per = {s["name"]: (s["updatedReplicas"], s["partition"]) for s in stalled["status"]["subsetStatuses"]}
+    per = {s["name"]: (s.get("updatedReplicas", 0), s.get("partition", 0)) for s in stalled["status"]["subsetStatuses"]}
     assert per["b"] == (0, 3) and per["c"] == (0, 3), per
     assert watched.peak <= BUDGET
 
     async def held() -> None:
         obj = await get_ud(kube, namespace, doc)
         assert obj["status"]["rollout"]["phase"] == "Stalled"
-        assert {s["name"]: s["updatedReplicas"] for s in obj["status"]["subsetStatuses"]}["b"] == 0
+        assert {s["name"]: s.get("updatedReplicas", 0) for s in obj["status"]["subsetStatuses"]}["b"] == 0
 
     await eventually(held, within=10, what="still stalled")
 
@@ -308,7 +308,7 @@ async def test_removing_a_subset_grows_the_others_first_and_drains_it_last(
             assert set(children) == {"a", "b"}, sorted(children)
             obj = await get_ud(kube, namespace, doc)
             assert condition(obj, "Ready")["status"] == "True"
-            assert {s["name"]: s["readyReplicas"] for s in obj["status"]["subsetStatuses"]} == {"a": 5, "b": 4}
+            assert {s["name"]: s.get("readyReplicas", 0) for s in obj["status"]["subsetStatuses"]} == {"a": 5, "b": 4}
 
         await eventually(moved, within=STEP, what="subset c drained and deleted, a and b grown")
     lines = [f"+{at - t0:6.1f}s ready={sum(r.values())} {r}" for at, r in watched.readiness if at >= t0]
@@ -341,7 +341,7 @@ async def test_a_percentage_shift_grows_the_receiver_before_the_donor_shrinks(
         async def shifted() -> None:
             obj = await get_ud(kube, namespace, doc)
             assert condition(obj, "Ready")["status"] == "True"
-            assert {s["name"]: s["readyReplicas"] for s in obj["status"]["subsetStatuses"]} == {"a": 2, "b": 6}
+            assert {s["name"]: s.get("readyReplicas", 0) for s in obj["status"]["subsetStatuses"]} == {"a": 2, "b": 6}
 
         await eventually(shifted, within=STEP, what="a 6 -> 2, b 2 -> 6")
     lines = [f"+{at - t0:6.1f}s ready={sum(r.values())} {r}" for at, r in watched.readiness if at >= t0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from united.api.conditions import Problem
+from united.api.mergepatch import merge_patch
 from united.uniteddeployment.allocation import Allocation, Plan
 from united.uniteddeployment.status import ChildView, Facts, compute, hpa_selector, observe, stalled
 
@@ -54,6 +55,27 @@ def test_a_partition_a_deployment_cannot_hold_is_reported_not_pretended() -> Non
     b = status["subsetStatuses"][1]
     assert b["partitionApplied"] is False and "partition 1 not applied" in b["message"]
     assert conditions(status)["Ready"] == ("False", "Progressing")
+
+
+def test_zero_counts_are_not_written_and_a_sparse_status_is_stable() -> None:
+    """A count of 0 is absent (readers default it), a partitionApplied goes with a partition
+    only; the status computed on top of itself is the same dict (no write), and a status written
+    with every zero spelled out is rewritten once without them (the merge patch removes them)."""
+    views = {"a": ChildView("a1", 2, 2, 2, 0, 0), "b": ChildView("b1", 3, 0, 0, 0, 0, reserved=0)}
+    status = compute(facts(children=views, partition_applied={"a": True, "b": True}))
+    a, b = status["subsetStatuses"]
+    assert a == {"name": "a", "desired": 2, "replicas": 2, "readyReplicas": 2,
+                 "reason": "fixed", "message": "replicas fixed at 2 by the subset"}  # fmt: skip
+    assert {k: b[k] for k in ("partition", "partitionApplied")} == {"partition": 1, "partitionApplied": True}
+    assert "replicas" not in b and "readyReplicas" not in b
+    assert not {"reservedPods", "collisionCount", "updatedReadyReplicas"} & status.keys()
+    assert (status["replicas"], status["readyReplicas"], status["updatedReplicas"]) == (2, 2, 0)
+    again = compute(facts(children=views, partition_applied={"a": True, "b": True}, previous=status))
+    assert again == status
+    spelled = {**status, "reservedPods": 0, "subsetStatuses": [{**a, "reservedPods": 0, "partition": 0}, b]}
+    rewritten = compute(facts(children=views, partition_applied={"a": True, "b": True}, previous=spelled))
+    assert rewritten == status
+    assert merge_patch(spelled, rewritten)["reservedPods"] is None
 
 
 def test_progress_and_missing_children() -> None:
@@ -134,7 +156,7 @@ def test_reserved_pods_are_not_replicas_and_are_explained() -> None:
     views = {"a": ChildView("a1", 2, 2, 0, 0, 0, reserved=2), "b": ChildView("b1", 3, 3, 3, 3, 3)}
     status = compute(facts(children=views))
     assert (status["replicas"], status["reservedPods"], status["readyReplicas"]) == (3, 2, 3)
-    assert [s["reservedPods"] for s in status["subsetStatuses"]] == [2, 0]
+    assert [s.get("reservedPods", 0) for s in status["subsetStatuses"]] == [2, 0]
     assert conditions(status)["Ready"] == ("False", "Progressing")
     assert "subset a: 0 of 2 replicas ready (2 reserved: unschedulable)" in status["conditions"][0]["message"]
 

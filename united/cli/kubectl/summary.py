@@ -51,10 +51,10 @@ def united(obj: Mapping[str, Any]) -> Json:
         {
             "name": s.get("name"),
             "desired": s.get("desired"),
-            "replicas": s.get("replicas"),
-            "ready": s.get("readyReplicas"),
-            "updated": s.get("updatedReplicas"),
-            "partition": s.get("partition"),
+            "replicas": s.get("replicas", 0),
+            "ready": s.get("readyReplicas", 0),
+            "updated": s.get("updatedReplicas", 0),
+            "partition": s.get("partition", 0),
             "partitionApplied": s.get("partitionApplied"),
             "rollout": s.get("rollout"),
             "reason": s.get("reason"),
@@ -91,7 +91,7 @@ def spread(obj: Mapping[str, Any]) -> Json:
     subsets = [
         {
             "name": s.get("name"),
-            "replicas": s.get("replicas"),
+            "replicas": s.get("replicas", 0),
             "missingReplicas": s.get("missingReplicas"),
             "creatingPods": len(s.get("creatingPods") or {}),
             "deletingPods": len(s.get("deletingPods") or {}),
