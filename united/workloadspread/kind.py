@@ -8,6 +8,7 @@ from typing import Protocol
 
 from united.runtime.controller import Controller, Host, Registry
 from united.workloadspread.reconciler import Caches, Reconciler, WorkloadSpreadController, ws_resource
+from united.workloadspread.statuses import Statuses
 from united.workloadspread.webhook import PodWebhook
 from united.workloadspread.webhookconfig import MUTATE_PATH, VALIDATE_PATH
 
@@ -27,13 +28,17 @@ class WorkloadSpreads:
         self.api_group = api_group
         self.resource = ws_resource(api_group)
         self.controller: WorkloadSpreadController | None = None
-        self.webhook = PodWebhook(registry.webhook_client, self.caches, placements=registry.metrics.placement)
+        self.statuses = Statuses()
+        """The spreads' status writes, the reconciler's and the webhook's bookings, taking turns."""
+        self.webhook = PodWebhook(
+            registry.webhook_client, self.caches, placements=registry.metrics.placement, statuses=self.statuses
+        )
         """Served by every replica (with ``--webhook-port``), leader or not: bookings are
         optimistic status writes, safe from several processes; hence a client without the fence."""
 
     def make(self, host: Host) -> Controller:
         """The controller, once the API server serves the kind."""
-        self.controller = WorkloadSpreadController(host, api_group=self.api_group)
+        self.controller = WorkloadSpreadController(host, api_group=self.api_group, statuses=self.statuses)
         return self.controller
 
     def caches(self) -> tuple[Caches, Reconciler] | None:

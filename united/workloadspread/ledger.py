@@ -12,6 +12,9 @@ So each spread has a queue and at most one writer. The writer takes everything q
 books the requests one after another against the freshest spread (each against the status
 the previous one left), writes the end status once with the spread's resourceVersion and
 answers all of them; on 409 it reads the spread afresh and books the same requests again.
+The writer takes its turn with the reconciler's status writes of the same spread
+(:mod:`~united.workloadspread.statuses`): it waits for a recount in flight and books against
+its answer instead of losing to it.
 A request that waited past :data:`PATIENCE` is answered "no booking" without being written:
 the API server is about to give up on it, and a booking it never sees would hold a slot.
 """
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -28,10 +30,10 @@ import structlog
 
 from united.api.document import Json
 from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
-from united.runtime.expectations import rv_of
 from united.workloadspread.booking import Booking
 from united.workloadspread.model import WorkloadSpread
 from united.workloadspread.reconciler import status_patch
+from united.workloadspread.statuses import Statuses
 from united.workloadspread.webhookconfig import TIMEOUT_SECONDS
 
 log = structlog.get_logger(__name__)
@@ -43,8 +45,6 @@ BACKOFF = 0.02
 the fresh read at once: the write it lost to is most often this process's own recount, which
 is done, and a pod under review waits for every pause (the slowest one-at-a-time admissions
 were those that slept here)."""
-REMEMBERED = 1024
-"""Spreads whose last written version the ledger keeps."""
 PATIENCE = TIMEOUT_SECONDS - 1.0
 """Seconds a request may wait for its write to start: a second under the webhook's timeout,
 so the answer still reaches the API server."""
@@ -80,17 +80,17 @@ class Ledger:
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         patience: float = PATIENCE,
+        statuses: Statuses | None = None,
     ) -> None:
         self.client = client
         self.admitted = admitted
         self.clock = clock or (lambda: asyncio.get_running_loop().time())
         self.sleep = sleep
         self.patience = patience
+        self.statuses = statuses if statuses is not None else Statuses()
+        """Shared with the reconciler: turns at a spread's status and the last answer, newer
+        than a cache that has not shown it yet, so the next batch does not 409."""
         self._queues: dict[str, _Queue] = {}
-        self._written: OrderedDict[str, Json] = OrderedDict()
-        """The spread as our last write returned it: newer than a cache that has not shown
-        it yet, so the next batch does not 409. The :data:`REMEMBERED` most recent only (a
-        spread deleted meanwhile is never looked up again; one forgotten costs one 409)."""
 
     async def book(
         self, resource: Resource, ws: WorkloadSpread, book: Callable[[WorkloadSpread], Booking], *, dry_run: bool
@@ -126,6 +126,10 @@ class Ledger:
                 del self._queues[key]
 
     async def _commit(self, key: str, queue: _Queue, batch: list[_Request]) -> None:
+        async with self.statuses.turn(key):
+            await self._write(key, queue, batch)
+
+    async def _write(self, key: str, queue: _Queue, batch: list[_Request]) -> None:
         ws = self._freshest(key, queue.spread)
         delay = BACKOFF
         for attempt in range(ATTEMPTS):
@@ -145,7 +149,7 @@ class Ledger:
                     namespace=ws.namespace,
                     subresource="status",
                 )
-                self._remember(key, answer)
+                self.statuses.record(key, answer)
                 _answer(batch, bookings)
                 return
             except Conflict:
@@ -168,15 +172,9 @@ class Ledger:
             fresh = self.admitted(live)
             if fresh is None:
                 return
-            self._remember(key, live)
+            self.statuses.record(key, live)
             ws = fresh
         log.warning("booking kept conflicting; pods admitted unplaced", workloadspread=key, attempts=ATTEMPTS)
-
-    def _remember(self, key: str, obj: Json) -> None:
-        self._written[key] = obj
-        self._written.move_to_end(key)
-        while len(self._written) > REMEMBERED:
-            self._written.popitem(last=False)
 
     def _in_time(self, key: str, batch: list[_Request]) -> list[_Request]:
         """The requests still worth writing; the others are answered "no booking"."""
@@ -189,13 +187,11 @@ class Ledger:
         return [r for r in batch if not r.answer.done()]
 
     def _freshest(self, key: str, ws: WorkloadSpread) -> WorkloadSpread:
-        """``ws`` from the cache, or the one our last write returned if the cache is behind it."""
-        written = self._written.get(key)
-        if written is None:
-            return ws
-        cached_rv = rv_of({"metadata": {"resourceVersion": ws.resource_version}})
-        if rv_of(written) <= cached_rv or (written.get("metadata") or {}).get("uid") != ws.uid:
-            self._written.pop(key, None)
+        """``ws`` from the cache, or as the last write of this process (ours or the
+        reconciler's) returned it if the cache is behind that."""
+        cached = {"metadata": {"resourceVersion": ws.resource_version, "uid": ws.uid}}
+        written = self.statuses.freshest(key, cached)
+        if written is cached:
             return ws
         fresh = self.admitted(written)
         return fresh if fresh is not None else ws

@@ -32,13 +32,13 @@ from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, REPLICA_SET
 from united.kube.discovery import served
 from united.kube.errors import namespace_terminating
 from united.runtime.controller import Controller, Host, Result, Stores
-from united.runtime.expectations import LastWrite, rv_of
 from united.runtime.informer import MODIFIED, Informer
 from united.workloadspread import matching
 from united.workloadspread.admission import admit
 from united.workloadspread.injection import matched
 from united.workloadspread.model import DELETION_COST_ANNOTATION, PLURAL, Spec, Status, WorkloadSpread, group_of, parse
 from united.workloadspread.status import stalled
+from united.workloadspread.statuses import Statuses
 from united.workloadspread.sync import sync
 from united.workloadspread.validation import conflicts
 
@@ -182,7 +182,14 @@ class WorkloadSpreadController(Controller):
     name = "workloadspread"
     log_key = "workloadspread"
 
-    def __init__(self, host: Host, *, api_group: str, clock: Callable[[], datetime.datetime] | None = None) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        api_group: str,
+        clock: Callable[[], datetime.datetime] | None = None,
+        statuses: Statuses | None = None,
+    ) -> None:
         super().__init__(host)
         self.resource = ws_resource(api_group)
         workloads: dict[tuple[str, str], list[Informer]] = {
@@ -197,7 +204,12 @@ class WorkloadSpreadController(Controller):
             nodes=Stores(host.watch(NODES, None, self._on_node)),
         )
         self.spreads = Reconciler(
-            client=host.client, caches=self.caches, resource=self.resource, recorder=host.recorder, clock=clock
+            client=host.client,
+            caches=self.caches,
+            resource=self.resource,
+            recorder=host.recorder,
+            clock=clock,
+            statuses=statuses,
         )
         self.reconciler = self.spreads
 
@@ -299,23 +311,24 @@ class Reconciler:
         resource: Resource,
         recorder: Any,
         clock: Callable[[], datetime.datetime] | None = None,
+        statuses: Statuses | None = None,
     ) -> None:
         self.client = client
         self.caches = caches
         self.resource = resource
         self.recorder = recorder
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
-        self._written: LastWrite[Json] = LastWrite()
-        """The spread as our last status write returned it, by key: read instead of a cache
-        that has not shown that write yet, so the next pass neither repeats it nor 409s."""
+        self.statuses = statuses if statuses is not None else Statuses()
+        """Shared with the webhook's ledger: turns at each spread's status, and the last answer,
+        read instead of a cache that has not shown it yet (a pass neither repeats it nor 409s)."""
 
     async def reconcile(self, key: str) -> Result:
         obj = self.caches.spreads.get(key)
         if obj is None:
             self.caches.forget(key)
-            self._written.forget(key)
+            self.statuses.forget(key)
             return Result()
-        obj = self._freshest(key, obj)
+        obj = self.statuses.freshest(key, obj)
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return Result()
         now = self.clock()
@@ -392,22 +405,20 @@ class Reconciler:
             self.recorder.event(obj, event_type, reason, message)
         return Result(decided.requeue_after)
 
-    def _freshest(self, key: str, cached: Json) -> Json:
-        written = self._written.newer(key, cached)
-        return written[1] if written is not None else cached
-
     async def write_status(self, ws: WorkloadSpread, status: Status) -> Json:
         body = status_patch(ws, status)
         log.info("status", workloadspread=ws.name, changed=sorted(body["status"])[:20])
-        answer = await self.client.patch(
-            self.resource,
-            ws.name,
-            body,
-            patch_type=PatchType.MERGE,
-            namespace=ws.namespace,
-            subresource="status",
-        )
-        self._written.record(f"{ws.namespace}/{ws.name}", rv_of(answer), answer, uid=_uid(answer))
+        key = f"{ws.namespace}/{ws.name}"
+        async with self.statuses.turn(key):
+            answer = await self.client.patch(
+                self.resource,
+                ws.name,
+                body,
+                patch_type=PatchType.MERGE,
+                namespace=ws.namespace,
+                subresource="status",
+            )
+            self.statuses.record(key, answer)
         return answer
 
 

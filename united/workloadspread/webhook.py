@@ -51,6 +51,7 @@ from united.workloadspread.ledger import Ledger
 from united.workloadspread.model import WorkloadSpread, group_of
 from united.workloadspread.pods import malformed, replicas_of
 from united.workloadspread.reconciler import WORKLOADS, Caches, Reconciler
+from united.workloadspread.statuses import Statuses
 from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH
 
 log = structlog.get_logger(__name__)
@@ -70,6 +71,7 @@ class PodWebhook:
         *,
         clock: Callable[[], datetime.datetime] | None = None,
         placements: Callable[[PlacementResult], None] | None = None,
+        statuses: Statuses | None = None,
     ) -> None:
         self.client = client
         self.controller = controller
@@ -77,7 +79,7 @@ class PodWebhook:
         self.placements = placements or (lambda result: None)
         """Told each targeted pod's outcome: unplaced pods are what an operator must see, since
         the webhook admits them anyway."""
-        self._ledger = Ledger(client, self._caches_admit)
+        self._ledger = Ledger(client, self._caches_admit, statuses=statuses)
 
     def routes(self) -> dict[str, Route]:
         return {MUTATE_PATH: self.mutate, VALIDATE_PATH: self.validate, CONVERT_PATH: Computed(conversion.review)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import datetime
 from typing import Any, cast
 
@@ -14,11 +15,15 @@ import pytest
 from tests.unit.uniteddeployment.test_diff import apply_merge_patch
 from tests.unit.workloadspread.test_reconciler import controller, ws
 from united.api.document import Json
+from united.controller.manager import Manager, Settings
 from united.kube import Conflict, KubeClient, NotFound, Resource
+from united.runtime.metrics import Metrics
 from united.workloadspread import ledger as ledger_module
 from united.workloadspread.booking import Booking, book_create
+from united.workloadspread.kind import setup as setup_kind
 from united.workloadspread.ledger import Ledger
 from united.workloadspread.model import VERSION_IGNORED, WorkloadSpread
+from united.workloadspread.reconciler import WorkloadSpreadController
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 RESOURCE = cast(Resource, object())
@@ -32,6 +37,7 @@ class Api:
         self.latency = latency
         self.patches: list[Json] = []
         self.gets = 0
+        self.conflicts = 0
         self.gone = False
 
     def bump(self, status: Json | None = None) -> None:
@@ -47,6 +53,7 @@ class Api:
         if self.gone:
             raise NotFound("gone", status=404)
         if body["metadata"]["resourceVersion"] != self.obj["metadata"]["resourceVersion"]:
+            self.conflicts += 1
             raise Conflict("stale", status=409)
         self.patches.append(body)
         self.obj["status"] = copy.deepcopy(apply_merge_patch(self.obj.get("status") or {}, body["status"]))
@@ -201,12 +208,33 @@ async def test_the_next_batch_books_against_the_last_write_even_if_the_cache_is_
     assert booked(api) == {"p-0", "p-1"} and api.gets == 0
 
 
-async def test_only_the_most_recent_spreads_written_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ledger_module, "REMEMBERED", 2)
-    _api, ledger, _model = setup(spread(2))
-    for name in ("a", "b", "c", "b"):
-        ledger._remember(f"shop/{name}", {"metadata": {"name": name}})
-    assert list(ledger._written) == ["shop/c", "shop/b"]
+async def test_a_booking_waits_for_the_recount_in_flight_and_books_against_its_answer() -> None:
+    """The reconciler's status write and the ledger's take turns at a spread (one ``Statuses``
+    per process, the kind's): a booking queued while a recount is being written waits for it and
+    books against its answer, with no 409 and no fresh read; both changes are kept."""
+    m = Manager(cast(KubeClient, object()), Settings(), metrics=Metrics(process_metrics=False))
+    kind = setup_kind(m, m.settings)
+    c = kind.make(m)
+    assert isinstance(c, WorkloadSpreadController)
+    assert kind.webhook._ledger.statuses is c.spreads.statuses is kind.statuses
+    api = Api(spread(2), latency=0.05)
+    c.spreads.client = cast(KubeClient, api)
+
+    def admitted(raw: Json) -> WorkloadSpread | None:
+        out = c.caches.admitted(raw)
+        return out if isinstance(out, WorkloadSpread) else None
+
+    ledger = Ledger(cast(KubeClient, api), admitted, statuses=c.spreads.statuses)
+    model = admitted(spread(2))
+    assert model is not None
+    recount = asyncio.create_task(c.spreads.write_status(model, dataclasses.replace(model.status, observed_generation=7)))
+    await asyncio.sleep(0.01)
+    answer = await ledger.book(RESOURCE, model, create("p-0"), dry_run=False)
+    await recount
+    assert answer is not None and booked(api) == {"p-0"}
+    assert (api.conflicts, api.gets, len(api.patches)) == (0, 0, 2)
+    assert api.obj["status"]["observedGeneration"] == 7
+    assert len(c.spreads.statuses) == 0, "no turn is kept once the writes are done"
 
 
 async def test_a_booking_that_raises_costs_its_own_request_and_the_batch_is_written() -> None:
