@@ -27,7 +27,7 @@ from united.api.document import Json
 from united.api.field import ManifestError
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.api.mergepatch import identified, merge_patch
-from united.kube import ApiError, KubeClient, NotFound, PatchType, Resource
+from united.kube import ApiError, Conflict, KubeClient, NotFound, PatchType, Resource
 from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS
 from united.kube.discovery import served
 from united.kube.errors import namespace_terminating
@@ -343,6 +343,11 @@ class Reconciler:
             if isinstance(outcome, ManifestError):
                 return await self._stalled(obj, outcome, now)
             return await self._pass(obj, outcome, now)
+        except (StaleStatusError, Conflict) as e:
+            # The webhook booked meanwhile: this pass counted against an older status. Its write
+            # brings the spread's event; the pass runs again on it, or after this delay.
+            log.info("status computed from an older spread; the pass runs again", workloadspread=key, error=str(e))
+            return Result(requeue_after=POD_EVENT_DELAY)
         except ApiError as e:
             if not namespace_terminating(e):
                 raise
@@ -410,6 +415,8 @@ class Reconciler:
         log.info("status", workloadspread=ws.name, changed=sorted(body["status"])[:20])
         key = f"{ws.namespace}/{ws.name}"
         async with self.statuses.turn(key):
+            if self.statuses.superseded(key, resource_version=ws.resource_version, uid=ws.uid):
+                raise StaleStatusError(f"{key} was written after resourceVersion {ws.resource_version}")
             answer = await self.client.patch(
                 self.resource,
                 ws.name,
@@ -420,6 +427,10 @@ class Reconciler:
             )
             self.statuses.record(key, answer)
         return answer
+
+
+class StaleStatusError(Exception):
+    """A status write not sent: it was computed from a spread this process has written since."""
 
 
 def _uid(obj: Mapping[str, Any]) -> str:

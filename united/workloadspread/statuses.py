@@ -48,6 +48,11 @@ class Statuses:
         written = self._written.newer(key, cached)
         return written[1] if written is not None else cached
 
+    def superseded(self, key: str, *, resource_version: str, uid: str) -> bool:
+        """Whether a write recorded since makes a status computed from this version stale (its
+        write would 409)."""
+        return self._written.newer(key, {"metadata": {"resourceVersion": resource_version, "uid": uid}}) is not None
+
     def forget(self, key: str) -> None:
         """The spread is gone."""
         self._written.forget(key)

@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from tests.unit.uniteddeployment.test_diff import apply_merge_patch
-from tests.unit.workloadspread.test_reconciler import controller, ws
+from tests.unit.workloadspread.test_reconciler import controller, obj, put, ws
 from united.api.document import Json
 from united.controller.manager import Manager, Settings
 from united.kube import Conflict, KubeClient, NotFound, Resource
@@ -23,7 +23,7 @@ from united.workloadspread.booking import Booking, book_create
 from united.workloadspread.kind import setup as setup_kind
 from united.workloadspread.ledger import Ledger
 from united.workloadspread.model import VERSION_IGNORED, WorkloadSpread
-from united.workloadspread.reconciler import WorkloadSpreadController
+from united.workloadspread.reconciler import POD_EVENT_DELAY, WorkloadSpreadController
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 RESOURCE = cast(Resource, object())
@@ -227,7 +227,8 @@ async def test_a_booking_waits_for_the_recount_in_flight_and_books_against_its_a
     ledger = Ledger(cast(KubeClient, api), admitted, statuses=c.spreads.statuses)
     model = admitted(spread(2))
     assert model is not None
-    recount = asyncio.create_task(c.spreads.write_status(model, dataclasses.replace(model.status, observed_generation=7)))
+    counted = dataclasses.replace(model.status, observed_generation=7)
+    recount = asyncio.create_task(c.spreads.write_status(model, counted))
     await asyncio.sleep(0.01)
     answer = await ledger.book(RESOURCE, model, create("p-0"), dry_run=False)
     await recount
@@ -251,3 +252,27 @@ async def test_a_booking_that_raises_costs_its_own_request_and_the_batch_is_writ
     )
     assert [a.subset if a is not None else None for a in answers] == ["a", None, "a"]
     assert booked(api) == {"p-0", "p-1"} and len(api.patches) == 1
+
+
+async def test_a_recount_computed_before_a_booking_is_not_sent_and_runs_again_from_its_answer() -> None:
+    """A recount that waited its turn behind a booking was counted against the older spread: it
+    is not sent (it would 409), the pass runs again shortly, and the next one writes on top of
+    the booking's answer even before the cache shows it."""
+    m = Manager(cast(KubeClient, object()), Settings(), metrics=Metrics(process_metrics=False))
+    c = setup_kind(m, m.settings).make(m)
+    assert isinstance(c, WorkloadSpreadController)
+    raw = spread(2)
+    raw["metadata"]["generation"] = 3
+    put(c, raw, obj("apps/v1", "Deployment", "web", spec={"replicas": 0}))
+    api = Api(raw)
+    c.spreads.client = cast(KubeClient, api)
+    key = f"{raw['metadata']['namespace']}/spread"
+    async with c.spreads.statuses.turn(key):
+        passing = asyncio.create_task(c.spreads.reconcile(key))
+        await asyncio.sleep(0.01)
+        api.bump()
+        c.spreads.statuses.record(key, copy.deepcopy(api.obj))
+    result = await passing
+    assert (api.patches, api.conflicts, result.requeue_after) == ([], 0, POD_EVENT_DELAY)
+    await c.spreads.reconcile(key)
+    assert (len(api.patches), api.conflicts) == (1, 0)
