@@ -344,9 +344,9 @@ class Reconciler:
                 return await self._stalled(obj, outcome, now)
             return await self._pass(obj, outcome, now)
         except (StaleStatusError, Conflict) as e:
-            # The webhook booked meanwhile: this pass counted against an older status. Its write
-            # brings the spread's event; the pass runs again on it, or after this delay.
-            log.info("status computed from an older spread; the pass runs again", workloadspread=key, error=str(e))
+            # Mostly the webhook booked meanwhile and this pass counted against the older status;
+            # that write's event brings the pass again, or this delay does. Not a failure.
+            log.info("a write met a newer object; the pass runs again", workloadspread=key, error=str(e))
             return Result(requeue_after=POD_EVENT_DELAY)
         except ApiError as e:
             if not namespace_terminating(e):
