@@ -500,7 +500,7 @@ class Metrics:
         return generate_latest(self.registry) + self._subsets.render()
 
 
-SUBSET_FAMILIES = (
+_SUBSET_FAMILIES = (
     ("united_subset_desired_replicas", "Replicas the UnitedDeployment allocates to a subset"),
     ("united_subset_ready_replicas", "Ready replicas reported by a subset's workload"),
 )
@@ -530,7 +530,7 @@ class _SubsetLines:
             return
         self._values[key] = dict(subsets)
         ud = f'namespace="{_escape(namespace)}",uniteddeployment="{_escape(name)}",subset="'
-        desired, ready = (f"{family}{{{ud}" for family, _ in SUBSET_FAMILIES)
+        desired, ready = (f"{family}{{{ud}" for family, _ in _SUBSET_FAMILIES)
         self._lines[key] = (
             "".join(f'{desired}{_escape(subset)}"}} {float(r.desired)!r}\n' for subset, r in subsets.items()),
             "".join(f'{ready}{_escape(subset)}"}} {float(r.ready)!r}\n' for subset, r in subsets.items()),
@@ -539,7 +539,7 @@ class _SubsetLines:
     def render(self) -> bytes:
         lines = list(self._lines.values())
         parts: list[str] = []
-        for k, (family, help_text) in enumerate(SUBSET_FAMILIES):
+        for k, (family, help_text) in enumerate(_SUBSET_FAMILIES):
             parts.append(f"# HELP {family} {help_text}\n# TYPE {family} gauge\n")
             parts.extend(pair[k] for pair in lines)
         return "".join(parts).encode()
