@@ -34,7 +34,7 @@ import aiohttp
 
 from bench.admission import admission
 from bench.controller import WRITE_VERBS, ControllerProcess, Samples, parse_metrics
-from bench.env import create_namespace
+from bench.env import ROOT, create_namespace
 from bench.observe import KRUISE_UD
 from bench.scaleout import scaleout
 from bench.scenarios import Context, cold_start_run, event_writes, log, reconcile_writes, resync_restart, scale_events
@@ -418,7 +418,16 @@ def without_webhooks(docs: Sequence[Json]) -> list[Json]:
     return [d | {"webhooks": []} if d.get("kind") in WEBHOOK_KINDS else d for d in docs]
 
 
-async def install_side(client: KubeClient, side: str, peer_docs: Sequence[Json]) -> None:
+def our_files(source: Path | None) -> list[Path]:
+    """This project's compat CRDs and its apps.kruise.io role, from ``source`` when the controller
+    runs from another tree: a tree's CRDs go with its code (a schema change is measured with it)."""
+    files = [Path(str(f)) for f in (*crds(KRUISE_GROUP), MANIFESTS / "kruise" / "clusterrole.yaml")]
+    return files if source is None else [source / f.relative_to(ROOT) for f in files]
+
+
+async def install_side(
+    client: KubeClient, side: str, peer_docs: Sequence[Json], *, source: Path | None = None
+) -> None:
     """The side's CRDs in place of the other's (and, for this project, its apps.kruise.io role);
     no webhook configured (the peer's, if it has some, empty)."""
     await delete_crds(client, SHARED_CRDS)
@@ -426,7 +435,7 @@ async def install_side(client: KubeClient, side: str, peer_docs: Sequence[Json])
     if side == "peer":
         await apply(client, without_webhooks(peer_docs))
     else:
-        await apply(client, documents(*crds(KRUISE_GROUP), MANIFESTS / "kruise" / "clusterrole.yaml"))
+        await apply(client, documents(*our_files(source)))
 
 
 PROBE_NAMESPACE = "bench-collector-probe"
@@ -575,7 +584,7 @@ async def compare_sides(
     try:
         for r, side in interleave(repeats):
             log(f"{side} ({r + 1}/{repeats}): installing its CRDs")
-            await install_side(ctx.client, side, peer_docs)
+            await install_side(ctx.client, side, peer_docs, source=ctx.source)
             ctx.group, ctx.spawn = KRUISE_GROUP, spawner(ctx, side, command, kubeconfig)
             figures: Json = {}
             if with_uds:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bench.controller import py_spy
+from bench.env import ROOT
 from bench.peer import (
     FIGURES,
     PLACEHOLDERS,
@@ -22,6 +23,7 @@ from bench.peer import (
     interleave,
     manifests,
     medians,
+    our_files,
     peer_argv,
     profiled,
     ratio,
@@ -313,3 +315,18 @@ def test_profile_without_py_spy_exits_2_and_finds_one_on_path_or_beside_python(
         spy.write_text("#!/bin/sh\n")
         spy.chmod(0o755)
         assert py_spy() == str(spy)
+
+
+def test_our_crds_come_from_the_source_tree_the_controller_runs_from(tmp_path: Path) -> None:
+    """A tree's schema change is measured with its code, not with the bench's own CRDs."""
+    here = our_files(None)
+    assert [f.name for f in here] == [
+        "apps.kruise.io_uniteddeployments.yaml",
+        "apps.kruise.io_workloadspreads.yaml",
+        "clusterrole.yaml",
+    ]
+    assert all(f.is_file() for f in here)
+    there = our_files(tmp_path)
+    assert [f.name for f in there] == [f.name for f in here]
+    assert all(f.is_relative_to(tmp_path) and not f.is_relative_to(ROOT) for f in there)
+    assert [f.relative_to(tmp_path) for f in there] == [f.relative_to(ROOT) for f in here]
