@@ -87,11 +87,11 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-
 def py_spy() -> str | None:
     """The ``py-spy`` that ``--profile`` runs: on ``PATH``, else beside this Python (a venv's)."""
     beside = Path(sys.executable).with_name("py-spy")
     return shutil.which("py-spy") or (str(beside) if beside.is_file() else None)
+
 
 class CpuLedger:
     """CPU seconds by process, summed over the windows a scenario charges to a case: where a

@@ -425,9 +425,7 @@ def our_files(source: Path | None) -> list[Path]:
     return files if source is None else [source / f.relative_to(ROOT) for f in files]
 
 
-async def install_side(
-    client: KubeClient, side: str, peer_docs: Sequence[Json], *, source: Path | None = None
-) -> None:
+async def install_side(client: KubeClient, side: str, peer_docs: Sequence[Json], *, source: Path | None = None) -> None:
     """The side's CRDs in place of the other's (and, for this project, its apps.kruise.io role);
     no webhook configured (the peer's, if it has some, empty)."""
     await delete_crds(client, SHARED_CRDS)
