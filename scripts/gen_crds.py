@@ -655,6 +655,7 @@ def status_schema() -> Schema:
             ),
         },
         "Observed state of the UnitedDeployment, written by the controller.",
+        extensions=ATOMIC_MAP,
     )
 
 
@@ -924,6 +925,7 @@ def ws_status_schema(alpha: bool) -> Schema:
             ),
         },
         "Observed state of the WorkloadSpread, written by the webhook and the controller.",
+        extensions=ATOMIC_MAP,
     )
 
 

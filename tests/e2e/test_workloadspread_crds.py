@@ -48,3 +48,5 @@ async def test_a_workload_spread_and_its_status_are_stored_as_written(
     else:
         raise AssertionError("ten status writes in a row conflicted")
     assert updated["status"] == status
+    records = [m["fieldsV1"]["f:status"] for m in updated["metadata"]["managedFields"] if "f:status" in m["fieldsV1"]]
+    assert records and all(r == {} for r in records), "the status is one atomic field to the field manager"

@@ -1534,3 +1534,12 @@ def test_reference_rule_check_elastic_mode() -> None:
     del subsets[1]["maxReplicas"]
     subsets[0]["minReplicas"] = 3
     assert "zone-a: minReplicas > maxReplicas" in reference_rule_violations(ud)
+
+
+def test_the_status_is_one_atomic_field_for_the_api_servers_field_manager() -> None:
+    """Only the controller writes the status (a merge patch replaces lists whole whatever their
+    type): tracking its fields one by one bought nothing and cost a record of every field, item
+    and condition in ``managedFields``, handled on every write and watch event of the object."""
+    for name, version in all_versions():
+        status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+        assert status["x-kubernetes-map-type"] == "atomic", name

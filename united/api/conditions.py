@@ -22,16 +22,31 @@ class Problem:
     stalled: bool = True
 
 
+Said = tuple[str, str]
+"""A condition's ``(reason, message)``."""
+
+
 def kstatus(
     previous: Mapping[Any, Mapping[str, Any]],
-    values: Mapping[str, tuple[bool, str, str]],
     *,
+    ready: tuple[bool, str, str],
+    reconciling: Said | None,
+    stalled: Said | None,
+    others: Mapping[str, tuple[bool, str, str]] | None = None,
     generation: int,
     now: str,
 ) -> list[dict[str, Any]]:
-    """Conditions from ``type -> (status, reason, message)``, in that order; a condition's
+    """``Ready`` from ``(status, reason, message)``; ``Reconciling`` and ``Stalled`` only while
+    True (None: absent), as kstatus reads them — an absent abnormal-true condition is False, and
+    every condition written is a few hundred bytes the API server handles on each write and
+    watch event of the object; then ``others`` in their order. A condition's
     ``lastTransitionTime`` moves only when its status does (``previous``: the old ones by type).
     Every kind's status builds its conditions here."""
+    values = {READY: ready}
+    for kind, said in ((RECONCILING, reconciling), (STALLED, stalled)):
+        if said is not None:
+            values[kind] = (True, *said)
+    values.update(others or {})
     out = []
     for kind, (value, reason, message) in values.items():
         state = "True" if value else "False"

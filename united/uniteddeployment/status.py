@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.api.conditions import READY, RECONCILING, STALLED, Problem, kstatus
+from united.api.conditions import Problem, kstatus
 from united.api.document import Json
 from united.api.selector import EQUALS, Requirement, Selector
 from united.api.selector import parse as parse_selector
@@ -236,27 +236,21 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
     rollout = facts.rollout or {}
     if progress is None and rollout.get("phase") == "Progressing":
         progress = str(rollout.get("message") or "rolling out")
+    reconciling: tuple[str, str] | None = None
+    stalled_c: tuple[str, str] | None = None
     if rollout.get("phase") == "Paused" and problem is None:
         # Suspended, not progressing: GitOps tools must not wait on a rollout held on purpose.
-        reason = str(rollout.get("reason") or "Paused")
-        stalled_c = (False, reason, "")
-        reconciling_c = (False, reason, str(rollout.get("message") or ""))
-        ready_c = (False, reason, str(rollout.get("message") or ""))
+        ready_c = (False, str(rollout.get("reason") or "Paused"), str(rollout.get("message") or ""))
     elif stalled and problem is not None:
-        stalled_c = (True, problem.reason, problem.message)
-        reconciling_c = (False, "Stalled", problem.message)
+        stalled_c = (problem.reason, problem.message)
         ready_c = (False, problem.reason, problem.message)
     elif problem is not None:
-        stalled_c = (False, "Progressing", "")
-        reconciling_c = (True, problem.reason, problem.message)
+        reconciling = (problem.reason, problem.message)
         ready_c = (False, problem.reason, problem.message)
     elif progress is not None:
-        stalled_c = (False, "Progressing", "")
-        reconciling_c = (True, "Progressing", progress)
+        reconciling = ("Progressing", progress)
         ready_c = (False, "Progressing", progress)
     else:
-        stalled_c = (False, "Reconciled", "")
-        reconciling_c = (False, "Reconciled", "")
         ready_c = (True, "AllReplicasReady", f"{status['readyReplicas']} replicas ready")
     revision = status["updatedRevision"]
     done = status["currentRevision"] == revision
@@ -265,8 +259,15 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
         "UnitedDeploymentRevisionUpdated" if done else "UnitedDeploymentRevisionUpdating",
         f"{'updated' if done else 'updating'} to revision {revision}",
     )
-    values = {READY: ready_c, RECONCILING: reconciling_c, STALLED: stalled_c, UPDATED: updated_c}
-    return kstatus(previous, values, generation=facts.generation, now=facts.now)
+    return kstatus(
+        previous,
+        ready=ready_c,
+        reconciling=reconciling,
+        stalled=stalled_c,
+        others={UPDATED: updated_c},
+        generation=facts.generation,
+        now=facts.now,
+    )
 
 
 def stalled(previous: Mapping[str, Any], *, generation: int, problem: Problem, now: str) -> Json:

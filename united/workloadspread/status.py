@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from united.api.conditions import READY, RECONCILING, STALLED, Problem, kstatus
+from united.api.conditions import Problem, kstatus
 from united.api.document import Json
 from united.api.field import FieldError
 from united.api.timestamp import format_time, parse_time
@@ -151,25 +151,26 @@ def _verdict(
 def conditions(ws: WorkloadSpread, verdict: _Verdict, *, now: float) -> list[Json]:
     """kstatus conditions; a condition's ``lastTransitionTime`` moves only when its status does."""
     problem = verdict.problem
-    if problem is not None and problem.stalled:
-        values = [
-            (False, problem.reason, problem.message),
-            (False, STALLED, problem.message),
-            (True, problem.reason, problem.message),
-        ]
-    elif problem is not None:
-        values = [(False, problem.reason, problem.message), (False, "Reconciled", ""), (False, "Reconciled", "")]
+    reconciling: tuple[str, str] | None = None
+    stalled: tuple[str, str] | None = None
+    if problem is not None:
+        ready = (False, problem.reason, problem.message)
+        if problem.stalled:
+            stalled = (problem.reason, problem.message)
     elif verdict.progress is not None:
-        values = [
-            (False, "Progressing", verdict.progress),
-            (True, "Progressing", verdict.progress),
-            (False, "Progressing", ""),
-        ]
+        ready = (False, "Progressing", verdict.progress)
+        reconciling = ("Progressing", verdict.progress)
     else:
-        values = [(True, "Placed", verdict.ready), (False, "Reconciled", ""), (False, "Reconciled", "")]
+        ready = (True, "Placed", verdict.ready)
     previous = {c.get("type"): c for c in ws.status.extra.get("conditions") or () if isinstance(c, Mapping)}
-    by_type = dict(zip((READY, RECONCILING, STALLED), values, strict=True))
-    return kstatus(previous, by_type, generation=ws.generation, now=format_time(now))
+    return kstatus(
+        previous,
+        ready=ready,
+        reconciling=reconciling,
+        stalled=stalled,
+        generation=ws.generation,
+        now=format_time(now),
+    )
 
 
 class _Counter:

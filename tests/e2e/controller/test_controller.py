@@ -35,6 +35,7 @@ from tests.e2e.controller.helpers import (
     zone,
 )
 from tests.support.controller import CRDS, Controller, install_kruise_rbac, webhook_configurations_aside
+from united.devcluster import versions
 from united.devcluster.crds import kruise_crds
 from united.devcluster.simulation import Simulation
 from united.kube.apply import install_crds
@@ -77,7 +78,12 @@ async def create(kube: KubeClient, namespace: str, doc: dict[str, Any]) -> dict[
     ],
 )
 async def test_every_sample_converges(
-    controller: Controller, sim: Simulation, kube: KubeClient, namespace: str, name: str
+    controller: Controller,
+    sim: Simulation,
+    kube: KubeClient,
+    namespace: str,
+    name: str,
+    kube_version: versions.KubeVersion,
 ) -> None:
     doc = scaled_down(sample(name), 6)
     for node in nodes_for(doc, f"s-{namespace[-6:]}"):
@@ -90,6 +96,12 @@ async def test_every_sample_converges(
     assert got == desired
     assert status["replicas"] == status["readyReplicas"] == doc["spec"]["replicas"]
     assert status["labelSelector"] == f"app={doc['spec']['selector']['matchLabels']['app']}"
+    # Reconciling and Stalled are False: absent
+    assert [c["type"] for c in status["conditions"]] == ["Ready", "UnitedDeploymentUpdated"]
+    # The status is one field to the API server's field manager, no record of its items; the
+    # oldest supported version (1.20) still records each one.
+    records = [m["fieldsV1"]["f:status"] for m in obj["metadata"]["managedFields"] if "f:status" in m["fieldsV1"]]
+    assert (records == [{}]) == (kube_version.minor > 20), records
 
 
 @pytest.mark.compat

@@ -55,4 +55,4 @@ async def test_status_and_health_of_a_placed_and_an_invalid_spread(
     assert (status, message.split(":")[0]) == ("Degraded", "InvalidSpec")
     broken = await kubectl("status", "workloadspread/mixed")
     assert broken.returncode == 0, broken
-    assert "Conditions: Ready=False,Reconciling=False,Stalled=True(InvalidSpec)" in broken.stdout
+    assert "Conditions: Ready=False,Stalled=True(InvalidSpec)" in broken.stdout

@@ -100,6 +100,7 @@ def test_every_version_is_structural_with_status_and_the_reference_columns(api_v
     served = version(api_version)
     assert structural_problems(without_rules(served["schema"]["openAPIV3Schema"])) == [], "as the floor gets it"
     assert served["subresources"] == {"status": {}}
+    assert served["schema"]["openAPIV3Schema"]["properties"]["status"]["x-kubernetes-map-type"] == "atomic"
     assert [(c["name"], c["type"], c["jsonPath"]) for c in served["additionalPrinterColumns"]] == [
         ("WorkloadName", "string", ".spec.targetRef.name"),
         ("WorkloadKind", "string", ".spec.targetRef.kind"),

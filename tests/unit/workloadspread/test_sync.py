@@ -134,7 +134,7 @@ def test_bad_replicas_path_stalls_once() -> None:
         )
     ]
     stalled = {c["type"]: c["status"] for c in first.status.extra["conditions"]}
-    assert stalled == {"Ready": "False", "Reconciling": "False", "Stalled": "True"}
+    assert stalled == {"Ready": "False", "Stalled": "True"}
     ws, _ = apply(ws, [], first)
     assert_no_op(run(ws, [pod("a0", "a")]), ws)
 
