@@ -5,7 +5,7 @@ Two UnitedDeployment CRDs are written, sharing one OpenAPI v3 schema (built by :
 
 * ``crds/apps.united.io_uniteddeployments.yaml`` -- group ``apps.united.io``, version ``v1alpha1``;
 * ``crds/compat/apps.kruise.io_uniteddeployments.yaml`` -- group ``apps.kruise.io``, versions
-  ``v1alpha1`` and ``v1beta1`` (storage), conversion ``None``, for clusters without OpenKruise.
+  ``v1alpha1`` (storage) and ``v1beta1``, conversion ``None``, for clusters without OpenKruise.
 
 The ``spec`` schema is compatible with OpenKruise's UnitedDeployment (``apps.kruise.io``
 v1alpha1 and v1beta1 share one spec). The ``status`` schema is the union of Kruise's v1alpha1
@@ -762,8 +762,8 @@ def kruise_compat_crd() -> Schema:
     return crd(
         KRUISE_GROUP,
         [
-            version("v1alpha1", storage=False, ours=False),
-            version("v1beta1", storage=True, ours=False),
+            version("v1alpha1", storage=True, ours=False),
+            version("v1beta1", storage=False, ours=False),
         ],
         conversion={"strategy": "None"},
     )
@@ -1144,7 +1144,7 @@ UNITED_HEADER = (
 
 KRUISE_HEADER = (
     _GENERATED + "# Compatibility CRD: UnitedDeployment as apps.kruise.io/v1alpha1 and v1beta1\n"
-    "# (v1beta1 stored; one schema, conversion None) so that OpenKruise manifests work\n"
+    "# (v1alpha1 stored; one schema, conversion None) so that OpenKruise manifests work\n"
     "# unchanged on clusters WITHOUT OpenKruise.\n"
     "# Never install it next to OpenKruise: it would replace Kruise's own CRD.\n"
 )

@@ -438,8 +438,8 @@ def test_united_crd_versions() -> None:
 def test_kruise_compat_crd_versions_and_conversion() -> None:
     spec = crd_for_group("apps.kruise.io")["spec"]
     assert [(v["name"], v["served"], v["storage"]) for v in spec["versions"]] == [
-        ("v1alpha1", True, False),
-        ("v1beta1", True, True),
+        ("v1alpha1", True, True),
+        ("v1beta1", True, False),
     ]
     assert spec["conversion"] == {"strategy": "None"}
 

@@ -30,7 +30,7 @@ class Options(Protocol):
 
 
 def ud_resource(api_group: str) -> Resource:
-    version = "v1alpha1" if api_group == GROUP else "v1beta1"
+    version = "v1alpha1"
     return Resource(api_group, version, PLURAL, True, "UnitedDeployment")
 
 

@@ -15,7 +15,7 @@ from united.kube.wait import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
-KRUISE_UD = Resource("apps.kruise.io", "v1beta1", "uniteddeployments", True, "UnitedDeployment")
+KRUISE_UD = Resource("apps.kruise.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
 CLONESETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")

@@ -49,7 +49,7 @@ class Kind:
 
 
 UNITED = Kind(
-    "UnitedDeployment", "uniteddeployments", ("uniteddeployment", "ud"), {GROUP: "v1alpha1", KRUISE_GROUP: "v1beta1"}
+    "UnitedDeployment", "uniteddeployments", ("uniteddeployment", "ud"), {GROUP: "v1alpha1", KRUISE_GROUP: "v1alpha1"}
 )
 SPREAD = Kind(
     "WorkloadSpread", "workloadspreads", ("workloadspread", "ws"), {GROUP: "v1alpha1", KRUISE_GROUP: "v1alpha1"}

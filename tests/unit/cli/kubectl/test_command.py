@@ -39,7 +39,7 @@ def test_targets_take_kubectls_type_slash_name() -> None:
     ws, name = target("ws/spread", group="apps.united.io")
     assert (ws.plural, ws.group, ws.version, name) == ("workloadspreads", "apps.united.io", "v1alpha1", "spread")
     kruise, _ = target("uniteddeployments.apps.kruise.io/web", group="apps.united.io")
-    assert (kruise.group, kruise.version) == ("apps.kruise.io", "v1beta1")
+    assert (kruise.group, kruise.version) == ("apps.kruise.io", "v1alpha1")
     with pytest.raises(ManifestError, match='NAME: Invalid value: "pods/x"'):
         target("pods/x", group="apps.united.io")
 
