@@ -154,7 +154,7 @@ def compute(facts: Facts) -> Json:
         status["rollout"] = dict(facts.rollout)
     status["conditions"] = _conditions(facts, status, subsets)
     if facts.plan is not None:
-        status["subsetStatuses"] = [_sparse(s, SPARSE_SUBSET) for s in subsets]
+        status["subsetStatuses"] = [_sparse_subset(s) for s in subsets]
     return _sparse(status, SPARSE_TOP)
 
 
@@ -167,9 +167,13 @@ field-manager record too. A subset's ``partitionApplied`` is written only with a
 
 
 def _sparse(entry: Json, counts: Sequence[str]) -> Json:
-    out = {k: v for k, v in entry.items() if not (k in counts and v == 0)}
-    if "partitionApplied" in out and not out.get("partition"):
-        del out["partitionApplied"]
+    return {k: v for k, v in entry.items() if not (k in counts and v == 0)}
+
+
+def _sparse_subset(entry: Json) -> Json:
+    out = _sparse(entry, SPARSE_SUBSET)
+    if not out.get("partition"):
+        out.pop("partitionApplied", None)
     return out
 
 
