@@ -67,6 +67,8 @@ JSON = dict[str, Any]
 JSONPatch = list[JSON]
 
 DEFAULT_USER_AGENT = f"united/{__version__}"
+CONNECTION_CLOSED = "Connection closed."
+"""What aiohttp raises (a ``RuntimeError``) when a watch reads on after its connection closed."""
 _READS = frozenset({"GET", "HEAD"})
 RETRY_ATTEMPTS = 3
 """Attempts per request (watches aside) while it fails transiently (``retry.py``)."""
@@ -372,6 +374,10 @@ class WatchStream:
                 line = await self._resp.content.readline(max_line_length=self._client.max_answer)
             except (TimeoutError, aiohttp.ClientError, ValueError, HttpProcessingError) as exc:
                 raise transport_error(exc, self._client.host) from exc
+            except RuntimeError as exc:  # aiohttp reading a response whose connection is already gone
+                if str(exc) != CONNECTION_CLOSED:
+                    raise
+                raise transport_error(aiohttp.ServerDisconnectedError(), self._client.host) from exc
             if not line:
                 raise StopAsyncIteration
             line = line.strip()

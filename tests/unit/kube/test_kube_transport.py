@@ -314,3 +314,32 @@ async def test_a_create_is_retried_only_when_throttled(server: tuple[str, Seen])
         assert attempts(seen, "/pods/flaky-3") == 1
         assert await client.create(PODS, {"metadata": {"name": "x"}}, namespace="throttled-flaky-1") == {"ok": True}
         assert attempts(seen, "/throttled-flaky-1/pods") == 2
+
+
+async def test_a_watch_read_after_its_connection_closed_is_a_transient_error(server: tuple[str, Seen]) -> None:
+    """aiohttp raises a bare ``RuntimeError`` there; callers retry transport errors, not that."""
+    url, _ = server
+
+    class Stream:
+        def __init__(self, message: str) -> None:
+            self.message = message
+
+        async def readline(self, **_: object) -> bytes:
+            raise RuntimeError(self.message)
+
+    closed, other = Stream("Connection closed."), Stream("something else")
+
+    async with KubeClient.for_server(url) as client:
+        async with client.watch(PODS, namespace="ns", resource_version="10", timeout_seconds=5) as events:
+            assert events._resp is not None
+            real, events._resp.content = events._resp.content, closed  # type: ignore[assignment]
+            with pytest.raises(TransientError) as caught:
+                await events.__anext__()
+            assert caught.value.reason == "Disconnected"
+            events._resp.content = real
+        async with client.watch(PODS, namespace="ns", resource_version="10", timeout_seconds=5) as events:
+            assert events._resp is not None
+            real, events._resp.content = events._resp.content, other  # type: ignore[assignment]
+            with pytest.raises(RuntimeError, match="something else"):
+                await events.__anext__()
+            events._resp.content = real
