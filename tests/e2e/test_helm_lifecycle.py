@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_demo_existing_cluster import snapshot
-from tests.support.controller import Controller
+from tests.support.controller import Controller, webhooks_trusted
 from tests.support.tools import HELM, ensure_tool
 from tests.unit.chart.test_chart import CHART
 from united.devcluster.cluster import LocalCluster
@@ -175,6 +175,10 @@ async def _controller(kube: KubeClient, cluster: LocalCluster, name: str) -> tup
     identity = await cluster.service_account_kubeconfig(kube, namespace=SYSTEM, name="united-controller")
     running = Controller(identity, name=name, extra=(*args[1:], "--webhook-host", "127.0.0.1"), leader_elect=False)
     await asyncio.to_thread(running.start)
+    # Ready means serving; the chart's configurations trust it only once its first pass wrote
+    # the caBundle. Until then a spread's CREATE (failurePolicy Ignore) would not put its
+    # namespace in the pod webhooks' list, and its first pods would be admitted unplaced.
+    await webhooks_trusted(kube, f"https://127.0.0.1:{WEBHOOK_PORT}")
     return running, args
 
 

@@ -30,8 +30,9 @@ class Options(Protocol):
 
 
 def ud_resource(api_group: str) -> Resource:
-    version = "v1alpha1"
-    return Resource(api_group, version, PLURAL, True, "UnitedDeployment")
+    """Both groups store and are spoken to in ``v1alpha1`` (what every HPA and released
+    manifest names), so the API server converts nothing on the controller's reads and writes."""
+    return Resource(api_group, "v1alpha1", PLURAL, True, "UnitedDeployment")
 
 
 def setup(registry: Registry, options: Options) -> UnitedDeploymentController:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from united.api.conditions import Problem, kstatus
+from united.api.conditions import Problem, Said, kstatus
 from united.api.document import Json
 from united.api.selector import EQUALS, Requirement, Selector
 from united.api.selector import parse as parse_selector
@@ -240,8 +240,8 @@ def _conditions(facts: Facts, status: Json, subsets: Sequence[Json]) -> list[Jso
     rollout = facts.rollout or {}
     if progress is None and rollout.get("phase") == "Progressing":
         progress = str(rollout.get("message") or "rolling out")
-    reconciling: tuple[str, str] | None = None
-    stalled_c: tuple[str, str] | None = None
+    reconciling: Said | None = None
+    stalled_c: Said | None = None
     if rollout.get("phase") == "Paused" and problem is None:
         # Suspended, not progressing: GitOps tools must not wait on a rollout held on purpose.
         ready_c = (False, str(rollout.get("reason") or "Paused"), str(rollout.get("message") or ""))

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from united.api.conditions import Problem, kstatus
+from united.api.conditions import Problem, Said, kstatus
 from united.api.document import Json
 from united.api.field import FieldError
 from united.api.timestamp import format_time, parse_time
@@ -151,8 +151,8 @@ def _verdict(
 def conditions(ws: WorkloadSpread, verdict: _Verdict, *, now: float) -> list[Json]:
     """kstatus conditions; a condition's ``lastTransitionTime`` moves only when its status does."""
     problem = verdict.problem
-    reconciling: tuple[str, str] | None = None
-    stalled: tuple[str, str] | None = None
+    reconciling: Said | None = None
+    stalled: Said | None = None
     if problem is not None:
         ready = (False, problem.reason, problem.message)
         if problem.stalled:
@@ -278,7 +278,7 @@ def _explained(subset: Subset, entry: SubsetStatus, *, replicas: int, pending: i
     return dataclasses.replace(entry, reason=reason, message=message)
 
 
-def explain(subset: Subset, entry: SubsetStatus, *, replicas: int, pending: int) -> tuple[str, str]:
+def explain(subset: Subset, entry: SubsetStatus, *, replicas: int, pending: int) -> Said:
     """Why a subset looks as it does: ``(reason, message)``; ``pending``: the webhook's open
     bookings for the subset, in any version's list (the aggregate's own count none)."""
     limit = resolve(subset.max_replicas, replicas=replicas)

@@ -37,23 +37,23 @@ class CommandError(Exception):
     """A one-line error for stderr, exit code 1."""
 
 
+GROUPS = (GROUP, KRUISE_GROUP)
+"""Both kinds are spoken to in ``v1alpha1`` in both groups (the version each stores or serves
+as OpenKruise's releases do)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Kind:
     kind: str
     plural: str
     aliases: tuple[str, ...]
-    versions: Mapping[str, str]
 
     def resource(self, group: str) -> Resource:
-        return Resource(group, self.versions[group], self.plural, True, self.kind)
+        return Resource(group, "v1alpha1", self.plural, True, self.kind)
 
 
-UNITED = Kind(
-    "UnitedDeployment", "uniteddeployments", ("uniteddeployment", "ud"), {GROUP: "v1alpha1", KRUISE_GROUP: "v1alpha1"}
-)
-SPREAD = Kind(
-    "WorkloadSpread", "workloadspreads", ("workloadspread", "ws"), {GROUP: "v1alpha1", KRUISE_GROUP: "v1alpha1"}
-)
+UNITED = Kind("UnitedDeployment", "uniteddeployments", ("uniteddeployment", "ud"))
+SPREAD = Kind("WorkloadSpread", "workloadspreads", ("workloadspread", "ws"))
 
 
 def target(text: str, *, group: str) -> tuple[Resource, str]:
@@ -64,7 +64,7 @@ def target(text: str, *, group: str) -> tuple[Resource, str]:
     type_, dot, given_group = kind.partition(".")
     group = given_group if dot else group
     for candidate in (UNITED, SPREAD):
-        if type_.lower() in (candidate.plural, *candidate.aliases) and group in candidate.versions:
+        if type_.lower() in (candidate.plural, *candidate.aliases) and group in GROUPS:
             if not name:
                 break
             return candidate.resource(group), name
