@@ -10,13 +10,14 @@ Why the rules here:
   limit) is refused with 413 before it is read; JSON nested deeper than the controller reads
   anywhere (``united.api.decode``) is refused with 400, so no handler ever walks it.
 * **A review costs what it asks for.** An admission review is first read only up to the pod
-  (:func:`head`): over :data:`MAX_PLACED_BYTES`, or over :data:`INLINE_BYTES` from a namespace
-  that needs nothing (the route's :data:`Screen`), it is allowed unchanged without being decoded.
+  (:func:`head`): from a namespace that needs nothing (the route's :data:`Screen`, asked on the
+  server's thread) or over :data:`MAX_PLACED_BYTES`, it is allowed unchanged without being
+  decoded or handed to the controller's loop.
 * **Off the controller's loop.** Connections, TLS, reading and decoding run on the server's
   own thread and loop, under :class:`~united.runtime.connections.Limits` (caps per server and
   per peer, handshake, request and idle deadlines); only the admission handlers run on the loop
-  that started the server, at most ``concurrency`` at once per route, and a small review crosses
-  to it once (screen and handler in one turn). A :class:`Computed` route never crosses.
+  that started the server, at most ``concurrency`` at once per route, and a review crosses to it
+  once. A :class:`Computed` route never crosses.
 * **Callers can be authenticated.** With :meth:`TLS.require_client_certificates` a request to
   a route not named ``unauthenticated`` is refused (401) unless the client presented a
   certificate from that CA (the API server presents one to admission webhooks when its
@@ -72,8 +73,12 @@ class Computed:
 Route = Handler | Computed
 """What a path is served by."""
 Screen = Callable[[str], bool]
-"""Whether an admission review from this namespace needs its handler (False: allowed unchanged);
-called on the loop the handlers run on, so it may read what they read."""
+"""Whether an admission review from this namespace needs its handler (False: allowed unchanged).
+Called on the server's own thread, so that a pod nobody places costs no turn of the controller's
+loop (a crossing each way, and a wait for the loop behind whatever it is doing): it must only
+read what the controller's loop replaces or updates in one step (an attribute, a dict or set
+lookup), and never write, await or iterate over shared state. A stale answer is as stale as the
+caches are."""
 T = TypeVar("T")
 A = TypeVar("A")
 
@@ -429,30 +434,21 @@ class WebhookServer:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._owner))
 
     async def _handle(self, route: str, body: bytes) -> tuple[Json, Json]:
-        """The review and the reply to it. An
-        admission review is screened by its namespace before it is handled: a small one, decoded
-        here, in the same turn of the owner's loop as its handler (one hop); a larger one first,
-        so that it is decoded only if it must be."""
+        """The review and the reply to it. An admission review is first screened by its
+        namespace, here: one from a namespace that needs nothing is answered without being
+        decoded and without a turn of the owner's loop."""
         screen, handler = self._screens.get(route), self._routes[route]
         found = head(body) if screen is not None else None
-        if screen is None or found is None:
-            if screen is not None and len(body) > self._max_placed:
+        if found is not None and found.namespace and screen is not None and not screen(found.namespace):
+            self._skipped(route, "namespace")
+            return _stub(found), allow(found.uid)
+        if screen is not None and len(body) > self._max_placed:
+            if found is None:
                 raise BadReviewError(f"over {self._max_placed} bytes and not laid out as an API server's review")
-            review = await self._decode(body)
-            return review, await self._reply(handler, review, len(body))
-        if len(body) <= INLINE_BYTES and not isinstance(handler, Computed):
-            review = _parse(body)
-            reply = await self._owned(_screened_and_handled(screen, found.namespace, handler, review))
-            if reply is not None:
-                return review, reply
-        elif not found.namespace or await self._owned(_screened(screen, found.namespace)):
-            if len(body) <= self._max_placed:
-                review = await self._decode(body)
-                return review, await self._reply(handler, review, len(body))
             self._skipped(route, "too_large")
             return _stub(found), allow(found.uid)
-        self._skipped(route, "namespace")
-        return _stub(found), allow(found.uid)
+        review = await self._decode(body)
+        return review, await self._reply(handler, review, len(body))
 
     async def _offload(self, work: Callable[[A], T], arg: A, size: int) -> T:
         """``work(arg)`` for a body of ``size`` bytes: here when small, else on the pool, so that
@@ -583,18 +579,7 @@ def _logged_uid(body: bytes) -> str:
     return found.uid if found is not None else "?"
 
 
-async def _screened(screen: Screen, namespace: str) -> bool:
-    return screen(namespace)
-
-
 async def _handled(handler: Handler, review: Json) -> Json:
-    return await handler(review)
-
-
-async def _screened_and_handled(screen: Screen, namespace: str, handler: Handler, review: Json) -> Json | None:
-    """The handler's reply, or None when the namespace needs nothing."""
-    if namespace and not screen(namespace):
-        return None
     return await handler(review)
 
 

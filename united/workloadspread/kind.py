@@ -55,7 +55,8 @@ class WorkloadSpreads:
 
     def has_spreads(self, namespace: str) -> bool:
         """Whether a pod review from ``namespace`` may concern a WorkloadSpread (the webhook
-        server decodes no other): the kind is served and synced and the namespace has one."""
+        server decodes no other): the kind is served and synced and the namespace has one.
+        Asked on the webhook server's thread: it only reads (attributes, one dict lookup per store)."""
         found = self.caches()
         return found is not None and bool(found[0].spreads.list(namespace))
 

@@ -706,6 +706,12 @@ async def test_a_pod_arriving_before_the_caches_show_its_namespaces_first_spread
     now[0] += webhooks_module.EXPECT_SPREAD
     await asyncio.wait_for(held, 30)
     assert seen[-1] == {"a", "b"} and not screen("c"), "the expectation lapsed: handled (and skipped) as before"
+    await webhooks.admit_spread(spread_review("d"))
+    now[0] += webhooks_module.EXPECT_SPREAD
+    noted = dict(webhooks.expected)
+    assert not screen("d") and webhooks.expected == noted, "the screen (on the server's thread) only reads"
+    await asyncio.wait_for(handler({"request": {"uid": "r", "namespace": "d"}}), 30)
+    assert "d" not in webhooks.expected, "the handler, on the controller's loop, drops the lapsed expectation"
     await webhooks.admit_spread(spread_review("a"))
     assert webhooks.expected == {}, "a namespace that holds a spread already expects none"
     for n in range(3 * MAX_TARGETED_NAMESPACES):

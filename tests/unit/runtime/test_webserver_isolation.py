@@ -329,26 +329,39 @@ async def test_small_reviews_are_decoded_and_computed_on_the_servers_thread_and_
         await served.server.stop()
 
 
-async def test_a_small_admission_review_crosses_to_the_controllers_loop_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Screen and handler in one turn of the owner's loop (each crossing is a wake-up of the other
-    thread, and a wait for its turn); a large review is screened before it is decoded."""
+async def test_a_review_crosses_to_the_controllers_loop_once_and_one_screened_out_never(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each crossing is a wake-up of the other thread and a wait for its turn: a review whose
+    handler runs crosses once, small or large; one from a namespace that needs nothing is
+    screened on the server's thread and never crosses."""
     hops: list[str] = []
+    screened_on: list[str] = []
     owned = WebhookServer._owned
 
     async def counted(self: WebhookServer, coro: Any) -> Any:
         hops.append(coro.__name__)
         return await owned(self, coro)
 
+    def screen(namespace: str) -> bool:
+        screened_on.append(threading.current_thread().name)
+        return namespace == "shop"
+
     monkeypatch.setattr(WebhookServer, "_owned", counted)
-    served = await serve({"/mutate-pods": _uid_allowed}, lambda namespace: namespace == "shop")
+    served = await serve({"/mutate-pods": _uid_allowed}, screen)
     try:
-        for uid, namespace, pad in [("small", "shop", 0), ("quiet", "elsewhere", 0), ("large", "shop", INLINE_BYTES)]:
+        for uid, namespace, pad, expected in [
+            ("small", "shop", 0, ["_handled"]),
+            ("quiet", "elsewhere", 0, []),
+            ("large", "shop", INLINE_BYTES, ["_handled"]),
+            ("large and quiet", "elsewhere", INLINE_BYTES, []),
+        ]:
             hops.clear()
             status, answer = await served.post(review(uid, namespace, pad=pad))
             assert (status, answer["response"]) == (200, {"uid": uid, "allowed": True})
-            expected = ["_screened", "_handled"] if uid == "large" else ["_screened_and_handled"]
             assert hops == expected, uid
-        assert served.skipped("namespace") == 1
+        assert served.skipped("namespace") == 2
+        assert screened_on == ["webhook-server"] * 4
     finally:
         await served.server.stop()
 
