@@ -250,6 +250,7 @@ def test_spread_figures_are_read_from_admission_and_the_first_scale_out_level() 
     assert (f["ws_targeted_p50_ms"], f["ws_targeted_p99_ms"], f["ws_targeted_burst_p50_ms"]) == (6.0, 18.0, 12.0)
     assert (f["ws_no_spread_p50_ms"], f["ws_no_spread_p99_ms"], f["ws_untargeted_p50_ms"]) == (3.0, 9.0, 3.5)
     assert f["ws_floor_p50_ms"] == 2.0
+    assert (f["ws_no_spread_paid_ms"], f["ws_untargeted_paid_ms"]) == (1.0, 1.5), "p50 over the same turn's floor"
     # Only writes to spreads count as bookings (the bench's own pod creations and leases do not).
     assert f["ws_bookings_per_pod"] == 1.2
     assert f["ws_spread_writes"] == {"PATCH workloadspreads/status": 4, "PUT workloadspreads/status": 8}
