@@ -123,22 +123,25 @@ class ServerProfile:
         self.binary = binary
         self.out = out
         self.seconds = max(1, round(seconds))
-        self._task: asyncio.Task[tuple[bytes, str]] | None = None
+        self._task: asyncio.Task[bytes] | None = None
         self._before: Mapping[Any, float] = {}
 
     async def start(self) -> None:
         self._before = parse_metrics(await self.client.get_path("/metrics"))
         self._task = asyncio.create_task(self._profile())
 
-    async def _profile(self) -> tuple[bytes, str]:
-        data = await self.client.get_bytes(
+    async def _profile(self) -> bytes:
+        return await self.client.get_bytes(
             "/debug/pprof/profile", query=[("seconds", str(self.seconds))], request_timeout=self.seconds + 60
         )
-        return data, await self.client.get_path("/metrics")  # the counts of the same window
 
     async def finish(self) -> Json:
+        """The profile and the requests counted from :meth:`start` to the later of its end and
+        this call: a scenario that outlasts the profile (or, on a loaded machine, only begins
+        after its first second) has every request it made counted."""
         assert self._task is not None, "start() first"
-        data, metrics = await self._task
+        data = await self._task
+        metrics = await self.client.get_path("/metrics")
         self.out.write_bytes(data)
         counts = requests(self._before, parse_metrics(metrics))
         summary: Json = {

@@ -3,10 +3,13 @@ per request (with the request counts of the same window), and the report's row."
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
 from bench.report import render
-from bench.serverprofile import client_requests, cumulative, requests, seconds, summarise
+from bench.serverprofile import ServerProfile, client_requests, cumulative, requests, seconds, summarise
 
 TOP = """File: kube-apiserver
 Type: cpu
@@ -87,3 +90,40 @@ def test_the_controllers_requests_are_counted_by_its_own_labels() -> None:
         ("workqueue_depth", ()): 4.0,
     }
     assert client_requests(before, after) == {"verb=PATCH,resource=deployments": 2.0, "verb=POST,resource=events": 1.0}
+
+
+class _Server:
+    """The API server as ``ServerProfile`` sees it: a profile that takes its seconds and a
+    ``/metrics`` whose PATCH count the test moves."""
+
+    def __init__(self) -> None:
+        self.patches = 0
+        self.profiled = asyncio.Event()
+
+    async def get_path(self, path: str) -> str:
+        assert path == "/metrics"
+        return (
+            "# TYPE apiserver_request_total counter\n"
+            f'apiserver_request_total{{verb="PATCH",resource="uniteddeployments",subresource="scale"}} {self.patches}\n'
+        )
+
+    async def get_bytes(self, path: str, **_: object) -> bytes:
+        self.profiled.set()
+        return b"profile"
+
+
+async def test_requests_made_after_the_profile_ended_are_still_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine a short profile can end before the bursts it was started for begin:
+    their requests are counted up to :meth:`finish`, not to the profile's end."""
+    monkeypatch.setattr("bench.serverprofile.shutil.which", lambda _: None)
+    server = _Server()
+    profile = ServerProfile(server, Path("/kube-apiserver"), tmp_path / "p.pprof", seconds=1)  # type: ignore[arg-type]
+    await profile.start()
+    await server.profiled.wait()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    server.patches = 2
+    summary = await profile.finish()
+    assert summary["requests"] == {"PATCH uniteddeployments scale": 2}
