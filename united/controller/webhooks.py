@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -83,6 +84,7 @@ from united.runtime.webserver import (
     Handler,
     Route,
     Screen,
+    Shortcut,
     WebhookServer,
     allow,
     request_of,
@@ -487,6 +489,15 @@ class Webhooks:
 
         return guarded, guarded_screen
 
+    def guard_route(self, route: Handler | Shortcut, screen: Screen) -> tuple[Handler | Shortcut, Screen]:
+        """:meth:`guard_pods` for a route: a :class:`Shortcut` keeps its early answer (it allows
+        only pods no spread may target, which the guard would hold for nothing) and has its
+        handler guarded."""
+        if not isinstance(route, Shortcut):
+            return self.guard_pods(route, screen)
+        guarded, guarded_screen = self.guard_pods(route.handler, screen)
+        return dataclasses.replace(route, handler=guarded), guarded_screen
+
     def _passed_through(self, started: int) -> None:
         """A pass that began after the ``started``-th request ended: wake who waited for it."""
         self._passed = max(self._passed, started)
@@ -808,7 +819,7 @@ async def serve_webhooks(
     screens = {**(screens or {}), SPREADS_PATH: webhooks.untargeted}
     mutate = routes.get(MUTATE_PATH)
     if mutate is not None and not isinstance(mutate, Computed) and MUTATE_PATH in screens:
-        routes[MUTATE_PATH], screens[MUTATE_PATH] = webhooks.guard_pods(mutate, screens[MUTATE_PATH])
+        routes[MUTATE_PATH], screens[MUTATE_PATH] = webhooks.guard_route(mutate, screens[MUTATE_PATH])
     server = WebhookServer(host=settings.webhook_host, port=settings.webhook_port, tls=tls,
                            routes=routes, metrics=metrics, screens=screens,
                            request_timeout=request_timeout, unauthenticated=[CONVERT_PATH])  # fmt: skip

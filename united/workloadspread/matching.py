@@ -15,7 +15,7 @@ webhook selects none, so no pod of such a spread was ever placed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 
 from united.api import selector
 from united.api.document import Json
@@ -43,7 +43,7 @@ MAX_DEPTH = 8
 def spread_for(pod: Json, spreads: Sequence[WorkloadSpread], owner: Owner) -> WorkloadSpread | None:
     """The first spread (in the given order) whose target owns ``pod``, else ``None``."""
     namespace = str(_meta(pod).get("namespace") or "")
-    candidates = [ws for ws in spreads if ws.namespace == namespace and not ws.deleting and ws.spec.target_ref]
+    candidates = _candidates(namespace, spreads)
     if not candidates or not is_active(pod):
         return None
     ref = controller_ref(pod)
@@ -57,6 +57,33 @@ def spread_for(pod: Json, spreads: Sequence[WorkloadSpread], owner: Owner) -> Wo
         if _owned(target, seen, chain) and selects(ws, pod):
             return ws
     return None
+
+
+def bystander(pod: Json, spreads: Sequence[WorkloadSpread], owner: Owner) -> Json | None:
+    """``pod``'s controller reference when no spread of ``spreads`` targets any pod of that
+    controller: its chain of owners was walked to its end (every link proven by ``owner``) and
+    reaches no spread's target. As long as neither the spreads nor those owners change, every
+    pod of that controller is answered the same — whatever its labels or phase. None when
+    that is not known (no spreads, no controller, an owner missing)."""
+    namespace = str(_meta(pod).get("namespace") or "")
+    candidates = _candidates(namespace, spreads)
+    ref = controller_ref(pod)
+    if not candidates or ref is None:
+        return None
+    walk, refs = _chain(namespace, ref, owner), []
+    while True:
+        try:
+            refs.append(next(walk))
+        except StopIteration as end:
+            complete = bool(end.value)
+            break
+    chain = {_key(r) for r in refs}
+    targets = {(t.group, t.kind, t.name) for ws in candidates if (t := ws.spec.target_ref) is not None}
+    return ref if complete and not chain & targets else None
+
+
+def _candidates(namespace: str, spreads: Sequence[WorkloadSpread]) -> list[WorkloadSpread]:
+    return [ws for ws in spreads if ws.namespace == namespace and not ws.deleting and ws.spec.target_ref]
 
 
 def selects(ws: WorkloadSpread, pod: Json) -> bool:
@@ -96,21 +123,24 @@ def _owned(target: TargetRef, seen: list[Json], chain: Iterator[Json]) -> bool:
     return False
 
 
-def _chain(namespace: str, ref: Json, owner: Owner) -> Iterator[Json]:
+def _chain(namespace: str, ref: Json, owner: Owner) -> Generator[Json, None, bool]:
     """The controller refs up from ``ref``, each one proven: ``owner`` found the object it
     names with its uid. The first unproven ref ends the chain, itself excluded — a review
-    naming a target it does not carry the uid of books nothing."""
+    naming a target it does not carry the uid of books nothing. Returns whether the walk
+    reached the chain's end (a top owner, a kind no spread targets, :data:`MAX_DEPTH`) rather
+    than an owner ``owner`` did not find."""
     for _ in range(MAX_DEPTH):
         if (group_of(str(ref.get("apiVersion") or "")), ref.get("kind")) not in WORKLOADS:
-            return
+            return True
         obj = owner(namespace, ref)
         if obj is None:
-            return
+            return False
         yield ref
         parent = controller_ref(obj)
         if parent is None:
-            return
+            return True
         ref = parent
+    return True
 
 
 def _key(ref: Json) -> tuple[str, str, str]:

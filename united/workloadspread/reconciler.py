@@ -32,9 +32,10 @@ from united.kube.client import CLONE_SETS, DEPLOYMENTS, NODES, PODS, REPLICA_SET
 from united.kube.discovery import served
 from united.kube.errors import namespace_terminating
 from united.runtime.controller import Controller, Host, Result, Stores
-from united.runtime.informer import MODIFIED, Informer
+from united.runtime.informer import DELETED, MODIFIED, Informer
 from united.workloadspread import matching
 from united.workloadspread.admission import admit
+from united.workloadspread.bystanders import Bystanders
 from united.workloadspread.injection import matched
 from united.workloadspread.model import DELETION_COST_ANNOTATION, PLURAL, Spec, Status, WorkloadSpread, group_of, parse
 from united.workloadspread.status import stalled
@@ -116,6 +117,9 @@ class Caches:
         self.pods = pods
         self.workloads = workloads
         self.nodes = nodes
+        self.bystanders = Bystanders()
+        """Controllers whose pods no spread targets, for the webhook server's thread; forgotten
+        on every event that may change a walk up a pod's owners."""
         self._admitted: dict[str, tuple[str, WorkloadSpread | ManifestError]] = {}
 
     def admitted(self, obj: Json) -> WorkloadSpread | ManifestError:
@@ -229,6 +233,7 @@ class WorkloadSpreadController(Controller):
             # shares one recount instead of racing the webhook's writes one for one.
             self.queue.add_after(key_of(obj), POD_EVENT_DELAY)
             return
+        self.caches.bystanders.forget()
         self.enqueue(obj)
 
     def _on_pod(self, kind: str, obj: Json, old: Json | None) -> None:
@@ -274,6 +279,8 @@ class WorkloadSpreadController(Controller):
         return out
 
     def _on_workload(self, kind: str, obj: Json, old: Json | None) -> None:
+        if kind == DELETED or (kind == MODIFIED and _changed(old, obj, ("metadata", "ownerReferences"))):
+            self.caches.bystanders.forget()
         if kind == MODIFIED and not _changed(
             old, obj, ("spec",), ("status", "replicas"), ("metadata", "uid"), ("metadata", "labels")
         ):

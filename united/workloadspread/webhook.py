@@ -2,7 +2,9 @@
 
 ``/mutate-pods`` (pod CREATE): the pod's spread is found from the informer caches
 (:func:`~united.workloadspread.matching.spread_for`); a pod in a namespace without spreads,
-or whose workload no spread targets, is allowed unchanged without an API call. A targeted
+or whose workload no spread targets, is allowed unchanged without an API call; a pod without a
+controller, or of a controller already found to be a bystander, is answered on the webhook
+server's own thread (:meth:`PodWebhook.early`). A targeted
 pod books a slot (:func:`~united.workloadspread.booking.book_create`) through the
 :class:`~united.workloadspread.ledger.Ledger`, which writes the bookings queued for a spread
 in one status write with its resourceVersion and books again on 409, so concurrent
@@ -43,7 +45,7 @@ from united.api.field import ManifestError
 from united.kube import ApiError, KubeClient
 from united.placement.patch import PatchError
 from united.runtime.metrics import PlacementResult
-from united.runtime.webserver import Computed, Route, allow, patched, request_of, uid_of
+from united.runtime.webserver import Computed, Route, Shortcut, allow, patched, request_of, uid_of
 from united.workloadspread import conversion, matching
 from united.workloadspread.booking import Booking, book_create, book_delete
 from united.workloadspread.injection import inject
@@ -82,7 +84,29 @@ class PodWebhook:
         self._ledger = Ledger(client, self._caches_admit, statuses=statuses)
 
     def routes(self) -> dict[str, Route]:
-        return {MUTATE_PATH: self.mutate, VALIDATE_PATH: self.validate, CONVERT_PATH: Computed(conversion.review)}
+        return {
+            MUTATE_PATH: Shortcut(self.mutate, self.early),
+            VALIDATE_PATH: self.validate,
+            CONVERT_PATH: Computed(conversion.review),
+        }
+
+    def early(self, review: Json) -> Json | None:
+        """A pod CREATE answered on the webhook server's thread, without :meth:`mutate`: one
+        without a controller (no spread targets it) or whose controller is a known bystander
+        (:mod:`~united.workloadspread.bystanders`) is allowed unchanged; None for the others.
+        Reads only: the caches' attributes and one dict lookup."""
+        found = self.controller()
+        request = request_of(review)
+        if found is None or request.get("operation") != "CREATE":
+            return None
+        obj = request.get("object")
+        namespace = _namespace(request, obj)
+        if namespace is None or not isinstance(obj, dict):
+            return None
+        ref = matching.controller_ref(obj)
+        if ref is None or found[0].bystanders.holds(namespace, ref):
+            return allow(uid_of(request))
+        return None
 
     async def mutate(self, review: Json) -> Json:
         request = request_of(review)
@@ -170,6 +194,11 @@ class PodWebhook:
         namespace = pod["metadata"]["namespace"]
         for _ in range(matching.MAX_DEPTH):
             ws = matching.spread_for(pod, spreads, owner)
+            if ws is None and not fetched:
+                # From the caches alone, in the step that read ``spreads``: no event came between.
+                bystander = matching.bystander(pod, spreads, caches.owner)
+                if bystander is not None:
+                    caches.bystanders.note(namespace, bystander)
             if ws is not None or not missing:
                 return ws
             for ref in missing:

@@ -38,7 +38,7 @@ from united.kube.errors import AlreadyExists, Conflict, NotFound, TransientError
 from united.runtime import certificates
 from united.runtime.certificates import Bundle, issue
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import TLS, WebhookServer, allow
+from united.runtime.webserver import TLS, Shortcut, WebhookServer, allow
 from united.workloadspread.webhookconfig import (
     EXCLUDE_LABEL,
     EXCLUDED,
@@ -731,3 +731,30 @@ def test_deadlines_note_at_most_their_cap_dropping_the_expired_first() -> None:
     assert names == {"a": 20.0, "c": 15.0}, "an expired name makes room"
     names.drop(lambda name, until: name == "a")
     assert names == {"c": 15.0}
+
+
+async def test_a_shortcut_route_keeps_its_early_answer_and_has_its_handler_guarded() -> None:
+    holding: set[str] = set()
+    webhooks = Webhooks(counting("v1.20.2"), Options(namespace="ops"), TLS(), targeted=lambda: holding)  # type: ignore[arg-type]
+    handled: list[str] = []
+
+    async def mutate(review: Json) -> Json:
+        handled.append(review["request"]["uid"])
+        return allow(review["request"]["uid"])
+
+    def early(review: Json) -> Json | None:
+        return None
+
+    route, screen = webhooks.guard_route(Shortcut(mutate, early), lambda ns: ns in holding)
+    assert isinstance(route, Shortcut) and route.early is early
+    await webhooks.admit_spread(spread_review("b"))
+    assert screen("b")
+    held = asyncio.create_task(route.handler({"request": {"uid": "p", "namespace": "b", "operation": "CREATE"}}))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not held.done() and handled == [], "the handler behind the shortcut is held like any"
+    holding.add("b")
+    await asyncio.wait_for(held, 30)
+    assert handled == ["p"]
+    plain, _ = webhooks.guard_route(mutate, lambda ns: ns in holding)
+    assert not isinstance(plain, Shortcut)

@@ -39,6 +39,7 @@ from united.runtime.webserver import (
     Computed,
     Head,
     Route,
+    Shortcut,
     WebhookServer,
     allow,
     head,
@@ -329,25 +330,30 @@ async def test_small_reviews_are_decoded_and_computed_on_the_servers_thread_and_
         await served.server.stop()
 
 
-async def test_a_review_crosses_to_the_controllers_loop_once_and_one_screened_out_never(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Each crossing is a wake-up of the other thread and a wait for its turn: a review whose
-    handler runs crosses once, small or large; one from a namespace that needs nothing is
-    screened on the server's thread and never crosses."""
-    hops: list[str] = []
-    screened_on: list[str] = []
+@pytest.fixture
+def hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The coroutines each review sent to the controller's loop."""
+    sent: list[str] = []
     owned = WebhookServer._owned
 
     async def counted(self: WebhookServer, coro: Any) -> Any:
-        hops.append(coro.__name__)
+        sent.append(coro.__name__)
         return await owned(self, coro)
+
+    monkeypatch.setattr(WebhookServer, "_owned", counted)
+    return sent
+
+
+async def test_a_review_crosses_to_the_controllers_loop_once_and_one_screened_out_never(hops: list[str]) -> None:
+    """Each crossing is a wake-up of the other thread and a wait for its turn: a review whose
+    handler runs crosses once, small or large; one from a namespace that needs nothing is
+    screened on the server's thread and never crosses."""
+    screened_on: list[str] = []
 
     def screen(namespace: str) -> bool:
         screened_on.append(threading.current_thread().name)
         return namespace == "shop"
 
-    monkeypatch.setattr(WebhookServer, "_owned", counted)
     served = await serve({"/mutate-pods": _uid_allowed}, screen)
     try:
         for uid, namespace, pad, expected in [
@@ -362,6 +368,28 @@ async def test_a_review_crosses_to_the_controllers_loop_once_and_one_screened_ou
             assert hops == expected, uid
         assert served.skipped("namespace") == 2
         assert screened_on == ["webhook-server"] * 4
+    finally:
+        await served.server.stop()
+
+
+async def test_a_shortcut_answers_on_the_servers_thread_and_hands_the_rest_to_its_handler(hops: list[str]) -> None:
+    """A :class:`Shortcut`'s early answer never crosses to the controller's loop; a review it
+    returns None for crosses once, to the handler behind it."""
+    asked_on: list[str] = []
+
+    def early(body: Json) -> Json | None:
+        asked_on.append(threading.current_thread().name)
+        uid = body["request"]["uid"]
+        return allow(uid, warnings=("early",)) if uid == "known" else None
+
+    served = await serve({"/mutate-pods": Shortcut(_uid_allowed, early)}, lambda namespace: True)
+    try:
+        for uid, expected_hops, warnings in [("known", [], ["early"]), ("other", ["_handled"], None)]:
+            hops.clear()
+            status, answer = await served.post(review(uid, "shop"))
+            assert (status, answer["response"]["uid"], answer["response"].get("warnings")) == (200, uid, warnings)
+            assert hops == expected_hops, uid
+        assert asked_on == ["webhook-server"] * 2
     finally:
         await served.server.stop()
 

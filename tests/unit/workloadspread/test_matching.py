@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from united.workloadspread.matching import spread_for
+from united.workloadspread.matching import bystander, spread_for
 from united.workloadspread.model import WorkloadSpread, parse
 
 
@@ -140,3 +140,25 @@ def test_an_owner_cycle_ends() -> None:
     cache = Cache(loop)
     assert spread_for(pod(ref("ReplicaSet", "r")), [spread()], cache) is None
     assert len(cache.lookups) <= 8
+
+
+def test_a_controller_whose_chain_ends_short_of_every_target_is_a_bystander() -> None:
+    api_rs = owned("ReplicaSet", "api-1", ref("Deployment", "api"))
+    cache = Cache(RS, DEPLOY, api_rs, owned("Deployment", "api"))
+    assert bystander(pod(ref("ReplicaSet", "api-1")), [spread()], cache) == ref("ReplicaSet", "api-1")
+    a_job_of_a_cron = owned("Job", "nightly-1", ref("CronJob", "nightly", "batch/v1"))
+    job = ref("Job", "nightly-1", "batch/v1")
+    assert bystander(pod(job), [spread()], Cache(a_job_of_a_cron)) == job, "CronJob ends the walk: no spread targets it"
+
+
+def test_a_controller_is_no_bystander_when_its_chain_reaches_a_target_or_is_not_known_to_its_end() -> None:
+    """Whatever the pod's labels: a spread whose filter leaves this pod out may select the next."""
+    filtered = spread(targetFilter={"selector": {"matchLabels": {"app": "other"}}})
+    assert spread_for(pod(ref("ReplicaSet", "web-abc")), [filtered], Cache(RS, DEPLOY)) is None
+    assert bystander(pod(ref("ReplicaSet", "web-abc")), [filtered], Cache(RS, DEPLOY)) is None
+    assert bystander(pod(ref("ReplicaSet", "web-abc")), [spread()], Cache(RS)) is None, "its Deployment not cached"
+    assert bystander(pod(ref("ReplicaSet", "web-abc") | {"uid": "forged"}), [spread()], Cache(RS, DEPLOY)) is None
+    assert bystander(pod(), [spread()], Cache()) is None, "no controller"
+    assert bystander(pod(ref("ReplicaSet", "web-abc")), [], Cache(RS, DEPLOY)) is None, "no spread"
+    gone = spread(metadata={"deletionTimestamp": "2024-01-01T00:00:00Z"}, target="api")
+    assert bystander(pod(ref("ReplicaSet", "web-abc")), [gone], Cache(RS, DEPLOY)) is None, "no spread but one going"

@@ -12,13 +12,14 @@ from typing import Any, cast
 from tests.unit.workloadspread.test_reconciler import NS, controller, obj, put, ws
 from united.api.document import Json
 from united.controller.manager import Manager, Settings
-from united.kube import KubeClient
+from united.kube import KubeClient, NotFound
 from united.runtime.metrics import Metrics
-from united.runtime.webserver import Computed
+from united.runtime.webserver import Computed, Shortcut
 from united.workloadspread.kind import setup
 from united.workloadspread.model import MATCHED_ANNOTATION
+from united.workloadspread.reconciler import WorkloadSpreadController
 from united.workloadspread.webhook import PodWebhook
-from united.workloadspread.webhookconfig import CONVERT_PATH
+from united.workloadspread.webhookconfig import CONVERT_PATH, MUTATE_PATH
 
 
 class NoApi:
@@ -133,3 +134,74 @@ def test_the_controllers_webhook_counts_placements_in_its_metrics() -> None:
     spreads.webhook.placements("unplaced")
     sample = metrics.registry.get_sample_value("united_workloadspread_placements_total", {"result": "unplaced"})
     assert sample == 1.0
+
+
+def hook_and_controller(*objects: Json) -> tuple[PodWebhook, WorkloadSpreadController]:
+    c = controller()
+    put(c, *objects)
+    return PodWebhook(cast(KubeClient, NoApi()), lambda: (c.caches, c.spreads)), c
+
+
+async def test_the_next_pod_of_a_workload_no_spread_targets_is_answered_early_until_something_changes() -> None:
+    """The first pod of another workload crosses to :meth:`PodWebhook.mutate`, which finds its
+    ReplicaSet a bystander; the next pods of it are allowed by :meth:`PodWebhook.early` (on the
+    server's thread) until a spread or an owner up its chain changes."""
+    spread = ws("spread", "Deployment", "web")
+    hook, c = hook_and_controller(spread, DEPLOY, RS, OTHER, OTHER_RS)
+    route = hook.routes()[MUTATE_PATH]
+    assert isinstance(route, Shortcut) and route.early == hook.early
+    other = review(pod_of(OTHER_RS))
+    assert hook.early(other) is None, "not known yet"
+    assert (await hook.mutate(other))["response"] == {"uid": "req-1", "allowed": True}
+    assert hook.early(other) == allow_of(other)
+    assert hook.early(review(pod_of(OTHER_RS, "api-1-y"))) is not None, "any pod of it"
+    assert hook.early(review(pod_of(OTHER_RS), namespace="elsewhere")) is None
+    assert hook.early(review(pod_of(OTHER_RS), operation="DELETE")) is None
+
+    c._on_spread("MODIFIED", {**spread, "status": {"x": 1}}, spread)
+    assert hook.early(other) is not None, "a spread's status says nothing of whom it targets"
+    c._on_workload("MODIFIED", {**OTHER_RS, "status": {"replicas": 2}}, OTHER_RS)
+    assert hook.early(other) is not None, "nor does an owner's status"
+    c._on_spread("ADDED", ws("later", "Deployment", "api"), None)
+    assert hook.early(other) is None, "a spread added: every walk again"
+
+    await hook.mutate(other)
+    assert hook.early(other) is not None
+    adopted = obj("apps/v1", "ReplicaSet", "api-1", owner=DEPLOY)
+    c._on_workload("MODIFIED", adopted, OTHER_RS)
+    assert hook.early(other) is None, "an owner with other owners: every walk again"
+    await hook.mutate(other)
+    c._on_workload("DELETED", OTHER, OTHER)
+    assert hook.early(other) is None, "an owner gone"
+
+
+class Absent:
+    """A client that finds nothing."""
+
+    async def get(self, *args: Any, **kwargs: Any) -> Json:
+        raise NotFound("absent", status=404)
+
+
+async def test_a_targeted_pod_and_a_pod_whose_owner_is_not_cached_are_never_answered_early() -> None:
+    spread = ws("spread", "Deployment", "web")
+    spread["spec"]["subsets"] = [{"name": "only"}]
+    c = controller()
+    put(c, spread, DEPLOY, RS, OTHER_RS)
+    hook = PodWebhook(cast(KubeClient, Absent()), lambda: (c.caches, c.spreads))
+    assert (await hook.mutate(review(pod_of(RS))))["response"]["patchType"] == "JSONPatch"
+    assert (await hook.mutate(review(pod_of(OTHER_RS))))["response"] == {"uid": "req-1", "allowed": True}
+    assert hook.early(review(pod_of(RS))) is None
+    assert hook.early(review(pod_of(OTHER_RS))) is None, "its Deployment may yet show up in the cache"
+    assert len(c.caches.bystanders) == 0
+
+
+def test_a_pod_without_a_controller_is_answered_early_and_nothing_while_the_kind_is_not_served() -> None:
+    bare = obj("v1", "Pod", "bare")
+    hook = webhook(ws("spread", "Deployment", "web"), DEPLOY, RS)
+    assert hook.early(review(bare)) == allow_of(review(bare))
+    assert webhook(ws("spread", "Deployment", "web"), served=False).early(review(bare)) is None
+
+
+def allow_of(review: Json) -> Json:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": True}}  # fmt: skip
