@@ -170,6 +170,10 @@ class Caches:
         return workload, self.workloads[("apps", "ReplicaSet")].by_owner(uid, ws.namespace)
 
 
+def _namespace(obj: Json) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
 def _changed(old: Json | None, new: Json, *paths: tuple[str, ...]) -> bool:
     if old is None:
         return True
@@ -233,7 +237,7 @@ class WorkloadSpreadController(Controller):
             # shares one recount instead of racing the webhook's writes one for one.
             self.queue.add_after(key_of(obj), POD_EVENT_DELAY)
             return
-        self.caches.bystanders.forget()
+        self.caches.bystanders.forget(_namespace(obj))
         self.enqueue(obj)
 
     def _on_pod(self, kind: str, obj: Json, old: Json | None) -> None:
@@ -279,13 +283,13 @@ class WorkloadSpreadController(Controller):
         return out
 
     def _on_workload(self, kind: str, obj: Json, old: Json | None) -> None:
+        namespace = _namespace(obj)
         if kind == DELETED or (kind == MODIFIED and _changed(old, obj, ("metadata", "ownerReferences"))):
-            self.caches.bystanders.forget()
+            self.caches.bystanders.forget(namespace)
         if kind == MODIFIED and not _changed(
             old, obj, ("spec",), ("status", "replicas"), ("metadata", "uid"), ("metadata", "labels")
         ):
             return
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
         ref = {
             "apiVersion": obj.get("apiVersion") or "",
             "kind": obj.get("kind") or "",

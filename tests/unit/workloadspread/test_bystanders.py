@@ -34,17 +34,23 @@ def test_a_reference_missing_a_part_is_never_noted_nor_held() -> None:
     assert len(known) == 0
 
 
-def test_forgetting_drops_everything() -> None:
+def test_forgetting_a_namespace_drops_all_of_it_and_nothing_of_the_others() -> None:
     known = Bystanders()
     known.note("ns", ref("api-1"))
     known.note("ns", ref("db-1"))
-    known.forget()
-    assert len(known) == 0 and not known.holds("ns", ref("api-1"))
+    known.note("other", ref("api-1"))
+    known.forget("ns")
+    known.forget("never-noted")
+    assert len(known) == 1 and not known.holds("ns", ref("api-1")) and not known.holds("ns", ref("db-1"))
+    assert known.holds("other", ref("api-1"))
 
 
-def test_past_its_limit_the_oldest_noted_is_forgotten_first() -> None:
+def test_past_its_limit_the_oldest_noted_is_forgotten_first_across_namespaces() -> None:
     known = Bystanders(limit=3)
-    for name in ("a", "b", "c", "b", "d"):
-        known.note("ns", ref(name))
+    for namespace, name in [("x", "a"), ("y", "b"), ("y", "c"), ("y", "b"), ("z", "d"), ("z", "e")]:
+        known.note(namespace, ref(name))
     assert len(known) == 3
-    assert [known.holds("ns", ref(n)) for n in "abcd"] == [False, True, True, True]
+    held = [known.holds(ns, ref(n)) for ns, n in [("x", "a"), ("y", "b"), ("y", "c"), ("z", "d"), ("z", "e")]]
+    assert held == [False, False, True, True, True]
+    known.forget("y")
+    assert len(known) == 2

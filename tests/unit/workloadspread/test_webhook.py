@@ -162,6 +162,10 @@ async def test_the_next_pod_of_a_workload_no_spread_targets_is_answered_early_un
     assert hook.early(other) is not None, "a spread's status says nothing of whom it targets"
     c._on_workload("MODIFIED", {**OTHER_RS, "status": {"replicas": 2}}, OTHER_RS)
     assert hook.early(other) is not None, "nor does an owner's status"
+    elsewhere = {**ws("later", "Deployment", "api"), "metadata": {"name": "later", "namespace": "elsewhere"}}
+    c._on_spread("ADDED", elsewhere, None)
+    c._on_workload("DELETED", {**OTHER, "metadata": {**OTHER["metadata"], "namespace": "elsewhere"}}, None)
+    assert hook.early(other) is not None, "another namespace's spreads and owners"
     c._on_spread("ADDED", ws("later", "Deployment", "api"), None)
     assert hook.early(other) is None, "a spread added: every walk again"
 
