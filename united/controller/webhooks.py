@@ -460,14 +460,19 @@ class Webhooks:
         now = self.clock()
         self.expected.note(namespace, now + EXPECT_SPREAD, now=now)
 
-    def _expecting(self, namespace: str, cached: Screen) -> bool:
+    def _awaited(self, namespace: str) -> bool:
+        """Whether ``namespace``'s first spread is on its way (its expectation has not lapsed);
+        reads only, so the webhook server's thread may ask."""
         until = self.expected.get(namespace)
-        if until is None:
-            return False
-        if until <= self.clock() or cached(namespace):
-            self.expected.pop(namespace, None)
-            return False
-        return True
+        return until is not None and until > self.clock()
+
+    def _expecting(self, namespace: str, cached: Screen) -> bool:
+        """:meth:`_awaited` and not yet in the caches; an expectation that lapsed or came true
+        is dropped here, on the controller's loop."""
+        if self._awaited(namespace) and not cached(namespace):
+            return True
+        self.expected.pop(namespace, None)
+        return False
 
     def guard_pods(self, handler: Handler, screen: Screen) -> tuple[Handler, Screen]:
         """The pod CREATE route's ``handler`` and ``screen`` (whether the caches hold a spread in a
@@ -477,9 +482,7 @@ class Webhooks:
         admitted unplaced."""
 
         def guarded_screen(namespace: str) -> bool:
-            # On the webhook server's thread: reads only (the handler drops a lapsed expectation).
-            until = self.expected.get(namespace)
-            return screen(namespace) or (until is not None and until > self.clock())
+            return screen(namespace) or self._awaited(namespace)
 
         async def guarded(review: JSON) -> JSON:
             namespace = request_of(review).get("namespace")

@@ -49,6 +49,9 @@ class Stores:
     def list(self, namespace: str | None = None) -> list[Json]:
         return [obj for store in self.stores for obj in store.list(namespace)]
 
+    def holds(self, namespace: str) -> bool:
+        return any(store.holds(namespace) for store in self.stores)
+
     def namespaces(self) -> builtins.set[str]:
         """The namespaces holding at least one object in any of the stores."""
         return {namespace for store in self.stores for namespace in store.namespaces()}

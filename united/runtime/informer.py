@@ -362,6 +362,11 @@ class Store:
         they are, not what the store holds."""
         return set(self._in_namespace)
 
+    def holds(self, namespace: str) -> bool:
+        """Whether ``namespace`` holds an object: two lookups, no copy, safe to ask from another
+        thread (nothing is iterated)."""
+        return bool(self._in_namespace.get(namespace))
+
     def orphans(self, namespace: str) -> builtins.list[JSON]:
         """The objects of ``namespace`` that no controller owns (candidates for adoption)."""
         return [self._objects[key] for key in sorted(self._orphans.get(namespace, ()))]

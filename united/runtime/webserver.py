@@ -451,18 +451,28 @@ class WebhookServer:
         """The review and the reply to it. An admission review is first screened by its
         namespace, here: one from a namespace that needs nothing is answered without being
         decoded and without a turn of the owner's loop."""
-        screen, handler = self._screens.get(route), self._routes[route]
-        found = head(body) if screen is not None else None
-        if found is not None and found.namespace and screen is not None and not screen(found.namespace):
-            self._skipped(route, "namespace")
-            return _stub(found), allow(found.uid)
-        if screen is not None and len(body) > self._max_placed:
+        screen = self._screens.get(route)
+        if screen is not None:
+            skipped = self._screened(route, screen, body)
+            if skipped is not None:
+                return skipped
+        review = await self._decode(body)
+        return review, await self._reply(self._routes[route], review, len(body))
+
+    def _screened(self, route: str, screen: Screen, body: bytes) -> tuple[Json, Json] | None:
+        """An admission review allowed unchanged without being decoded: from a namespace that
+        needs nothing, or over ``max_placed_bytes``; None: decode it and hand it on."""
+        found = head(body)
+        if found is not None and found.namespace and not screen(found.namespace):
+            reason = "namespace"
+        elif len(body) > self._max_placed:
             if found is None:
                 raise BadReviewError(f"over {self._max_placed} bytes and not laid out as an API server's review")
-            self._skipped(route, "too_large")
-            return _stub(found), allow(found.uid)
-        review = await self._decode(body)
-        return review, await self._reply(handler, review, len(body))
+            reason = "too_large"
+        else:
+            return None
+        self._skipped(route, reason)
+        return _stub(found), allow(found.uid)
 
     async def _offload(self, work: Callable[[A], T], arg: A, size: int) -> T:
         """``work(arg)`` for a body of ``size`` bytes: here when small, else on the pool, so that

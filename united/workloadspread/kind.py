@@ -58,7 +58,7 @@ class WorkloadSpreads:
         server decodes no other): the kind is served and synced and the namespace has one.
         Asked on the webhook server's thread: it only reads (attributes, one dict lookup per store)."""
         found = self.caches()
-        return found is not None and bool(found[0].spreads.list(namespace))
+        return found is not None and found[0].spreads.holds(namespace)
 
     def namespaces(self) -> Collection[str] | None:
         """The namespaces that hold a WorkloadSpread (the pod webhooks' selectors name them on

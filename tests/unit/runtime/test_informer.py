@@ -158,6 +158,18 @@ def test_the_owner_index_answers_per_namespace() -> None:
     assert [object_key(o) for o in store.by_owner("p")] == ["ns/a"]
 
 
+def test_a_store_says_whether_a_namespace_holds_anything_until_its_last_object_goes() -> None:
+    store = Store()
+    assert not store.holds("ns")
+    store.upsert(obj("a"))
+    store.upsert(obj("b"))
+    assert store.holds("ns") and not store.holds("elsewhere")
+    store.remove("ns/a")
+    assert store.holds("ns")
+    store.remove("ns/b")
+    assert not store.holds("ns")
+
+
 def test_a_store_given_an_owner_function_indexes_by_it_instead_of_owner_references() -> None:
     """A member cluster's store: the owner is a label (no ownerReference can cross clusters),
     and an ownerReference there means nothing to us."""
