@@ -142,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         webhook_client_ca=args.webhook_client_ca,
         cluster_id=args.cluster_id,
         create_member_namespaces=args.create_member_namespaces,
+        settle_heap=True,
     )
     try:
         return asyncio.run(run(settings, KINDS))

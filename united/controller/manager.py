@@ -352,6 +352,7 @@ class Manager:
         """Sync the caches, discover kinds, win the election (if any), run the workers;
         return 1 when leadership is lost (the caller exits, client-go style)."""
         self._running = True
+        held = heap.hold(asyncio.get_running_loop()) if self.settings.settle_heap else None
         # Kinds served already start with the first informers, not after them: an informer both
         # controllers need (pods) is then listed once, not once by each (Manager._share).
         kinds = asyncio.create_task(self._discover_kinds(), name="discover-kinds")
@@ -363,6 +364,8 @@ class Manager:
         await kinds
         await self._discover()
         self._discovered = True
+        if held is not None:
+            heap.settle(held)
         heap.trim()  # the first LISTs' freed pages, kept by the C heap, leave RSS
         self._tasks.append(asyncio.create_task(self._discovery_loop(), name="discovery"))
         if self.settings.webhook_port is not None:

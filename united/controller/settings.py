@@ -64,3 +64,7 @@ class Settings:
     ``kube-system`` namespace, read at start (:func:`host_identity`)."""
     create_member_namespaces: bool = True
     """Create a subset's namespace in a member cluster when it is missing there."""
+    settle_heap: bool = False
+    """Hold the cyclic garbage collector while the caches fill, then collect once and freeze what
+    is left (:func:`united.runtime.heap.settle`). For a process of its own (``united run``);
+    tests share one interpreter and leave it alone."""

@@ -694,6 +694,7 @@ def test_run_flags_become_settings(ran: list[Any]) -> None:
         "shard=1",
     )
     assert (settings.workers, settings.leader_elect, settings.http_port) == (5, True, 9090)
+    assert settings.settle_heap, "a process of its own settles its heap once the caches are full"
 
 
 def test_run_rejects_zero_workers(capsys: pytest.CaptureFixture[str]) -> None:

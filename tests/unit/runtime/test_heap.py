@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -37,3 +40,37 @@ def test_trim_is_a_no_op_without_malloc_trim(monkeypatch: pytest.MonkeyPatch) ->
         assert heap.trim() is False
     finally:
         heap._libc.cache_clear()
+
+
+class Node:
+    next: Any = None
+
+
+async def test_the_collector_is_held_until_settled_then_finds_what_survived_set_aside() -> None:
+    assert gc.isenabled()
+    try:
+        held = heap.hold(asyncio.get_running_loop())
+        assert not gc.isenabled()
+        cycle = Node()
+        cycle.next = cycle
+        gone = weakref.ref(cycle)
+        alive = [{"metadata": {"name": str(n)}} for n in range(1000)]
+        del cycle
+        assert gone() is not None
+        heap.settle(held)
+        assert gc.isenabled()
+        assert gone() is None, "the cycle made while held was collected when settling"
+        assert gc.get_freeze_count() >= len(alive), "what survived is set aside"
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+async def test_a_hold_lapses_by_itself() -> None:
+    try:
+        heap.hold(asyncio.get_running_loop(), limit=0.01)
+        assert not gc.isenabled()
+        await asyncio.sleep(0.05)
+        assert gc.isenabled(), "caches that never fill must not keep the collector off"
+    finally:
+        gc.enable()
