@@ -373,8 +373,9 @@ class Metrics:
 
         self.webhook_skipped_total = Counter(
             "united_webhook_reviews_skipped_total",
-            "Admission reviews allowed unchanged without being decoded, by route and reason: "
-            "namespace (nothing there to place) or too_large (a pod over the size the webhook places)",
+            "Admission reviews answered without their handler, by route and reason: namespace "
+            "(undecoded: nothing there to place), too_large (undecoded: a pod over the size the webhook "
+            "places) or early (decoded and answered on the server's thread: a pod known to need nothing)",
             ["webhook", "reason"],
             registry=r,
         )

@@ -457,7 +457,14 @@ class WebhookServer:
             if skipped is not None:
                 return skipped
         review = await self._decode(body)
-        return review, await self._reply(self._routes[route], review, len(body))
+        handler = self._routes[route]
+        if isinstance(handler, Shortcut):
+            early = handler.early(review)
+            if early is not None:
+                self._skipped(route, "early")
+                return review, early
+            handler = handler.handler
+        return review, await self._reply(handler, review, len(body))
 
     def _screened(self, route: str, screen: Screen, body: bytes) -> tuple[Json, Json] | None:
         """An admission review allowed unchanged without being decoded: from a namespace that
@@ -484,14 +491,9 @@ class WebhookServer:
     async def _decode(self, body: bytes) -> Json:
         return await self._offload(_parse, body, len(body))
 
-    async def _reply(self, handler: Route, review: Json, size: int) -> Json:
+    async def _reply(self, handler: Handler | Computed, review: Json, size: int) -> Json:
         if isinstance(handler, Computed):
             return await self._offload(handler.answer, review, size)
-        if isinstance(handler, Shortcut):
-            early = handler.early(review)
-            if early is not None:
-                return early
-            handler = handler.handler
         return await self._owned(_handled(handler, review))
 
     async def _respond(self, route: str, request: web.Request) -> web.Response:

@@ -390,6 +390,7 @@ async def test_a_shortcut_answers_on_the_servers_thread_and_hands_the_rest_to_it
             assert (status, answer["response"]["uid"], answer["response"].get("warnings")) == (200, uid, warnings)
             assert hops == expected_hops, uid
         assert asked_on == ["webhook-server"] * 2
+        assert served.skipped("early") == 1
     finally:
         await served.server.stop()
 
