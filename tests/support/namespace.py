@@ -43,7 +43,9 @@ async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
         assert token and base64.b64decode(token), f"namespace {name}: token not issued yet"
 
     try:
-        await eventually(usable, within=30, what=f"namespace {name} usable",
+        # The namespace's controller-manager makes the account; a member plane started a moment
+        # ago on a loaded two-core machine once took over 30 s to.
+        await eventually(usable, within=90, what=f"namespace {name} usable",
                          retry_on=(AssertionError, NotFound))
         yield name
     finally:
