@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from collections.abc import AsyncIterator
 
 from united.devcluster import versions
-from united.kube.client import NAMESPACES, SECRETS, SERVICE_ACCOUNTS, KubeClient
+from united.devcluster.demo import namespace_usable
+from united.kube.client import NAMESPACES, KubeClient
 from united.kube.discovery import server_release
 from united.kube.errors import NotFound
-from united.kube.wait import eventually
 
 
 async def server_version(kube: KubeClient) -> versions.KubeVersion:
@@ -24,29 +23,13 @@ async def server_version(kube: KubeClient) -> versions.KubeVersion:
 
 @contextlib.asynccontextmanager
 async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
-    """Namespace ``name``, usable (pods can be created in it), deleted on exit. Before 1.24 a
-    namespace is usable once its ``default`` ServiceAccount's token Secret is issued."""
+    """Namespace ``name``, usable (pods can be created in it), deleted on exit."""
     await kube.create(NAMESPACES, {
         "apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": name, "labels": {"e2e.united.dev/test": "true"}},
     })
-    token_secrets = versions.makes_token_secrets(await server_version(kube))
-
-    async def usable() -> None:
-        account = await kube.get(SERVICE_ACCOUNTS, "default", namespace=name)
-        if not token_secrets:
-            return
-        names = [ref["name"] for ref in account.get("secrets") or []]
-        assert names, f"namespace {name}: default ServiceAccount has no token secret yet"
-        secret = await kube.get(SECRETS, names[0], namespace=name)
-        token = (secret.get("data") or {}).get("token")
-        assert token and base64.b64decode(token), f"namespace {name}: token not issued yet"
-
     try:
-        # The namespace's controller-manager makes the account; a member plane started a moment
-        # ago on a loaded two-core machine once took over 30 s to.
-        await eventually(usable, within=90, what=f"namespace {name} usable",
-                         retry_on=(AssertionError, NotFound))
+        await namespace_usable(kube, name, await server_version(kube))
         yield name
     finally:
         with contextlib.suppress(NotFound):

@@ -27,7 +27,13 @@ class Background:
                 await task
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        """A start cancelled or failed half-way stops the tasks it had begun: ``async with``
+        runs no ``__aexit__`` then, and the client they use is about to be closed."""
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
         return self
 
     async def __aexit__(
