@@ -191,6 +191,14 @@ FIGURES = (
     Figure("one_p99_ms", "scale, one at a time: p99", "ms", 1.0),
     Figure("burst_p50_ms", "scale, bursts: p50", "ms", 1.0),
     Figure("burst_p99_ms", "scale, bursts: p99", "ms", 1.0),
+    Figure(
+        "one_over_floor_p50",
+        "scale, one at a time: p50 over the same turn's floor (Deployment /scale, no controller)",
+        "x floor",
+        1.0,
+    ),
+    Figure("burst_over_floor_p50", "scale, bursts: p50 over the same turn's floor", "x floor", 1.0),
+    Figure("burst_over_floor_p99", "scale, bursts: p99 over the same turn's floor", "x floor", 1.0),
     Figure("writes_per_event", "scale: writes per event (children, status, revisions)", "", 1.0),
     Figure("event_writes_per_event", "scale: Event writes per event", "", None),
     Figure("controller_cpu_ms_per_event", "scale bursts: controller CPU per event", "ms", 2.0),
@@ -233,7 +241,8 @@ FIGURES = (
 
 def side_figures(cold: Json, restart: Json, scale: Json) -> Json:
     """One side's figures of one repeat, from the scenarios' own results."""
-    burst_cpu = scale["bursts"]["cpu_ms_per_event"]["controller"]
+    one, bursts = scale["one_at_a_time"], scale["bursts"]
+    burst_cpu = bursts["cpu_ms_per_event"]["controller"]
     profiled = {"apiserver_profile": scale["apiserver_profile"]} if "apiserver_profile" in scale else {}
     return profiled | {
         "cold_seconds": cold["seconds"],
@@ -254,6 +263,11 @@ def side_figures(cold: Json, restart: Json, scale: Json) -> Json:
         "floor_one_p50_ms": scale["one_at_a_time"]["floor_p50_ms"],
         "floor_burst_p50_ms": scale["bursts"]["floor_p50_ms"],
         "floor_burst_p99_ms": scale["bursts"]["floor_p99_ms"],
+        # The API server's pace differs between turns more than either controller's cost; each
+        # turn's own floor (the same /scale on plain Deployments) takes that out of the ratio.
+        "one_over_floor_p50": one["p50_ms"] / one["floor_p50_ms"],
+        "burst_over_floor_p50": bursts["p50_ms"] / bursts["floor_p50_ms"],
+        "burst_over_floor_p99": bursts["p99_ms"] / bursts["floor_p99_ms"],
         "resync_writes": restart["writes"],
         "resync_writes_by_resource": restart["writes_by_resource"],
         "resync_cpu_seconds": restart["cpu_seconds_total"],
