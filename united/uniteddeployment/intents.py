@@ -113,7 +113,7 @@ class ChildWrite:
 
     verb: str
     body: Json
-    success: tuple[str, str]
+    success: tuple[str, str] | None
     exact: bool = False
 
 
@@ -136,9 +136,13 @@ def child_write(
     updated: str,
     cluster: str | None,
     terminating: bool,
+    redistributed: bool,
 ) -> ChildDecision:
     """The create or patch that brings ``live`` (None: no child) to ``rendered``; a subset whose
-    old child is still being deleted waits for it to go."""
+    old child is still being deleted waits for it to go. A patch of the replicas alone earns an
+    Event only when the pass ``redistributed`` replicas between subsets: following a new total
+    is recorded by whoever set it (an HPA's ``SuccessfulRescale``) and by the child's own
+    controller, and one Event more per scale would be a write in every scale's path."""
     name, replicas = t.subset.name, t.allocation.replicas
     where = f" in cluster {cluster}" if cluster else ""
     if live is None:
@@ -172,7 +176,17 @@ def child_write(
         what.append("adopted")
     message = f"{kind.kind} {name_of(live)} of subset {name}{where}: " + (", ".join(what) or "labels updated")
     reason = "ScaledSubset" if what and what[0].startswith("scaled") else "UpdatedSubset"
-    return ChildDecision(ChildWrite("update", patch, (reason, message), exact=adopting), immutable)
+    quiet = not redistributed and patch.keys() == {"spec"} and patch["spec"].keys() == {"replicas"}
+    return ChildDecision(ChildWrite("update", patch, None if quiet else (reason, message), exact=adopting), immutable)
+
+
+def redistributes(before: Mapping[str, int], after: Mapping[str, int]) -> bool:
+    """Whether going from ``before`` to ``after`` replicas (by subset, children that exist)
+    moves replicas between subsets rather than following a new total: some subset changes
+    while the total stays, or against the total's direction."""
+    deltas = [after[name] - before[name] for name in before.keys() & after.keys()]
+    total = sum(deltas)
+    return any(d and (total == 0 or (d > 0) != (total > 0)) for d in deltas)
 
 
 def drains(by_subset: Mapping[str, Json], plan: Plan, draining: Iterable[str]) -> list[tuple[str, Json, int, int]]:

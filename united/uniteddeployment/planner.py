@@ -213,9 +213,11 @@ def plan(s: Seen) -> Generator[None, None, Pass]:
     out += _finalizer(s)
     applied: dict[str, bool] = {}
     immutable: list[str] = []
+    current = {name: int((c.get("spec") or {}).get("replicas") or 0) for name, c in claimed.by_subset.items()}
+    redistributed = intents.redistributes(current, {a.name: a.replicas for a in alloc.subsets})
     for subset in ud.spec.subsets:
         yield  # one subset's render and diff per step of the loop
-        write, applied[subset.name], problem = _child(s, subset.name, alloc, updated, overrides, waved)
+        write, applied[subset.name], problem = _child(s, subset.name, alloc, updated, overrides, waved, redistributed)
         out += [write] if write is not None else []
         immutable += [problem] if problem else []
     draining = moved.draining if moved is not None else ()
@@ -285,7 +287,13 @@ def _finalizer(s: Seen) -> list[Intent]:
 
 
 def _child(
-    s: Seen, name: str, alloc: Plan, updated: str, overrides: Mapping[str, int], waved: sync.Wave
+    s: Seen,
+    name: str,
+    alloc: Plan,
+    updated: str,
+    overrides: Mapping[str, int],
+    waved: sync.Wave,
+    redistributed: bool,
 ) -> tuple[Write | None, bool, str]:
     """One subset's child write (None: none), whether it holds its partition, and why the
     template cannot be applied to it (empty: it can)."""
@@ -317,6 +325,7 @@ def _child(
         updated=updated,
         cluster=site.cluster,
         terminating=name in s.claimed.terminating,
+        redistributed=redistributed,
     )
     w, where = decided.write, f" in cluster {site.cluster}" if site.cluster else ""
     if w is None:

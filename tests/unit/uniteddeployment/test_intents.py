@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from tests.unit.uniteddeployment.test_adaptive import KEYS
 from tests.unit.uniteddeployment.test_remote import ud as manifest
 from united.api.document import Json
@@ -25,7 +27,8 @@ def target(replicas: int = 2, **kw: Any) -> intents.Target:
 
 def decide(t: intents.Target, live: Json | None, **kw: Any) -> intents.ChildDecision:
     rendered, overridden = intents.render(t, live, Blueprints())
-    args: dict[str, Any] = {"overridden": overridden, "updated": "r1", "cluster": None, "terminating": False} | kw
+    args: dict[str, Any] = {"overridden": overridden, "updated": "r1", "cluster": None, "terminating": False,
+                            "redistributed": True} | kw  # fmt: skip
     return intents.child_write(t, KIND, live, rendered, **args)
 
 
@@ -53,12 +56,48 @@ def test_a_child_as_rendered_gets_no_write() -> None:
     assert decide(t, created(t)) == intents.ChildDecision()
 
 
-def test_a_scaled_child_is_patched_and_the_event_says_so() -> None:
+def test_a_child_scaled_by_a_redistribution_is_patched_and_the_event_says_so() -> None:
     live = created(target(replicas=2))
     d = decide(target(replicas=3), live)
     assert d.write is not None and d.write.verb == "update" and not d.write.exact
     assert d.write.body["spec"] == {"replicas": 3}
     assert d.write.success == ("ScaledSubset", "Deployment web-a-x1 of subset a: scaled from 2 to 3")
+
+
+def test_a_child_following_a_new_total_is_patched_without_an_event() -> None:
+    live = created(target(replicas=2))
+    d = decide(target(replicas=3), live, redistributed=False)
+    assert d.write is not None and d.write.body == {"spec": {"replicas": 3}} and d.write.success is None
+
+
+def test_a_scale_with_another_change_keeps_its_event_whatever_the_total() -> None:
+    t = target(replicas=3)
+    live = created(target(replicas=2))
+    live["metadata"]["labels"][KEYS.revision] = "r0"
+    live["spec"]["template"]["spec"]["containers"][0]["image"] = "old"
+    live["metadata"]["annotations"][KEYS.spec_hash] = "old"
+    d = decide(t, live, redistributed=False)
+    assert d.write is not None and d.write.success is not None
+    assert d.write.success[1].endswith("scaled from 2 to 3, updated to revision r1")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "moved"),
+    [
+        ({"a": 2, "b": 2}, {"a": 3, "b": 3}, False),  # a new total, every subset along
+        ({"a": 2, "b": 2}, {"a": 2, "b": 1}, False),
+        ({"a": 2, "b": 2}, {"a": 2, "b": 2}, False),
+        ({"a": 2, "b": 0}, {"a": 1, "b": 1}, True),  # the same total, moved
+        ({"a": 2, "b": 2}, {"a": 1, "b": 4}, True),  # a larger total, yet one subset shrinks
+        ({"a": 3, "b": 3}, {"a": 4, "b": 1}, True),
+        ({"a": 2}, {"a": 2, "b": 3}, False),  # a new subset's child is created (its own Event)
+        ({"a": 2, "c": 3}, {"a": 2}, False),
+    ],
+)
+def test_a_redistribution_moves_replicas_between_subsets(
+    before: dict[str, int], after: dict[str, int], moved: bool
+) -> None:
+    assert intents.redistributes(before, after) is moved
 
 
 def test_a_child_of_an_older_revision_is_updated_to_the_new_one() -> None:

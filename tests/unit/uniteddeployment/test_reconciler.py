@@ -503,3 +503,11 @@ def test_the_status_log_names_what_the_merge_patch_changes() -> None:
     patch = {"replicas": 3, "conditions": [{"type": "Ready"}], "rollout": {"wave": 1, "since": None}, "x": {}}
     assert changed_paths(patch) == ["/replicas", "/conditions", "/rollout/wave", "/rollout/since", "/x"]
     assert changed_paths({}) == ["/"]
+
+
+async def test_following_a_new_total_scales_every_child_and_records_no_event() -> None:
+    c = Cluster({}, replicas=4, a=(1, 1), b=(1, 1))
+    await c.reconcile(0.0)
+    scaled = {n: b["spec"]["replicas"] for n, b in c.client.writes("patch", "deployments")}
+    assert scaled == {"web-a": 2, "web-b": 2}
+    assert [e[1] for e in c.recorder.events if e[1] == "ScaledSubset"] == []
