@@ -15,12 +15,13 @@ webhook selects none, so no pod of such a spread was ever placed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from united.api import selector
 from united.api.document import Json
 from united.api.field import Path
-from united.workloadspread.model import TargetRef, WorkloadSpread, group_of
+from united.workloadspread.model import WorkloadSpread, group_of
 
 Owner = Callable[[str, Json], Json | None]
 
@@ -40,46 +41,37 @@ WORKLOADS = frozenset(
 MAX_DEPTH = 8
 
 
-def spread_for(pod: Json, spreads: Sequence[WorkloadSpread], owner: Owner) -> WorkloadSpread | None:
-    """The first spread (in the given order) whose target owns ``pod``, else ``None``."""
-    namespace = str(_meta(pod).get("namespace") or "")
-    candidates = _candidates(namespace, spreads)
-    if not candidates or not is_active(pod):
-        return None
-    ref = controller_ref(pod)
-    if ref is None:
-        return None
-    chain = _chain(namespace, ref, owner)
-    seen: list[Json] = []
-    for ws in candidates:
-        target = ws.spec.target_ref
-        assert target is not None
-        if _owned(target, seen, chain) and selects(ws, pod):
-            return ws
-    return None
+@dataclass(frozen=True, slots=True)
+class Match:
+    """What a pod's owners say: the spread that targets it, or else, when known, its
+    controller's reference as a *bystander* — its chain of owners walked to the end (every
+    link proven) reaching no spread's target. As long as neither the spreads nor those owners
+    change, every pod of that controller is answered the same, whatever its labels or phase."""
+
+    spread: WorkloadSpread | None = None
+    bystander: Json | None = None
 
 
-def bystander(pod: Json, spreads: Sequence[WorkloadSpread], owner: Owner) -> Json | None:
-    """``pod``'s controller reference when no spread of ``spreads`` targets any pod of that
-    controller: its chain of owners was walked to its end (every link proven by ``owner``) and
-    reaches no spread's target. As long as neither the spreads nor those owners change, every
-    pod of that controller is answered the same — whatever its labels or phase. None when
-    that is not known (no spreads, no controller, an owner missing)."""
+def match(pod: Json, spreads: Sequence[WorkloadSpread], owner: Owner) -> Match:
+    """The first spread (in the given order) whose target owns ``pod`` and whose filter
+    selects it; else whether the pod's controller is a bystander. One walk up the owners,
+    taken only as far as the answer needs, serves every spread."""
     namespace = str(_meta(pod).get("namespace") or "")
     candidates = _candidates(namespace, spreads)
     ref = controller_ref(pod)
     if not candidates or ref is None:
-        return None
-    walk, refs = _chain(namespace, ref, owner), []
-    while True:
-        try:
-            refs.append(next(walk))
-        except StopIteration as end:
-            complete = bool(end.value)
-            break
-    chain = {_key(r) for r in refs}
+        return Match()
+    walk = _Walk(namespace, ref, owner)
     targets = {(t.group, t.kind, t.name) for ws in candidates if (t := ws.spec.target_ref) is not None}
-    return ref if complete and not chain & targets else None
+    if is_active(pod):
+        for ws in candidates:
+            target = ws.spec.target_ref
+            assert target is not None
+            if walk.reaches((target.group, target.kind, target.name)) and selects(ws, pod):
+                return Match(ws)
+    if not walk.complete() or any(_key(r) in targets for r in walk.seen):
+        return Match()
+    return Match(bystander=ref)
 
 
 def _candidates(namespace: str, spreads: Sequence[WorkloadSpread]) -> list[WorkloadSpread]:
@@ -110,37 +102,53 @@ def controller_ref(obj: Json) -> Json | None:
     return None
 
 
-def _owned(target: TargetRef, seen: list[Json], chain: Iterator[Json]) -> bool:
-    """``target`` is one of the controller refs up the chain; refs are fetched lazily and
-    remembered in ``seen``, so every spread shares one walk."""
-    key = (target.group, target.kind, target.name)
-    if any(_key(r) == key for r in seen):
-        return True
-    for ref in chain:
-        seen.append(ref)
-        if _key(ref) == key:
-            return True
-    return False
+class _Walk:
+    """The controller refs up from ``ref``, walked lazily and remembered in ``seen``, each one
+    proven: ``owner`` found the object it names with its uid. The first unproven ref ends the
+    walk, itself excluded — a review naming a target it does not carry the uid of books
+    nothing."""
 
+    def __init__(self, namespace: str, ref: Json, owner: Owner) -> None:
+        self.namespace, self.next, self.owner = namespace, ref, owner
+        self.seen: list[Json] = []
+        self.depth = 0
+        self.ended: bool | None = None
 
-def _chain(namespace: str, ref: Json, owner: Owner) -> Generator[Json, None, bool]:
-    """The controller refs up from ``ref``, each one proven: ``owner`` found the object it
-    names with its uid. The first unproven ref ends the chain, itself excluded — a review
-    naming a target it does not carry the uid of books nothing. Returns whether the walk
-    reached the chain's end (a top owner, a kind no spread targets, :data:`MAX_DEPTH`) rather
-    than an owner ``owner`` did not find."""
-    for _ in range(MAX_DEPTH):
-        if (group_of(str(ref.get("apiVersion") or "")), ref.get("kind")) not in WORKLOADS:
+    def reaches(self, key: tuple[str, str, str]) -> bool:
+        if any(_key(r) == key for r in self.seen):
             return True
-        obj = owner(namespace, ref)
-        if obj is None:
+        while self._step():
+            if _key(self.seen[-1]) == key:
+                return True
+        return False
+
+    def complete(self) -> bool:
+        """Walked to the chain's end (a top owner, a kind no spread targets, :data:`MAX_DEPTH`)
+        rather than to an owner ``owner`` did not find."""
+        while self._step():
+            pass
+        return bool(self.ended)
+
+    def _step(self) -> bool:
+        """One link more; False once the walk has ended (``ended`` says how)."""
+        if self.ended is not None:
             return False
-        yield ref
+        ref = self.next
+        if self.depth == MAX_DEPTH or (group_of(str(ref.get("apiVersion") or "")), ref.get("kind")) not in WORKLOADS:
+            self.ended = True
+            return False
+        obj = self.owner(self.namespace, ref)
+        if obj is None:
+            self.ended = False
+            return False
+        self.depth += 1
+        self.seen.append(ref)
         parent = controller_ref(obj)
         if parent is None:
-            return True
-        ref = parent
-    return True
+            self.ended = True
+        else:
+            self.next = parent
+        return True
 
 
 def _key(ref: Json) -> tuple[str, str, str]:

@@ -193,12 +193,11 @@ class PodWebhook:
 
         namespace = pod["metadata"]["namespace"]
         for _ in range(matching.MAX_DEPTH):
-            ws = matching.spread_for(pod, spreads, owner)
-            if ws is None and not fetched:
+            found = matching.match(pod, spreads, owner)
+            ws = found.spread
+            if found.bystander is not None and not fetched:
                 # From the caches alone, in the step that read ``spreads``: no event came between.
-                bystander = matching.bystander(pod, spreads, caches.owner)
-                if bystander is not None:
-                    caches.bystanders.note(namespace, bystander)
+                caches.bystanders.note(namespace, found.bystander)
             if ws is not None or not missing:
                 return ws
             for ref in missing:

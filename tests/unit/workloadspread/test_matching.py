@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from united.workloadspread.matching import bystander, spread_for
+from united.workloadspread.matching import Owner, match
 from united.workloadspread.model import WorkloadSpread, parse
+
+
+def spread_for(pod: dict[str, Any], spreads: list[WorkloadSpread], owner: Owner) -> WorkloadSpread | None:
+    return match(pod, spreads, owner).spread
+
+
+def bystander(pod: dict[str, Any], spreads: list[WorkloadSpread], owner: Owner) -> dict[str, Any] | None:
+    return match(pod, spreads, owner).bystander
 
 
 def spread(name: str = "ws", *, kind: str = "Deployment", target: str = "web", **extra: Any) -> WorkloadSpread:
@@ -162,3 +170,25 @@ def test_a_controller_is_no_bystander_when_its_chain_reaches_a_target_or_is_not_
     assert bystander(pod(ref("ReplicaSet", "web-abc")), [], Cache(RS, DEPLOY)) is None, "no spread"
     gone = spread(metadata={"deletionTimestamp": "2024-01-01T00:00:00Z"}, target="api")
     assert bystander(pod(ref("ReplicaSet", "web-abc")), [gone], Cache(RS, DEPLOY)) is None, "no spread but one going"
+
+
+def test_one_walk_tells_a_bystander_and_each_owner_is_looked_up_once() -> None:
+    cache = Cache(owned("ReplicaSet", "api-1", ref("Deployment", "api")), owned("Deployment", "api"))
+    found = match(pod(ref("ReplicaSet", "api-1")), [spread("a"), spread("b", target="db")], cache)
+    assert found.spread is None and found.bystander == ref("ReplicaSet", "api-1")
+    assert cache.lookups == [("ns", "api-1"), ("ns", "api")]
+
+
+def test_a_targeted_pod_is_no_bystander_and_its_walk_stops_at_the_target() -> None:
+    cache = Cache(RS, DEPLOY)
+    ws = spread(kind="ReplicaSet", target="web-abc")
+    found = match(pod(ref("ReplicaSet", "web-abc")), [ws], cache)
+    assert found.spread is ws and found.bystander is None
+    assert cache.lookups == [("ns", "web-abc")]
+
+
+def test_a_finished_pod_of_a_bystander_is_placed_nowhere_and_still_tells_it() -> None:
+    done = pod(ref("ReplicaSet", "web-abc"))
+    done["status"] = {"phase": "Succeeded"}
+    found = match(done, [spread(target="api")], Cache(RS, DEPLOY))
+    assert found.spread is None and found.bystander == ref("ReplicaSet", "web-abc")
