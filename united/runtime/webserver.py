@@ -80,9 +80,6 @@ class Shortcut:
     handler: Handler
     early: Callable[[Json], Json | None]
 
-    async def __call__(self, review: Json) -> Json:
-        return await self.handler(review)
-
 
 Route = Handler | Computed | Shortcut
 """What a path is served by."""

@@ -1,7 +1,7 @@
 """The handlers behind the webhook server's routes: pod admission and CRD conversion.
 
 ``/mutate-pods`` (pod CREATE): the pod's spread is found from the informer caches
-(:func:`~united.workloadspread.matching.spread_for`); a pod in a namespace without spreads,
+(:func:`~united.workloadspread.matching.match`); a pod in a namespace without spreads,
 or whose workload no spread targets, is allowed unchanged without an API call; a pod without a
 controller, or of a controller already found to be a bystander, is answered on the webhook
 server's own thread (:meth:`PodWebhook.early`). A targeted

@@ -44,12 +44,12 @@ def test_pods_are_owned_like_a_replica_sets_and_only_the_targets_book_a_subset()
     assert target["metadata"]["ownerReferences"][0]["uid"] == "uid-rs-web"
     assert target["metadata"]["labels"] == {"app": "web", "pod-template-hash": "6b8f9c7d5"}
     assert target["spec"]["schedulerName"] == "bench-nobody"
-    assert matching.spread_for(target, [ws], owner) is ws
+    assert matching.match(target, [ws], owner).spread is ws
     booking = book_create(ws, target, replicas=5, now=datetime.datetime.now(datetime.UTC), new_uid=lambda: "u")
     assert booking.subset == "s0" and booking.status is not None  # a status write: the booking is measured
 
     other = pod("untargeted-00000", objects[("ReplicaSet", "other-6b8f9c7d5")])
-    assert matching.spread_for(other, [ws], owner) is None
+    assert matching.match(other, [ws], owner).spread is None
 
 
 def test_each_case_goes_first_in_turn() -> None:

@@ -195,7 +195,7 @@ def consumers() -> list[Callable[[list[Json]], Any]]:
         ws_sync({}),
         ws_sync(ADAPTIVE),
         lambda ps: [book_delete(spread(2, 2), p, now=NOW) for p in ps],
-        lambda ps: [matching.spread_for(p, [spread(2, 2)], owner) for p in ps],
+        lambda ps: [matching.match(p, [spread(2, 2)], owner) for p in ps],
     ]
 
 
