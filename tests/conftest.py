@@ -20,6 +20,10 @@ def nobody_site() -> Iterator[Path]:
         yield readable_site(Path(name))
 
 
+UNIT_TIMEOUT = 120
+"""Seconds a unit test may take (the slowest take about one): a hang fails that test, with its
+stack, instead of holding the whole run until CI's limit."""
+
 SHARED_PACKAGES = (("chaos",), ("e2e", "multicluster"), ("e2e", "workloadspread"))
 """Packages whose tests share package-scoped fixtures (their own control plane, member planes,
 the spreading controller): each runs whole on one worker."""
@@ -40,12 +44,16 @@ def group(relative: Path) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each e2e and chaos test with its group before pytest-xdist reads the marks."""
+    """Mark each e2e and chaos test with its group before pytest-xdist reads the marks, and
+    each unit test with its time limit."""
     root = Path(__file__).parent
     for item in items:
         path = Path(item.path)
         if root in path.parents:
-            name = group(path.relative_to(root))
+            relative = path.relative_to(root)
+            if relative.parts[0] == "unit" and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT))
+            name = group(relative)
             if name is not None and "own_cluster" in getattr(item, "fixturenames", ()):
                 name = "own_cluster"  # a second control plane, made once
             if name is not None:

@@ -710,7 +710,10 @@ class Webhooks:
         deadline = loop.time() + seconds
         while (left := deadline - loop.time()) > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), min(left, TARGETS_POLL))
+                # Not wait_for: on 3.11 it drops a cancel that lands as the wake comes, and the
+                # loop would outlive its stop.
+                async with asyncio.timeout(min(left, TARGETS_POLL)):
+                    await self._wake.wait()
             if self._wake.is_set():
                 return
             if self.narrowing and not isinstance(now := self.targets(), _Keep) and now != self.published_targets:

@@ -758,3 +758,17 @@ async def test_a_shortcut_route_keeps_its_early_answer_and_has_its_handler_guard
     assert handled == ["p"]
     plain, _ = webhooks.guard_route(mutate, lambda ns: ns in holding)
     assert not isinstance(plain, Shortcut)
+
+
+async def test_the_loop_stops_when_cancelled_as_a_pass_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spread's CREATE wakes the idle loop in the same turn that stops it: the stop wins."""
+    monkeypatch.setattr(webhooks_module, "TARGETS_POLL", 3600.0)
+    webhooks = Webhooks(counting(), Options(namespace="ops"), TLS(), targeted=lambda: {"a"})  # type: ignore[arg-type]
+    task = await running(webhooks)
+    await asyncio.sleep(0.05)
+    asking = asyncio.ensure_future(webhooks.target("team-b"))
+    await asyncio.sleep(0)  # it asked, and now waits for the pass
+    task.cancel()
+    done, _ = await asyncio.wait([task], timeout=5)
+    asking.cancel()
+    assert done, "the loop went on after its cancel"

@@ -781,3 +781,15 @@ def test_follow_refuses_what_it_cannot_evaluate_locally_and_a_second_source() ->
     assert not make_informer(client, label_selector="a").follow(make_informer(client, label_selector="b"))
     follower = make_informer(client, label_selector="a")
     assert follower.follow(source) and not follower.follow(other)
+
+
+async def test_a_follower_waiting_for_its_source_stops_when_cancelled_as_the_source_syncs() -> None:
+    source = make_informer(ScriptedClient(lists=[], watches=[]))
+    follower = make_informer(ScriptedClient(lists=[], watches=[]), label_selector="sel")
+    assert follower.follow(source)
+    task = asyncio.create_task(follower.run())
+    await asyncio.sleep(0.05)  # waiting for the source
+    source.has_synced.set()
+    task.cancel()
+    done, _ = await asyncio.wait([task], timeout=5)
+    assert done, "the follower went on after its cancel"
