@@ -296,7 +296,7 @@ async def _namespace(client: KubeClient, version: KubeVersion) -> None:
     await namespace_usable(client, NAMESPACE, version)
 
 
-async def namespace_usable(client: KubeClient, namespace: str, version: KubeVersion, *, within: float = 90) -> None:
+async def namespace_usable(client: KubeClient, namespace: str, version: KubeVersion) -> None:
     """Wait until pods can be created in ``namespace`` (before 1.24: once its ``default``
     ServiceAccount's token Secret holds a token). The cluster's controller-manager makes the
     account; one started a moment ago on a loaded two-core machine once took over 30 s to."""
@@ -310,7 +310,7 @@ async def namespace_usable(client: KubeClient, namespace: str, version: KubeVers
         secret = await client.get(SECRETS, names[0], namespace=namespace)
         assert (secret.get("data") or {}).get("token"), f"namespace {namespace}: token not issued yet"
 
-    await eventually(token, within=within, what=f"namespace {namespace} usable", retry_on=(AssertionError, NotFound))
+    await eventually(token, within=90, what=f"namespace {namespace} usable", retry_on=(AssertionError, NotFound))
 
 
 def render_table(obj: JSON) -> str:

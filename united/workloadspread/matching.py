@@ -62,13 +62,13 @@ def match(pod: Json, spreads: Sequence[WorkloadSpread], owner: Owner) -> Match:
     if not candidates or ref is None:
         return Match()
     walk = _Walk(namespace, ref, owner)
-    targets = {(t.group, t.kind, t.name) for ws in candidates if (t := ws.spec.target_ref) is not None}
     if is_active(pod):
         for ws in candidates:
             target = ws.spec.target_ref
             assert target is not None
             if walk.reaches((target.group, target.kind, target.name)) and selects(ws, pod):
                 return Match(ws)
+    targets = {(t.group, t.kind, t.name) for ws in candidates if (t := ws.spec.target_ref) is not None}
     if not walk.complete() or any(_key(r) in targets for r in walk.seen):
         return Match()
     return Match(bystander=ref)
@@ -111,7 +111,6 @@ class _Walk:
     def __init__(self, namespace: str, ref: Json, owner: Owner) -> None:
         self.namespace, self.next, self.owner = namespace, ref, owner
         self.seen: list[Json] = []
-        self.depth = 0
         self.ended: bool | None = None
 
     def reaches(self, key: tuple[str, str, str]) -> bool:
@@ -134,14 +133,14 @@ class _Walk:
         if self.ended is not None:
             return False
         ref = self.next
-        if self.depth == MAX_DEPTH or (group_of(str(ref.get("apiVersion") or "")), ref.get("kind")) not in WORKLOADS:
+        kind = (group_of(str(ref.get("apiVersion") or "")), ref.get("kind"))
+        if len(self.seen) == MAX_DEPTH or kind not in WORKLOADS:
             self.ended = True
             return False
         obj = self.owner(self.namespace, ref)
         if obj is None:
             self.ended = False
             return False
-        self.depth += 1
         self.seen.append(ref)
         parent = controller_ref(obj)
         if parent is None:

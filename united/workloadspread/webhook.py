@@ -198,8 +198,8 @@ class PodWebhook:
             if found.bystander is not None and not fetched:
                 # From the caches alone, in the step that read ``spreads``: no event came between.
                 caches.bystanders.note(namespace, found.bystander)
-            if ws is not None or not missing:
-                return ws
+            if ws is not None or not missing or not matching.is_active(pod):
+                return ws  # an inactive pod is placed nowhere: its owners are not worth a GET
             for ref in missing:
                 fetched[ref["uid"]] = await self._get_owner(namespace, ref)
             missing.clear()
