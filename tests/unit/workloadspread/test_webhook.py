@@ -209,3 +209,10 @@ def test_a_pod_without_a_controller_is_answered_early_and_nothing_while_the_kind
 def allow_of(review: Json) -> Json:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "response": {"uid": review["request"]["uid"], "allowed": True}}  # fmt: skip
+
+
+async def test_a_finished_pod_is_placed_nowhere_without_reading_its_uncached_owners() -> None:
+    hook = webhook(ws("spread", "Deployment", "web"), RS)  # its Deployment not cached
+    done = pod_of(RS)
+    done["status"] = {"phase": "Succeeded"}
+    assert (await hook.mutate(review(done)))["response"] == {"uid": "req-1", "allowed": True}
