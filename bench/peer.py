@@ -24,7 +24,6 @@ import math
 import re
 import shlex
 import statistics
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,20 +33,20 @@ import aiohttp
 
 from bench.admission import admission
 from bench.controller import WRITE_VERBS, ControllerProcess, Samples, parse_metrics
+from bench.crd import collector_maps
 from bench.env import ROOT, create_namespace
 from bench.observe import KRUISE_UD
 from bench.scaleout import scaleout
 from bench.scenarios import Context, cold_start_run, event_writes, log, reconcile_writes, resync_restart, scale_events
 from bench.serverprofile import requests
 from bench.webhook import WEBHOOK_KINDS, remove_configurations, webhook_configurations
-from bench.workload import united_deployment
 from united.api import yamlload
 from united.api.document import Json
 from united.api.groups import GROUP, KRUISE_GROUP
 from united.data import MANIFESTS, crds, documents
 from united.devcluster.ports import free_port
 from united.kube.apply import apply
-from united.kube.client import CONFIG_MAPS, CRDS, NAMESPACES, KubeClient, Resource
+from united.kube.client import CRDS, NAMESPACES, KubeClient
 from united.kube.errors import NotFound
 from united.kube.wait import eventually
 
@@ -463,40 +462,6 @@ async def install_side(client: KubeClient, side: str, peer_docs: Sequence[Json],
         await apply(client, without_webhooks(peer_docs))
     else:
         await apply(client, documents(*our_files(source)))
-
-
-PROBE_NAMESPACE = "bench-collector-probe"
-
-
-async def collector_maps(client: KubeClient, resource: Resource, *, within: float = 180.0) -> float:
-    """Wait until kube-controller-manager's garbage collector knows every served version of
-    ``resource``, a kind just installed; the seconds waited. The collector learns new kinds and
-    versions only on its periodic resync (every 30 s); until then, an object whose owner
-    reference names a version it cannot map is retried again and again, each time reading
-    (GET) the object and its owner: a cost of the install, not of either side, which fell
-    on whichever side's scenarios ran soonest after it. Proof: a dependent per served
-    version, all collected once their owner is deleted, which needs each version mapped."""
-    started = time.monotonic()
-    namespace = await create_namespace(client, PROBE_NAMESPACE)
-    crd = await client.get(CRDS, f"{resource.plural}.{resource.group}")
-    served = [v["name"] for v in crd["spec"]["versions"] if v.get("served")]
-    probe = united_deployment("probe", namespace, subsets=1, replicas=0, group=resource.group)
-    owner = await client.create(resource, probe, namespace=namespace)
-    ref = {"kind": resource.kind, "name": "probe", "uid": owner["metadata"]["uid"]}
-    for version in served:
-        refs = [{"apiVersion": f"{resource.group}/{version}", **ref}]
-        await client.create(CONFIG_MAPS, {"metadata": {"name": f"probe-{version}", "ownerReferences": refs}},
-                            namespace=namespace)  # fmt: skip
-    await client.delete(resource, "probe", namespace=namespace)
-
-    async def collected() -> None:
-        for version in served:
-            with contextlib.suppress(NotFound):
-                await client.get(CONFIG_MAPS, f"probe-{version}", namespace=namespace)
-                raise AssertionError(f"the dependent owned through {version} is still there")
-
-    await eventually(collected, within=within, what="the garbage collector mapping the kind just installed")
-    return time.monotonic() - started
 
 
 async def peer_identity(ctx: Context) -> Path:

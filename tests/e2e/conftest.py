@@ -42,13 +42,17 @@ from tests.support.controller import (
 )
 from tests.support.external import KUBECONFIG_VARIABLE, ExternalCluster, Target, local_only_reason, target
 from tests.support.namespace import fresh_namespace
+from united import data
+from united.api.groups import KRUISE_GROUP
 from united.devcluster import versions
 from united.devcluster.cluster import LocalCluster
 from united.devcluster.credentials import StaticUser
 from united.devcluster.nodes import zone_nodes
 from united.devcluster.simulation import Simulation
-from united.kube.client import NAMESPACES, SERVICE_ACCOUNTS, KubeClient
-from united.kube.errors import NotFound
+from united.kube.apply import SYSTEM, install_crds
+from united.kube.client import CRDS, NAMESPACES, SERVICE_ACCOUNTS, KubeClient
+from united.kube.errors import AlreadyExists, NotFound
+from united.kube.wait import eventually
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 # A static user with no RBAC grants, for tests that check authorization.
@@ -266,3 +270,31 @@ def spreading(controller: Controller) -> WebhookController:
     """The session's controller, serving the pod webhooks (local control plane only)."""
     assert isinstance(controller, WebhookController), "the session's controller serves no webhooks here"
     return controller
+
+
+@pytest.fixture
+async def kruise_cluster(own_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
+    """``own_cluster`` with the compat CRDs and the controller's namespace, all removed afterwards."""
+    async with await KubeClient.from_kubeconfig(own_cluster.admin_kubeconfig) as kube:
+        created = False
+        with contextlib.suppress(AlreadyExists):
+            await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM}})
+            created = True
+        crds = data.documents(*data.crds(KRUISE_GROUP))
+        await install_crds(kube, crds)
+        try:
+            yield kube
+        finally:
+            names = [crd["metadata"]["name"] for crd in crds]
+            for name in names:
+                with contextlib.suppress(NotFound):
+                    await kube.delete(CRDS, name)
+            if created:
+                with contextlib.suppress(NotFound):
+                    await kube.delete(NAMESPACES, SYSTEM)
+
+            async def gone() -> None:
+                left = {crd["metadata"]["name"] for crd in (await kube.list(CRDS)).items} & set(names)
+                assert not left, f"{left} still there"
+
+            await eventually(gone, within=120, what="the compat CRDs deleted")

@@ -5,6 +5,7 @@ came with a release (webhook selectors by namespace name, CRD validation rules) 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -24,6 +25,23 @@ async def served(client: KubeClient, resource: Resource) -> bool:
         return any(r.get("name") == resource.plural for r in json.loads(text).get("resources", []))
     except (ValueError, AttributeError):
         return False
+
+
+async def preferred(client: KubeClient, resource: Resource) -> str | None:
+    """The ``apiVersion`` discovery prefers for ``resource``'s kind: the first of its group's
+    versions (highest priority first) that serves it. The garbage collector watches each kind in
+    that version, and takes an owner reference that names another version as possibly dangling:
+    it reads the dependent and its owner back before it trusts it, each at its own client's
+    rate. None when discovery does not answer or serves the kind in no version."""
+    try:
+        group = json.loads(await client.get_path(f"/apis/{resource.group}"))
+        versions = [str(v["version"]) for v in group["versions"]]
+    except (ApiError, ValueError, KeyError, TypeError):
+        return None
+    for version in versions:
+        if await served(client, dataclasses.replace(resource, version=version)):
+            return f"{resource.group}/{version}"
+    return None
 
 
 _GIT_VERSION = re.compile(r"^v?(\d+)\.(\d+)")

@@ -19,7 +19,7 @@ from united.api.document import Json
 from united.api.selector import parse as parse_selector
 from united.kube import Resource
 from united.kube.client import CONTROLLER_REVISIONS, PODS
-from united.kube.discovery import served
+from united.kube.discovery import preferred, served
 from united.multicluster.identity import RemoteKeys
 from united.multicluster.member import Members, Watching
 from united.runtime.controller import Controller, Host, Stores
@@ -173,7 +173,12 @@ class UnitedDeploymentController(Controller):
         wait for its first LIST — but at most ``child_sync_timeout``: a kind that cannot be
         listed (RBAC, a broken conversion webhook) must not hold up every other kind. Such a
         kind's informers keep retrying in the background; until they sync, its
-        UnitedDeployments are ``ChildKindUnavailable`` with the informers' last error."""
+        UnitedDeployments are ``ChildKindUnavailable`` with the informers' last error.
+        Also which version owner references name UnitedDeployments by (it changes only with
+        their CRD; kept when discovery does not answer)."""
+        self.caches.owner_api_version = await preferred(self.host.client, self.ud_resource) or (
+            self.caches.owner_api_version
+        )
         for variant in TEMPLATE_VARIANTS:
             if variant in self.child_informers:
                 continue

@@ -186,6 +186,8 @@ class Spec:
 @dataclass(frozen=True, slots=True)
 class UnitedDeployment:
     api_version: str
+    """As read; the controller names it by the version owner references should name (its
+    kind's preferred version), which the garbage collector maps without a lookup."""
     name: str
     namespace: str
     spec: Spec

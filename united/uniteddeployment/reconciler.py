@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
@@ -243,11 +244,14 @@ class Reconciler:
     async def _admit(self, key: str, obj: Json) -> UnitedDeployment:
         """``admit(obj)``, letting the loop run between its steps (one per subset: each merges
         a patch). The outcome is kept per (uid, generation) and the metadata admit reads, as
-        the spec changes only with the generation: a pass after a pod event validates nothing."""
+        the spec changes only with the generation: a pass after a pod event validates nothing.
+        The model is named by the version owner references should name (``api_version``)."""
         meta = obj.get("metadata") or {}
         generation = meta.get("generation")
+        named = self.caches.owner_api_version
         basis = (
             obj.get("apiVersion"),
+            named,
             *(meta.get(k) for k in ("uid", "name", "namespace", "labels", "annotations")),
             generation,
         )
@@ -259,7 +263,7 @@ class Reconciler:
                 try:
                     next(steps)
                 except StopIteration as done:
-                    outcome = done.value
+                    outcome = done.value if named is None else dataclasses.replace(done.value, api_version=named)
                     break
                 except ManifestError as e:
                     outcome = e

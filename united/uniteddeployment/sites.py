@@ -60,6 +60,9 @@ class Caches:
     """UnitedDeployments the informers skipped as unreadable (too deeply nested), by key."""
     members: Members | None = None
     """The member clusters (None until ``Cluster`` objects are served, and in the kruise group)."""
+    owner_api_version: str | None = None
+    """The ``apiVersion`` owner references name UnitedDeployments by: the one discovery prefers
+    for the kind (None until known: the version read)."""
 
 
 @dataclass

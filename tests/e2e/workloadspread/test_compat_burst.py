@@ -11,9 +11,7 @@ controller of ``apps.kruise.io`` is the only one and owns the compat CRD's conve
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -24,46 +22,16 @@ from tests.e2e.workloadspread.test_conversion import ALPHA, BETA
 from tests.e2e.workloadspread.test_spread import deployment
 from tests.support.controller import WebhookController
 from tests.support.namespace import fresh_namespace
-from united import data
 from united.api.groups import KRUISE_GROUP
 from united.devcluster.cluster import LocalCluster
-from united.kube.apply import SYSTEM, install_crds
-from united.kube.client import CRDS, DEPLOYMENTS, NAMESPACES, KubeClient
-from united.kube.errors import AlreadyExists, ApiError, NotFound
+from united.kube.client import DEPLOYMENTS, KubeClient
+from united.kube.errors import ApiError
 from united.kube.wait import eventually
 
 pytestmark = pytest.mark.e2e
 
 PODS = 120
 AT_ONCE = 60
-
-
-@pytest.fixture
-async def kruise_cluster(own_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
-    """``own_cluster`` with the compat CRDs and the controller's namespace, all removed afterwards."""
-    async with await KubeClient.from_kubeconfig(own_cluster.admin_kubeconfig) as kube:
-        created = False
-        with contextlib.suppress(AlreadyExists):
-            await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM}})
-            created = True
-        crds = data.documents(*data.crds(KRUISE_GROUP))
-        await install_crds(kube, crds)
-        try:
-            yield kube
-        finally:
-            names = [crd["metadata"]["name"] for crd in crds]
-            for name in names:
-                with contextlib.suppress(NotFound):
-                    await kube.delete(CRDS, name)
-            if created:
-                with contextlib.suppress(NotFound):
-                    await kube.delete(NAMESPACES, SYSTEM)
-
-            async def gone() -> None:
-                left = {crd["metadata"]["name"] for crd in (await kube.list(CRDS)).items} & set(names)
-                assert not left, f"{left} still there"
-
-            await eventually(gone, within=120, what="the compat CRDs deleted")
 
 
 async def test_a_burst_of_an_openkruise_spreads_pods_is_placed_by_the_process_that_converts(

@@ -463,6 +463,7 @@ class Cluster:
         self.pods: list[dict[str, Any]] = []
         self.client = FakeClient()
         self.recorder = FakeRecorder()
+        self.owner_api_version: str | None = None
 
     def add_pod(self, subset: str, p: dict[str, Any]) -> None:
         p["metadata"]["namespace"] = "ns"
@@ -478,6 +479,7 @@ class Cluster:
             revisions=store_of(),
             pods=store_of(self.pods, label=KEYS.subset_name),
             children={"deploymentTemplate": store_of(self.children)},
+            owner_api_version=self.owner_api_version,
         )
         reconciler = Reconciler(
             client=self.client,  # type: ignore[arg-type]

@@ -52,3 +52,25 @@ async def test_an_orphan_child_queues_the_uds_that_select_it_and_an_orphan_revis
     assert await queued(controller) == set(), "a deleted orphan concerns no one"
     controller._on_owned("ADDED", child("stray", kind="ControllerRevision", owned=False), None)
     assert await queued(controller) == set()
+
+
+async def test_discovery_tells_the_version_owner_references_name_and_a_silent_one_keeps_it() -> None:
+    from tests.unit.kube.test_discovery import Discovery, resources
+    from united.controller.manager import Manager, Settings
+    from united.runtime.metrics import Metrics
+    from united.uniteddeployment.kind import setup
+    from united.uniteddeployment.model import TEMPLATE_VARIANTS
+
+    client = Discovery({
+        "/apis/apps.united.io": {"versions": [{"version": "v1beta1"}, {"version": "v1alpha1"}]},
+        "/apis/apps.united.io/v1beta1": resources("uniteddeployments"),
+    })  # fmt: skip
+    manager = Manager(client, Settings(), metrics=Metrics(process_metrics=False))  # type: ignore[arg-type]
+    controller = setup(manager, manager.settings)
+    controller.child_informers = {v: [] for v in TEMPLATE_VARIANTS}  # every child kind already watched
+    assert controller.caches.owner_api_version is None
+    await controller.discover()
+    assert controller.caches.owner_api_version == "apps.united.io/v1beta1"
+    client.paths.clear()
+    await controller.discover()
+    assert controller.caches.owner_api_version == "apps.united.io/v1beta1"

@@ -313,6 +313,29 @@ async def test_a_new_uniteddeployment_creates_its_children_without_listing() -> 
     assert len(c.client.writes("create", "deployments")) == 2
 
 
+@pytest.mark.parametrize("preferred", [None, "apps.united.io/v1beta1"])
+async def test_children_and_revisions_name_their_owner_by_the_version_discovery_prefers(preferred: str | None) -> None:
+    """The garbage collector maps owners by that version and reads back, twice, every
+    dependent whose reference names another; unknown, the version read."""
+    c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
+    c.children.clear()
+    c.owner_api_version = preferred
+    await c.reconcile(0.0)
+    created = [*c.client.writes("create", "deployments"), *c.client.writes("create", "controllerrevisions")]
+    assert len(created) == 3
+    for _, body in created:
+        refs = (json.loads(body) if isinstance(body, bytes) else body)["metadata"]["ownerReferences"]
+        assert [r["apiVersion"] for r in refs] == [preferred or c.obj["apiVersion"]]
+
+
+async def test_an_admitted_spec_is_renamed_when_the_preferred_version_changes() -> None:
+    r = reconciler()
+    obj = Cluster({}, replicas=2, a=(1, 1), b=(1, 1)).obj
+    assert (await r._admit("ns/web", obj)).api_version == "apps.united.io/v1alpha1"
+    r.caches.owner_api_version = "apps.united.io/v1beta1"
+    assert (await r._admit("ns/web", obj)).api_version == "apps.united.io/v1beta1"
+
+
 async def test_a_pass_with_a_child_for_every_subset_lists_nothing() -> None:
     c = Cluster({}, replicas=2, a=(1, 1), b=(1, 1))
     await c.reconcile(0.0)
