@@ -507,9 +507,10 @@ async def scale_events(
             return None if any(t is None for t in times) else max(t for t in times if t is not None)
 
         await view.wait(lambda: all(delivered(n) is not None for n in batch), within=120, what="scaled children")
-        ledger.charge(f"controller {len(batch)}", since, events=len(batch))
         at = {n: delivered(n) for n in batch}
         await view.wait(lambda: view.converged, within=120, what="statuses after scaling")
+        # The statuses too: a controller that writes them later still pays for them.
+        ledger.charge(f"controller {len(batch)}", since, events=len(batch))
         await ctl.wait_idle(quiet=0.5)
         delta = diff_counts(await ctl.writes(), before)
         share = {k: v / len(batch) for k, v in delta.items()}
@@ -623,8 +624,9 @@ async def scale_events(
             "writes_by_resource_per_event": writes,
             "latencies_ms": [round(1000 * x, 2) for x in lat],
             "floor_latencies_ms": [round(1000 * x, 2) for x in floor],
-            # Until the children (floor: the Deployments; bare: the UDs) were seen: what every
-            # process of the machine spent on one event, so a ratio can be read as CPU.
+            # Until the children and every status (floor: the Deployments; bare: the UDs) were
+            # seen: what every process of the machine spent on one event, so a ratio can be read
+            # as CPU.
             "cpu_ms_per_event": {
                 case: ledger.per_event_ms(f"{case} {size}") for case in ("controller", "floor", "bare")
             },

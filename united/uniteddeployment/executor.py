@@ -125,7 +125,8 @@ class Execution:
         else:
             raise ValueError(f"not a write: {w}")
         try:
-            answer = await call
+            with self.r.ordering.acting():
+                answer = await call
         except NotFound:
             if w.remember_missing:
                 self.remember(w, resource, None)

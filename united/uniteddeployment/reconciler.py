@@ -39,6 +39,7 @@ from united.runtime.controller import Result, RetryableError
 from united.runtime.expectations import Expectations, LastWrite
 from united.runtime.expectations import rv_of as _rv
 from united.runtime.metrics import SubsetReplicas
+from united.runtime.ordering import Ordering
 from united.uniteddeployment import history, planner
 from united.uniteddeployment.admission import admission
 from united.uniteddeployment.children import deleting, name_of, same
@@ -97,6 +98,8 @@ class Reconciler:
         """Children and revisions this process wrote, by UD key: read instead of a cache that has
         not seen our own write yet, so a reconcile right after a write neither repeats it nor
         creates a second child for the subset."""
+        self.ordering = Ordering()
+        """Status writes wait for the child and revision writes in flight (bounded)."""
         self.blueprints = Blueprints()
         """What each UD's children are rendered from, kept while its spec and revision stay."""
         self.likeness: dict[str, history.Likeness] = {}
@@ -290,7 +293,7 @@ class Reconciler:
     async def _write_status(self, key: str, obj: Mapping[str, Any], previous: Json, status: Json) -> bool:
         """Merge-patch the status, conditional on the resourceVersion it was computed from: a
         newer status (another replica's, or one after a spec change) is never overwritten; the
-        409 requeues the key."""
+        409 requeues the key. It goes after the child writes other passes have in flight."""
         if status == previous:
             return False
         meta = obj.get("metadata") or {}
@@ -299,6 +302,7 @@ class Reconciler:
         if version:
             patch["metadata"] = {"resourceVersion": version}
         log.info("status", changed=changed_paths(patch["status"])[:20])
+        await self.ordering.reporting()
         answer = await self.client.patch(
             self.ud_resource,
             str(meta.get("name")),

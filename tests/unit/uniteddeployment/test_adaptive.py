@@ -471,6 +471,9 @@ class Cluster:
         self.pods.append(p)
 
     async def reconcile(self, now: float) -> Any:
+        return await self.reconciler(now).reconcile("ns/web")
+
+    def reconciler(self, now: float) -> Any:
         from united.kube import Resource
         from united.uniteddeployment.reconciler import Caches, Reconciler
 
@@ -481,7 +484,7 @@ class Cluster:
             children={"deploymentTemplate": store_of(self.children)},
             owner_api_version=self.owner_api_version,
         )
-        reconciler = Reconciler(
+        return Reconciler(
             client=self.client,  # type: ignore[arg-type]
             caches=caches,
             recorder=self.recorder,
@@ -489,7 +492,6 @@ class Cluster:
             clock=lambda: format_time(now),
             seconds=lambda: now,
         )
-        return await reconciler.reconcile("ns/web")
 
     def status_patch(self) -> dict[str, Any]:
         patches = self.client.writes("patch", "uniteddeployments/status")

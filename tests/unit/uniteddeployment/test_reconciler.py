@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from typing import Any
@@ -257,6 +258,50 @@ class TestStatusWrites:
         assert await r._write_status("ns/web", obj, {"replicas": 1}, {"replicas": 2})
         [(_, body)] = r.client.writes("patch", "uniteddeployments/status")
         assert body == {"metadata": {"resourceVersion": "99"}, "status": {"replicas": 2}}
+
+    async def test_it_goes_after_the_child_writes_other_passes_have_in_flight(self) -> None:
+        r = reconciler()
+        answered = asyncio.Event()
+
+        async def another_pass_child_write() -> None:
+            with r.ordering.acting():
+                await answered.wait()
+
+        other = asyncio.create_task(another_pass_child_write())
+        await asyncio.sleep(0)
+        obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
+        writing = asyncio.create_task(r._write_status("ns/web", obj, {}, {"replicas": 2}))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert r.client.writes("patch", "uniteddeployments/status") == []
+        answered.set()
+        assert await writing
+        assert len(r.client.writes("patch", "uniteddeployments/status")) == 1
+        await other
+
+    async def test_a_pass_s_child_writes_hold_another_pass_s_status(self) -> None:
+        answered = asyncio.Event()
+
+        class Slow(FakeClient):
+            async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
+                if resource.plural == "deployments":
+                    await answered.wait()
+                return await super().patch(resource, name, body, **kw)
+
+        c = Cluster({}, replicas=4, a=(1, 1), b=(1, 1))
+        c.client = Slow()
+        r = c.reconciler(0.0)
+        scaling = asyncio.create_task(r.reconcile("ns/web"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        other = {"metadata": {"name": "api", "namespace": "ns", "resourceVersion": "7"}, "status": {}}
+        writing = asyncio.create_task(r._write_status("ns/api", other, {}, {"replicas": 2}))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert c.client.writes("patch", "uniteddeployments/status") == []
+        answered.set()
+        await asyncio.gather(scaling, writing)
+        assert [n for n, _ in c.client.writes("patch", "uniteddeployments/status")] == ["api"]
 
     async def test_a_conflict_is_raised_and_not_remembered(self) -> None:
         class Refusing(FakeClient):
