@@ -197,6 +197,12 @@ FIGURES = (
         1.0,
     ),
     Figure("burst_over_floor_p50", "scale, bursts: p50 over the same turn's floor", "x floor", 1.0),
+    Figure(
+        "one_controller_leg_p50_ms",
+        "scale, one at a time: p50 from the UnitedDeployment's new replicas seen to the child's (the controller's leg)",
+        "ms",
+        None,
+    ),
     Figure("writes_per_event", "scale: writes per event (children, status, revisions)", "", 1.0),
     Figure("event_writes_per_event", "scale: Event writes per event", "", None),
     Figure("controller_cpu_ms_per_event", "scale bursts: controller CPU per event", "ms", 2.0),
@@ -265,6 +271,7 @@ def side_figures(cold: Json, restart: Json, scale: Json) -> Json:
         # turn's own floor (the same /scale on plain Deployments) takes that out of the ratio.
         # Not for the p99: two samples of the floor's would decide it.
         "one_over_floor_p50": one["p50_ms"] / one["floor_p50_ms"],
+        "one_controller_leg_p50_ms": one["controller_leg_p50_ms"],
         "burst_over_floor_p50": bursts["p50_ms"] / bursts["floor_p50_ms"],
         "resync_writes": restart["writes"],
         "resync_writes_by_resource": restart["writes_by_resource"],

@@ -121,7 +121,7 @@ def scenario_results(scale_p50: float) -> tuple[dict[str, Any], dict[str, Any], 
     def case(p50: float) -> dict[str, Any]:
         return {"p50_ms": p50, "p99_ms": 2 * p50, "writes_per_event": 2.0, "event_writes_per_event": 1.0,
                 "writes_by_resource_per_event": {"PATCH deployments": 1.0, "PATCH uniteddeployments/status": 1.0},
-                "floor_p50_ms": 5.0, "floor_p99_ms": 9.0,
+                "floor_p50_ms": 5.0, "floor_p99_ms": 9.0, "controller_leg_p50_ms": p50 / 2,
                 "cpu_ms_per_event": {"controller": {"controller": 3.0, "kube-apiserver": 4.0, "etcd": 1.0}},
                 }  # fmt: skip
 
@@ -135,6 +135,7 @@ def test_side_figures_are_read_from_the_scenarios_results() -> None:
     assert (f["controller_cpu_ms_per_event"], f["server_cpu_ms_per_event"]) == (3.0, 5.0)
     assert f["floor_burst_p99_ms"] == 9.0
     assert (f["one_over_floor_p50"], f["burst_over_floor_p50"]) == (2.0, 6.0)
+    assert f["one_controller_leg_p50_ms"] == 5.0
 
 
 def test_a_side_slowed_only_by_its_turns_api_server_is_even_over_its_floor() -> None:
