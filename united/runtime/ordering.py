@@ -9,8 +9,10 @@ applied to the stored object).
 
 So a report first waits for the acting writes already in flight when it is ready — not for
 those sent after it, so a stream of them (a cold start) cannot starve it — and at most
-``patience`` seconds, so one slow or hanging write (a member cluster's) delays reports by a
-bounded time. A pass alone on the server waits for nothing.
+``patience`` seconds, so one slow or hanging write delays reports by a bounded time. Only
+writes to the same API server as the reports should act here: a write elsewhere does not
+compete with them, and one held open by a hostile server would hold every report. A pass
+alone on the server waits for nothing.
 """
 
 from __future__ import annotations

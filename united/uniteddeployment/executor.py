@@ -12,6 +12,7 @@ due (:func:`united.uniteddeployment.sync.status_due`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -124,8 +125,10 @@ class Execution:
             )
         else:
             raise ValueError(f"not a write: {w}")
+        # A member cluster's write goes to its own API server: no status here waits for it.
+        acting = self.r.ordering.acting() if w.cluster is None else contextlib.nullcontext()
         try:
-            with self.r.ordering.acting():
+            with acting:
                 answer = await call
         except NotFound:
             if w.remember_missing:

@@ -99,7 +99,7 @@ class Reconciler:
         not seen our own write yet, so a reconcile right after a write neither repeats it nor
         creates a second child for the subset."""
         self.ordering = Ordering()
-        """Status writes wait for the child and revision writes in flight (bounded)."""
+        """Status writes wait for the host's child and revision writes in flight (bounded)."""
         self.blueprints = Blueprints()
         """What each UD's children are rendered from, kept while its spec and revision stay."""
         self.likeness: dict[str, history.Likeness] = {}

@@ -4,6 +4,7 @@ that a converged pass writes nothing anywhere. The e2e suite runs it against rea
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from dataclasses import dataclass, field
 from typing import Any
@@ -577,3 +578,24 @@ async def test_a_restart_waits_for_members_to_sync_and_writes_nothing_meanwhile(
     m1.is_synced = True
     await world.reconcile()
     assert world.client.calls == [] and m1.client.calls == []
+
+
+async def test_a_member_s_write_held_open_holds_no_status_on_the_host() -> None:
+    held = asyncio.Event()
+
+    class Holding(NamingClient):
+        async def create(self, resource: Any, body: Any, *, namespace: str | None = None) -> Any:
+            await held.wait()
+            return await super().create(resource, body, namespace=namespace)
+
+    member = FakeMember("member-1", client=Holding())
+    world = World(ud({"name": "a", "cluster": "member-1"}, replicas=2), member)
+    reconciling = asyncio.create_task(world.reconcile())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert not reconciling.done(), "the member's create is held open"
+    other = {"metadata": {"name": "api", "namespace": "ns", "resourceVersion": "7"}, "status": {}}
+    async with asyncio.timeout(0.1):  # the ordering's patience is 0.25 s
+        assert await world.reconciler._write_status("ns/api", other, {}, {"replicas": 2})
+    held.set()
+    await reconciling
