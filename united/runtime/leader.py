@@ -293,6 +293,19 @@ class LeaderElector:
                 self._valid_until = started + self.renew_deadline
             return won
 
+    async def _give_up(self, lease: JSON, spec: dict[str, Any]) -> JSON:
+        """Write the released ``spec``; on a conflict, once more over the Lease as it is now if
+        it is still ours: a renewal cancelled in flight (the shutdown that releases cancels it)
+        may have landed after all, and the copy kept here is one version behind."""
+        try:
+            return await self._replace(lease, spec)
+        except Conflict:
+            current = await self.client.get(LEASES, self.name, namespace=self.namespace)
+            if (current.get("spec") or {}).get("holderIdentity") != self.identity:
+                raise
+            released = ("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime")
+            return await self._replace(current, {**(current.get("spec") or {}), **{k: spec[k] for k in released}})
+
     async def _try(self) -> bool:
         loop = asyncio.get_running_loop()
         now = format_microtime(self.clock())
@@ -414,7 +427,7 @@ class LeaderElector:
             self._leading = False
             self.elected.clear()
             try:
-                released = await self._replace(self._lease, spec)
+                released = await self._give_up(self._lease, spec)
             except ApiError as exc:
                 self._log.warning("releasing the lease failed; it will expire instead", error=str(exc))
                 self._call(self.on_stopped_leading)

@@ -272,6 +272,35 @@ def test_cancelling_the_leader_releases_the_lease_unless_told_not_to() -> None:
     run_virtual(main)
 
 
+def test_a_release_after_a_renewal_that_landed_unseen_releases_the_lease_as_it_is() -> None:
+    """A renewal cancelled in flight may land on the server; the release then conflicts with
+    the copy kept, re-reads the Lease and, still holding it, releases it."""
+
+    async def main() -> None:
+        store = FakeLeases()
+        one, task = await leading(store)
+        store.tamper(renewTime="2030-01-01T00:00:00.000000Z")  # our renewal, its answer lost
+        assert await one.release()
+        assert "holderIdentity" not in store.spec() and store.spec()["leaseDurationSeconds"] == 1
+        assert store.requests[-3:] == [("replace", "Conflict"), ("get", "ok"), ("replace", "ok")]
+        await asyncio.wait_for(task, 3)
+
+    run_virtual(main)
+
+
+def test_a_release_never_takes_back_a_lease_another_holds_now() -> None:
+    async def main() -> None:
+        store = FakeLeases()
+        one, task = await leading(store)
+        store.tamper(holderIdentity="two", acquireTime="2030-01-01T00:00:00.000000Z")
+        assert not await one.release()
+        assert store.spec()["holderIdentity"] == "two"
+        assert store.requests[-2:] == [("replace", "Conflict"), ("get", "ok")]
+        await asyncio.wait_for(task, 3)
+
+    run_virtual(main)
+
+
 def test_a_crashed_leader_is_replaced_only_after_the_lease_duration() -> None:
     async def main() -> None:
         store = FakeLeases()
