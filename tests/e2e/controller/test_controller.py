@@ -467,9 +467,9 @@ async def test_kruise_manifests_work_unchanged(
             assert kids and all("apps.kruise.io/subset-name" in k["metadata"]["labels"] for k in kids)
             for kid in kids:
                 owner = kid["metadata"]["ownerReferences"][0]
-                # the controller speaks the stored version, v1alpha1, as OpenKruise's releases do
+                # named by the version discovery prefers, which the garbage collector maps
                 assert (owner["apiVersion"], owner["kind"], owner["uid"]) == (
-                    "apps.kruise.io/v1alpha1",
+                    "apps.kruise.io/v1beta1",
                     "UnitedDeployment",
                     obj["metadata"]["uid"],
                 )

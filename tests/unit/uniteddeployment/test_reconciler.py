@@ -261,6 +261,7 @@ class TestStatusWrites:
 
     async def test_it_goes_after_the_child_writes_other_passes_have_in_flight(self) -> None:
         r = reconciler()
+        r.ordering.patience = 3600.0
         answered = asyncio.Event()
 
         async def another_pass_child_write() -> None:
@@ -291,6 +292,7 @@ class TestStatusWrites:
         c = Cluster({}, replicas=4, a=(1, 1), b=(1, 1))
         c.client = Slow()
         r = c.reconciler(0.0)
+        r.ordering.patience = 3600.0
         scaling = asyncio.create_task(r.reconcile("ns/web"))
         for _ in range(20):
             await asyncio.sleep(0)
