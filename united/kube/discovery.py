@@ -5,7 +5,6 @@ came with a release (webhook selectors by namespace name, CRD validation rules) 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -15,16 +14,21 @@ from united.kube.client import KubeClient, Resource
 from united.kube.errors import ApiError
 
 
+async def _plurals(client: KubeClient, group: str, version: str) -> set[str] | None:
+    """The resources ``group/version`` serves; None when the API server does not answer it."""
+    try:
+        text = await client.get_path(f"/apis/{group}/{version}")
+    except ApiError:
+        return None
+    try:
+        return {str(r.get("name")) for r in json.loads(text).get("resources", [])}
+    except (ValueError, AttributeError):
+        return None
+
+
 async def served(client: KubeClient, resource: Resource) -> bool:
     """The API server serves ``resource`` (its CRD is installed and established)."""
-    try:
-        text = await client.get_path(f"/apis/{resource.group}/{resource.version}")
-    except ApiError:
-        return False
-    try:
-        return any(r.get("name") == resource.plural for r in json.loads(text).get("resources", []))
-    except (ValueError, AttributeError):
-        return False
+    return resource.plural in (await _plurals(client, resource.group, resource.version) or ())
 
 
 async def preferred(client: KubeClient, resource: Resource) -> str | None:
@@ -32,14 +36,18 @@ async def preferred(client: KubeClient, resource: Resource) -> str | None:
     versions (highest priority first) that serves it. The garbage collector watches each kind in
     that version, and takes an owner reference that names another version as possibly dangling:
     it reads the dependent and its owner back before it trusts it, each at its own client's
-    rate. None when discovery does not answer or serves the kind in no version."""
+    rate. None when discovery does not answer (any version it asks) or serves the kind in no
+    version."""
     try:
         group = json.loads(await client.get_path(f"/apis/{resource.group}"))
         versions = [str(v["version"]) for v in group["versions"]]
     except (ApiError, ValueError, KeyError, TypeError):
         return None
     for version in versions:
-        if await served(client, dataclasses.replace(resource, version=version)):
+        plurals = await _plurals(client, resource.group, version)
+        if plurals is None:
+            return None  # unanswered: a later version is not the one preferred
+        if resource.plural in plurals:
             return f"{resource.group}/{version}"
     return None
 

@@ -66,3 +66,11 @@ async def test_none_when_discovery_does_not_answer_or_serves_no_version_of_it() 
         "/apis/apps.kruise.io/v1beta1": resources("statefulsets"),
     })  # fmt: skip
     assert await preferred(elsewhere, UD) is None  # type: ignore[arg-type]
+
+
+async def test_an_unanswered_version_is_not_passed_over_for_a_later_one() -> None:
+    client = Discovery({
+        "/apis/apps.kruise.io": group("v1beta1", "v1alpha1"),
+        "/apis/apps.kruise.io/v1alpha1": resources("uniteddeployments"),
+    })  # fmt: skip
+    assert await preferred(client, UD) is None  # type: ignore[arg-type]
