@@ -239,6 +239,15 @@ async def test_no_second_child_while_a_create_is_unobserved_by_a_cache_lagging_m
         assert len(client.writes("create", "deployments")) == 2, f"after {lag} s"
 
 
+async def status_write_started(r: Any, name: str) -> asyncio.Task[bool]:
+    """A status write of ``ns/<name>`` begun, and the loop run until it sent or waits."""
+    obj = {"metadata": {"name": name, "namespace": "ns", "resourceVersion": "41"}, "status": {}}
+    writing = asyncio.create_task(r._write_status(f"ns/{name}", obj, {}, {"replicas": 2}))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    return writing
+
+
 class TestStatusWrites:
     """A status is written only over the version it was computed from."""
 
@@ -270,10 +279,7 @@ class TestStatusWrites:
 
         other = asyncio.create_task(another_pass_child_write())
         await asyncio.sleep(0)
-        obj = {"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "41"}, "status": {}}
-        writing = asyncio.create_task(r._write_status("ns/web", obj, {}, {"replicas": 2}))
-        for _ in range(20):
-            await asyncio.sleep(0)
+        writing = await status_write_started(r, "web")
         assert r.client.writes("patch", "uniteddeployments/status") == []
         answered.set()
         assert await writing
@@ -296,10 +302,7 @@ class TestStatusWrites:
         scaling = asyncio.create_task(r.reconcile("ns/web"))
         for _ in range(20):
             await asyncio.sleep(0)
-        other = {"metadata": {"name": "api", "namespace": "ns", "resourceVersion": "7"}, "status": {}}
-        writing = asyncio.create_task(r._write_status("ns/api", other, {}, {"replicas": 2}))
-        for _ in range(20):
-            await asyncio.sleep(0)
+        writing = await status_write_started(r, "api")
         assert c.client.writes("patch", "uniteddeployments/status") == []
         answered.set()
         await asyncio.gather(scaling, writing)
