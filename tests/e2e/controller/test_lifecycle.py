@@ -364,11 +364,13 @@ async def test_stops_with_passes_in_flight(
 
 
 async def test_api_server_outage_is_logged_once_per_step_and_recovery_once(
-    proxy: ThreadedFaultProxy, proxied: Path
+    proxy: ThreadedFaultProxy, proxied: Path, namespace: str
 ) -> None:
     """A running controller whose API server goes away for 20 s (the proxy stopped: connection
-    refused) and comes back: a bounded number of lines meanwhile, then one "recovered" line."""
-    with running(proxied, name="outage") as run:
+    refused) and comes back: a bounded number of lines meanwhile, then one "recovered" line.
+    It serves a namespace of its own: other tests' UnitedDeployments retrying through the
+    outage would log lines of their own (each pass is bounded by its backoff, not by this count)."""
+    with running(proxied, "--namespace", namespace, name="outage") as run:
         await run.ready()
         before = len(run.lines())
         proxy.stop()
