@@ -31,7 +31,9 @@ import jsonschema
 import pytest
 import yaml
 
+from united import data
 from united.api.crdrules import RULES, without_rules
+from united.api.groups import KRUISE_GROUP, KRUISE_UD_CRD
 from united.api.limits import MAX_REVISION_HISTORY, MAX_SUBSETS
 from united.workloadspread.validation import MAX_SUBSET_NAME
 
@@ -75,13 +77,19 @@ def crd_for_group(group: str) -> Obj:
     return found
 
 
+UNSERVED = ("apps.kruise.io", "v1beta1")
+"""Listed, as OpenKruise's releases list it, and served only on request (``united install
+--kruise-v1beta1``): each served version costs every write a decode in its own watch cache."""
+
+
 def served_schema(api_version: str, kind: str) -> Obj:
+    """The schema ``api_version`` is served with (once it is asked for, for :data:`UNSERVED`)."""
     group, _, version = api_version.rpartition("/")
     for crd in all_crds():
         if crd["spec"]["group"] != group or crd["spec"]["names"]["kind"] != kind:
             continue
         for entry in crd["spec"]["versions"]:
-            if entry["name"] == version and entry["served"]:
+            if entry["name"] == version and (entry["served"] or (group, version) == UNSERVED):
                 schema: Obj = entry["schema"]["openAPIV3Schema"]
                 return schema
     raise LookupError(f"no CRD in crds/ serves {kind} {api_version}")
@@ -427,7 +435,7 @@ def test_crd_file_is_one_v1_crd(path: Path) -> None:
     assert spec["scope"] == ("Cluster" if kind == "Cluster" else "Namespaced")
     assert spec.get("preserveUnknownFields") is not True
     assert [v["name"] for v in spec["versions"] if v["storage"]] in (["v1alpha1"], ["v1beta1"])
-    assert all(version["served"] for version in spec["versions"])
+    assert all(version["served"] for version in spec["versions"] if (spec["group"], version["name"]) != UNSERVED)
 
 
 def test_united_crd_versions() -> None:
@@ -439,9 +447,27 @@ def test_kruise_compat_crd_versions_and_conversion() -> None:
     spec = crd_for_group("apps.kruise.io")["spec"]
     assert [(v["name"], v["served"], v["storage"]) for v in spec["versions"]] == [
         ("v1alpha1", True, True),
-        ("v1beta1", True, False),
+        ("v1beta1", False, False),
     ]
     assert spec["conversion"] == {"strategy": "None"}
+
+
+def test_the_installer_serves_the_compat_v1beta1_on_request() -> None:
+    docs = data.controller(KRUISE_GROUP)
+
+    def the_crd(of: list[Obj]) -> Obj:
+        (found,) = [d for d in of if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == KRUISE_UD_CRD]
+        return found
+
+    served = data.serving(docs, KRUISE_UD_CRD, "v1beta1")
+    assert [(v["name"], v["served"], v["storage"]) for v in the_crd(served)["spec"]["versions"]] == [
+        ("v1alpha1", True, True),
+        ("v1beta1", True, False),
+    ]
+    assert [d for d in served if d is not the_crd(served)] == [d for d in docs if d is not the_crd(docs)]
+    assert not the_crd(docs)["spec"]["versions"][1]["served"], "the documents given are left as they were"
+    with pytest.raises(LookupError, match="lists no version v2"):
+        data.serving(docs, KRUISE_UD_CRD, "v2")
 
 
 def all_versions() -> list[tuple[str, Obj]]:

@@ -11,7 +11,7 @@ import yaml
 from united import __version__, data
 from united.api import crdrules
 from united.api.field import FieldError, ManifestError
-from united.api.groups import GROUP, KRUISE_GROUP
+from united.api.groups import GROUP, KRUISE_GROUP, KRUISE_UD_CRD
 from united.cli.output import EXIT_INVALID, EXIT_OK
 from united.log import configure_logging
 
@@ -23,6 +23,12 @@ def register(sub: Any) -> None:
         default=GROUP,
         choices=(GROUP, KRUISE_GROUP),
         help=f"the group to serve ({KRUISE_GROUP}: the compat CRD and RBAC, for clusters without OpenKruise)",
+    )
+    i.add_argument(
+        "--kruise-v1beta1",
+        action="store_true",
+        help=f"with --api-group {KRUISE_GROUP}: serve UnitedDeployments as v1beta1 too (manifests of OpenKruise "
+        "after its releases); each served version costs the API server a decode of every UnitedDeployment write",
     )
     i.add_argument("--print", action="store_true", dest="print_only", help="print the manifests, apply nothing")
     i.add_argument(
@@ -43,6 +49,10 @@ def _install(args: argparse.Namespace) -> int:
     from united.kube.errors import ApiError, ConfigError
 
     docs = data.controller(args.api_group)
+    if args.kruise_v1beta1:
+        if args.api_group != KRUISE_GROUP:
+            raise ManifestError([FieldError("--kruise-v1beta1", f"needs --api-group {KRUISE_GROUP}")])
+        docs = data.serving(docs, KRUISE_UD_CRD, "v1beta1")
     if args.print_only:
         if args.kube_version is not None:
             found = release({"gitVersion": args.kube_version})

@@ -35,6 +35,26 @@ def crd(group: str = GROUP, plural: str = "uniteddeployments") -> Traversable:
     return _CRD_DIRS[group] / f"{group}_{plural}.yaml"
 
 
+def serving(docs: list[dict[str, Any]], crd_name: str, version: str) -> list[dict[str, Any]]:
+    """``docs`` with ``version`` of the CRD ``crd_name`` served (that CRD copied, the rest as they
+    are); ``LookupError`` when ``docs`` list no such version.
+
+    The compat UnitedDeployment CRD lists ``v1beta1`` unserved, as OpenKruise's releases do: the
+    API server keeps one watch cache per served version and decodes every write into each, so
+    serving a version nobody uses costs every UnitedDeployment write. Listed, it keeps objects
+    an older install stored in it readable."""
+    out, found = [], False
+    for doc in docs:
+        if doc.get("kind") == "CustomResourceDefinition" and doc["metadata"]["name"] == crd_name:
+            versions = [v | {"served": True} if v["name"] == version else v for v in doc["spec"]["versions"]]
+            found = found or any(v["name"] == version for v in versions)
+            doc = doc | {"spec": doc["spec"] | {"versions": versions}}
+        out.append(doc)
+    if not found:
+        raise LookupError(f"{crd_name} lists no version {version}")
+    return out
+
+
 def crds(group: str = GROUP) -> list[Traversable]:
     """Every kind's CRD in ``group``: UnitedDeployment, WorkloadSpread, then (ours) Cluster."""
     return [crd(group, plural) for plural in _PLURALS[group]]

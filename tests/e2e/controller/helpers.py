@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from united import data
+from united.api.groups import KRUISE_GROUP, KRUISE_UD_CRD
 from united.devcluster.nodes import NodeSpec, subset_nodes
+from united.kube.apply import install_crds
 from united.kube.client import JSON, KubeClient, PatchType, Resource
 from united.kube.errors import NotFound
 from united.kube.wait import eventually
@@ -16,6 +21,23 @@ from united.kube.wait import eventually
 ROOT = Path(__file__).resolve().parents[3]
 UD = Resource("apps.united.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
 KRUISE_UD = Resource("apps.kruise.io", "v1alpha1", "uniteddeployments", True, "UnitedDeployment")
+
+
+@contextlib.asynccontextmanager
+async def kruise_v1beta1_served(kube: KubeClient) -> AsyncIterator[None]:
+    """The compat CRDs as ``united install --api-group apps.kruise.io --kruise-v1beta1`` applies
+    them (UnitedDeployment served as ``v1beta1`` too), the default ones again afterwards."""
+    crds = data.documents(*data.crds(KRUISE_GROUP))
+    await install_crds(kube, data.serving(crds, KRUISE_UD_CRD, "v1beta1"))
+
+    async def served() -> None:
+        assert '"uniteddeployments"' in await kube.get_path(f"/apis/{KRUISE_GROUP}/v1beta1")
+
+    await eventually(served, within=30, what="v1beta1 served", retry_on=(AssertionError, NotFound))
+    try:
+        yield
+    finally:
+        await install_crds(kube, crds)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
 CLONESETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")

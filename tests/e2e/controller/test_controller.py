@@ -22,6 +22,7 @@ from tests.e2e.controller.helpers import (
     children,
     condition,
     get_ud,
+    kruise_v1beta1_served,
     nodes_for,
     patch_ud,
     pods_of,
@@ -445,9 +446,10 @@ async def crd_absent(kube: KubeClient) -> None:
 async def test_kruise_manifests_work_unchanged(
     controller_identity: Any, cluster: Any, sim: Simulation, kube: KubeClient, namespace: str
 ) -> None:
-    """OpenKruise manifests (apps.kruise.io v1alpha1 and v1beta1) served by a controller run
-    with ``--api-group apps.kruise.io`` and the RBAC overlay for that group. It runs beside the
-    session's controller, so without leader election (the shipped Role grants one Lease)."""
+    """OpenKruise manifests served by a controller run with ``--api-group apps.kruise.io`` and
+    the RBAC overlay for that group: v1alpha1 with the CRD as installed, v1beta1 once it serves
+    that version too (``united install --kruise-v1beta1``). It runs beside the session's
+    controller, so without leader election (the shipped Role grants one Lease)."""
     await install_kruise_rbac(kube)
     kruise = Controller(
         controller_identity,
@@ -457,24 +459,31 @@ async def test_kruise_manifests_work_unchanged(
     )
     kruise.start()
     try:
-        for name in ("kruise-v1alpha1.yaml", "kruise-v1beta1.yaml"):
-            doc = scaled_down(sample(name), 6)
-            for node in nodes_for(doc, f"k-{namespace[-6:]}-{name[7:14]}"):
-                await sim.add_node(node)
-            await create(kube, namespace, doc)
-            obj = await wait_ready(kube, namespace, doc, within=120)
-            kids = await children(kube, namespace, doc)
-            assert kids and all("apps.kruise.io/subset-name" in k["metadata"]["labels"] for k in kids)
-            for kid in kids:
-                owner = kid["metadata"]["ownerReferences"][0]
-                # named by the version discovery prefers, which the garbage collector maps
-                assert (owner["apiVersion"], owner["kind"], owner["uid"]) == (
-                    "apps.kruise.io/v1beta1",
-                    "UnitedDeployment",
-                    obj["metadata"]["uid"],
-                )
+        # The CRD as installed: v1alpha1 alone, as OpenKruise's releases serve it.
+        await _kruise_sample_works(kube, namespace, sim, "kruise-v1alpha1.yaml", owner="apps.kruise.io/v1alpha1")
     finally:
         assert kruise.stop() == 0
+    async with kruise_v1beta1_served(kube):
+        kruise.start()
+        try:
+            await _kruise_sample_works(kube, namespace, sim, "kruise-v1beta1.yaml", owner="apps.kruise.io/v1beta1")
+        finally:
+            assert kruise.stop() == 0
+
+
+async def _kruise_sample_works(kube: KubeClient, namespace: str, sim: Simulation, name: str, *, owner: str) -> None:
+    """``name`` becomes ready; its children carry OpenKruise's labels and name their owner by
+    ``owner``, the version discovery prefers (the one the garbage collector maps)."""
+    doc = scaled_down(sample(name), 6)
+    for node in nodes_for(doc, f"k-{namespace[-6:]}-{name[7:14]}"):
+        await sim.add_node(node)
+    await create(kube, namespace, doc)
+    obj = await wait_ready(kube, namespace, doc, within=120)
+    kids = await children(kube, namespace, doc)
+    assert kids and all("apps.kruise.io/subset-name" in k["metadata"]["labels"] for k in kids)
+    for kid in kids:
+        ref = kid["metadata"]["ownerReferences"][0]
+        assert (ref["apiVersion"], ref["kind"], ref["uid"]) == (owner, "UnitedDeployment", obj["metadata"]["uid"])
 
 
 async def test_an_hpa_drives_replicas_through_the_scale_subresource(

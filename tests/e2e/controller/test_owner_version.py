@@ -1,7 +1,8 @@
 """Owner references name a UnitedDeployment by the version discovery prefers for its kind.
 
-The compat CRD serves ``apps.kruise.io`` ``v1alpha1`` (stored, what the controller reads) and
-``v1beta1``, which discovery prefers; the garbage collector watches the kind in that version. A
+The compat CRD serving ``apps.kruise.io`` ``v1alpha1`` (stored, what the controller reads) and
+``v1beta1`` (``united install --kruise-v1beta1``), discovery prefers ``v1beta1``; the garbage
+collector watches the kind in that version. A
 child whose reference named ``v1alpha1`` was taken as possibly dangling: the collector read the
 child and its owner back from the API server, several GETs per child at its own client's rate,
 minutes of them after a few hundred UnitedDeployments. Runs on ``own_cluster``, where nothing
@@ -14,7 +15,7 @@ import json
 import pytest
 
 from bench.crd import collector_maps
-from tests.e2e.controller.helpers import DEPLOYMENTS, KRUISE_UD, children, ud, zone
+from tests.e2e.controller.helpers import DEPLOYMENTS, KRUISE_UD, children, kruise_v1beta1_served, ud, zone
 from tests.support.controller import Controller
 from tests.support.namespace import fresh_namespace
 from united.api.groups import KRUISE_GROUP
@@ -44,6 +45,11 @@ async def test_children_and_revisions_name_the_preferred_version_and_are_never_r
     own_cluster: LocalCluster, kruise_cluster: KubeClient
 ) -> None:
     kube = kruise_cluster
+    async with kruise_v1beta1_served(kube):
+        await _children_name_the_preferred_version(own_cluster, kube)
+
+
+async def _children_name_the_preferred_version(own_cluster: LocalCluster, kube: KubeClient) -> None:
     preferred = json.loads(await kube.get_path(f"/apis/{KRUISE_GROUP}"))["preferredVersion"]["groupVersion"]
     assert preferred == f"{KRUISE_GROUP}/v1beta1" != KRUISE_UD.api_version
     controller = Controller(own_cluster.admin_kubeconfig, name="kruise-owner", leader_elect=False,

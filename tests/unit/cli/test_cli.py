@@ -781,6 +781,24 @@ def test_install_print_is_the_crd_and_the_rendered_overlay(group: str, crd: str)
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"united:{__version__}"
 
 
+def test_install_serves_the_compat_v1beta1_only_on_request() -> None:
+    """OpenKruise's releases serve their UnitedDeployment as v1alpha1 alone; v1beta1 manifests
+    (after those releases) need ``--kruise-v1beta1``, which serves it beside v1alpha1."""
+
+    def versions(out: str) -> list[tuple[str, bool]]:
+        (crd,) = [d for d in yaml.safe_load_all(out) if d["metadata"]["name"] == "uniteddeployments.apps.kruise.io"]
+        return [(v["name"], v["served"]) for v in crd["spec"]["versions"]]
+
+    default = united("install", "--api-group", KRUISE_GROUP, "--print")
+    asked = united("install", "--api-group", KRUISE_GROUP, "--kruise-v1beta1", "--print", "--kube-version", "1.20.2")
+    assert default.code == asked.code == 0
+    assert versions(default.out) == [("v1alpha1", True), ("v1beta1", False)]
+    assert versions(asked.out) == [("v1alpha1", True), ("v1beta1", True)]
+    wrong = united("install", "--kruise-v1beta1", "--print")
+    assert (wrong.code, wrong.out) == (2, "")
+    assert wrong.errors == [f"--kruise-v1beta1: needs --api-group {KRUISE_GROUP}"], wrong.err
+
+
 def test_install_print_for_a_server_before_1_25_leaves_out_the_crds_validation_rules() -> None:
     """kubectl refuses a CRD with ``x-kubernetes-validations`` on such servers (client-side validation)."""
     ours = united("install", "--print")
