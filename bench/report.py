@@ -139,8 +139,28 @@ def _scaleout_rows(out: Json) -> list[Row]:
     return rows
 
 
+def _crdcost_rows(cost: Json) -> list[Row]:
+    """Each CRD copy's write → watch time and API server CPU against the installed copy's."""
+    rows: list[Row] = []
+    base = cost["copies"]["as installed"]
+    for label, writes in cost["copies"].items():
+        for write, w in writes.items():
+            b = base[write]
+            cpu = "" if w["ratio_cpu"] is None else f"; CPU {w['ratio_cpu']:.2f}x"
+            rows.append((
+                "" if rows else f"CRD declarations ({cost['rounds']} rounds, {cost['objects']} UDs a copy)",
+                f"{write} write → watch p50 / p90, API server + etcd CPU per write: {label}",
+                f"{w['p50_ms']:.2f} / {w['p90_ms']:.2f} ms; {w['server_cpu_ms_per_write']:.1f} ms",
+                f"{b['p50_ms']:.2f} / {b['p90_ms']:.2f} ms; {b['server_cpu_ms_per_write']:.1f} ms (as installed)",
+                f"{w['ratio_p50']:.2f}x ({w['added_p50_ms']:+.2f} ms){cpu}", "", "",
+            ))  # fmt: skip
+    return rows
+
+
 def render(results: Json) -> str:
     rows: list[Row] = []
+    if results.get("crdcost"):
+        rows += _crdcost_rows(results["crdcost"])
     if results.get("scaleout"):
         rows += _scaleout_rows(results["scaleout"])
     if results.get("admission"):

@@ -29,7 +29,9 @@ from united.devcluster.build import provision
 from united.kube.client import KubeClient
 from united.log import configure_logging
 
-SCENARIOS = ("scaleout", "admission", "cold", "scale", "resync", "growth", "memory", "allocation", "limits")
+SCENARIOS = (
+    "scaleout", "admission", "crdcost", "cold", "scale", "resync", "growth", "memory", "allocation", "limits",
+)  # fmt: skip
 IN_PROCESS = ("allocation", "limits")
 """Scenarios that need no cluster."""
 HERE = Path(__file__).resolve().parent
@@ -108,6 +110,12 @@ def parser() -> argparse.ArgumentParser:
         help="client QPS limits of the scale-out's kube-controller-manager, one set of runs each (default 20,1000)",
     )
     p.add_argument(
+        "--crdcost-rounds",
+        type=positive,
+        default=1000,
+        help="rounds of the crdcost scenario: one /scale and one status write per CRD copy each (default 1000)",
+    )
+    p.add_argument(
         "--scaleout-repeats", type=positive, default=1, help="scale-outs of each variant per QPS (default 1)"
     )
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
@@ -171,6 +179,7 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
         "scaleout_replicas": args.scaleout_replicas,
         "scaleout_qps": args.scaleout_qps,
         "scaleout_repeats": args.scaleout_repeats,
+        "crdcost_rounds": args.crdcost_rounds,
         "profile": args.profile,
         "source": str(args.source) if args.source else None,
         "server_profile": args.server_profile,

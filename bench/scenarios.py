@@ -855,6 +855,10 @@ async def run_all(ctx: Context, config: Mapping[str, Any], scenarios: Sequence[s
         results["admission"] = await admission(
             ctx, pods=int(config["admission_pods"]), burst=int(config["admission_burst"])
         )
+    if "crdcost" in scenarios:
+        from bench.crdcost import crdcost
+
+        results["crdcost"] = await crdcost(ctx, rounds=int(config.get("crdcost_rounds") or 1000))
     uds, subsets = int(config["uds"]), int(config["subsets"])
     need_cold = any(s in scenarios for s in ("cold", "scale", "resync"))
     need_floor = need_cold or "growth" in scenarios

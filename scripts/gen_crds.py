@@ -6,9 +6,9 @@ Two UnitedDeployment CRDs are written, sharing one OpenAPI v3 schema (built by :
 * ``crds/apps.united.io_uniteddeployments.yaml`` -- group ``apps.united.io``, version ``v1alpha1``;
 * ``crds/compat/apps.kruise.io_uniteddeployments.yaml`` -- group ``apps.kruise.io``, versions
   ``v1alpha1`` (storage) and ``v1beta1``, conversion ``None``, for clusters without OpenKruise.
-  ``v1beta1`` is listed but not served, as in OpenKruise's releases: the API server keeps a
-  watch cache per served version and decodes every write into each, so a second served version
-  costs every UnitedDeployment write (``united install --kruise-v1beta1`` serves it).
+  ``v1beta1`` is listed but not served, as in OpenKruise's releases: on current API servers a
+  second served version costs every UnitedDeployment write, read or not (``bench/crdcost.py``);
+  ``united install --kruise-v1beta1`` serves it.
 
 The ``spec`` schema is compatible with OpenKruise's UnitedDeployment (``apps.kruise.io``
 v1alpha1 and v1beta1 share one spec). The ``status`` schema is the union of Kruise's v1alpha1
@@ -1149,7 +1149,7 @@ KRUISE_HEADER = (
     _GENERATED + "# Compatibility CRD: UnitedDeployment as apps.kruise.io/v1alpha1 and v1beta1\n"
     "# (v1alpha1 stored; one schema, conversion None) so that OpenKruise manifests work\n"
     "# unchanged on clusters WITHOUT OpenKruise. v1beta1 is not served, as in OpenKruise's\n"
-    "# releases (each served version costs every write a decode); to accept v1beta1\n"
+    "# releases (each served version costs every write); to accept v1beta1\n"
     "# manifests: united install --api-group apps.kruise.io --kruise-v1beta1\n"
     "# Never install it next to OpenKruise: it would replace Kruise's own CRD.\n"
 )

@@ -28,7 +28,7 @@ TINY = [
     "--scale-singles", "3", "--scale-bursts", "1", "--burst-size", "3", "--children", "200", "--pods", "200",
     "--growth", "5,10",
     "--admission-pods", "4", "--admission-burst", "2", "--scaleout-replicas", "6", "--scaleout-qps", "1000",
-    "--server-profile", "1",
+    "--server-profile", "1", "--crdcost-rounds", "3",
 ]  # fmt: skip
 
 
@@ -102,6 +102,12 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     assert level["qps"] == 1000 and {r["variant"] for r in level["runs"]} == {"floor", "untargeted", "targeted"}
     assert all(r["pods"] == 6 and r["pods_per_second"] > 0 for r in level["runs"])
     assert (level["over_filled"], level["unplaced"], level["wrong_zone"], level["untargeted_placed"]) == (0, 0, 0, 0)
+
+    cost = results["crdcost"]["copies"]  # each CRD copy written and its writes watched
+    assert set(cost) == {"as installed", "v1beta1 served", "no CEL rules"}
+    assert all(set(c) == {"scale", "status"} for c in cost.values()), cost
+    assert all(w["writes"] == 3 and w["p50_ms"] > 0 for c in cost.values() for w in c.values()), cost
+    assert "| CRD declarations (3 rounds, 5 UDs a copy) |" in table
 
     allocation = results["allocation"]
     assert {v["allocator"] for v in allocation.values()} == {"specified", "elastic"}

@@ -79,7 +79,7 @@ def crd_for_group(group: str) -> Obj:
 
 UNSERVED = ("apps.kruise.io", "v1beta1")
 """Listed, as OpenKruise's releases list it, and served only on request (``united install
---kruise-v1beta1``): each served version costs every write a decode in its own watch cache."""
+--kruise-v1beta1``): each served version costs every write on current API servers."""
 
 
 def served_schema(api_version: str, kind: str) -> Obj:

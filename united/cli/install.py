@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
         "--kruise-v1beta1",
         action="store_true",
         help=f"with --api-group {KRUISE_GROUP}: serve UnitedDeployments as v1beta1 too (manifests of OpenKruise "
-        "after its releases); each served version costs the API server a decode of every UnitedDeployment write",
+        "after its releases); each served version costs the API server on every UnitedDeployment write",
     )
     i.add_argument("--print", action="store_true", dest="print_only", help="print the manifests, apply nothing")
     i.add_argument(

@@ -39,10 +39,9 @@ def serving(docs: list[dict[str, Any]], crd_name: str, version: str) -> list[dic
     """``docs`` with ``version`` of the CRD ``crd_name`` served (that CRD copied, the rest as they
     are); ``LookupError`` when ``docs`` list no such version.
 
-    The compat UnitedDeployment CRD lists ``v1beta1`` unserved, as OpenKruise's releases do: the
-    API server keeps one watch cache per served version and decodes every write into each, so
-    serving a version nobody uses costs every UnitedDeployment write. Listed, it keeps objects
-    an older install stored in it readable."""
+    The compat UnitedDeployment CRD lists ``v1beta1`` unserved, as OpenKruise's releases do: on
+    current API servers a served version costs every UnitedDeployment write, used or not
+    (``bench/crdcost.py``). Listed, it keeps objects an older install stored in it readable."""
     out, found = [], False
     for doc in docs:
         if doc.get("kind") == "CustomResourceDefinition" and doc["metadata"]["name"] == crd_name:
