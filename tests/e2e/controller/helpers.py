@@ -25,9 +25,11 @@ KRUISE_UD = Resource("apps.kruise.io", "v1alpha1", "uniteddeployments", True, "U
 
 @contextlib.asynccontextmanager
 async def kruise_v1beta1_served(kube: KubeClient) -> AsyncIterator[None]:
-    """The compat CRDs as ``united install --api-group apps.kruise.io --kruise-v1beta1`` applies
-    them (UnitedDeployment served as ``v1beta1`` too), the default ones again afterwards."""
-    crds = data.documents(*data.crds(KRUISE_GROUP))
+    """The compat UnitedDeployment CRD as ``united install --api-group apps.kruise.io
+    --kruise-v1beta1`` applies it (served as ``v1beta1`` too), the default one again afterwards.
+    Only that CRD: applying the WorkloadSpread one would reset the conversion webhook's address
+    the running controllers filled in."""
+    crds = data.documents(data.crd(KRUISE_GROUP))
     await install_crds(kube, data.serving(crds, KRUISE_UD_CRD, "v1beta1"))
 
     async def served() -> None:
