@@ -7,8 +7,9 @@ built so that they can never make a reconcile slower or fail:
 
 * :meth:`EventRecorder.event` only appends to a bounded in-memory queue and returns;
   it never awaits, never blocks and never raises. A full queue drops the Event
-  (counted, logged). A background task posts them (kopf does the same:
-  nolar/kopf ``kopf/_core/engines/posting.py``).
+  (counted; logged once when it fills and once, with the number dropped, when the
+  poster has emptied it, so a cold start of thousands of objects is two log lines,
+  not one per Event). A background task posts them (kopf does the same).
 * Posting failures (RBAC, a namespace being deleted, API-server trouble) are
   logged and counted in ``united_events_total{outcome="failed"}``, never retried:
   a lost Event costs nothing, a retry storm does.
@@ -246,6 +247,8 @@ class EventRecorder:
         self._posted: OrderedDict[tuple[str, str, str, str], _Posted] = OrderedDict()
         self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
+        self._dropped = 0
+        """Events dropped since the queue last filled; logged when the poster has emptied it."""
 
     # -- recording (synchronous, never raises) ---------------------------------------------
 
@@ -283,7 +286,9 @@ class EventRecorder:
             self._queue.put_nowait(pending)
         except asyncio.QueueFull:
             self._count(Outcome.QUEUE_FULL)
-            _log.warning("event queue full; event dropped", kind=ref.kind, name=ref.name, reason=reason)
+            if not self._dropped:
+                _log.warning("event queue full; dropping events until it is emptied", kind=ref.kind, reason=reason)
+            self._dropped += 1
         except Exception:
             # A bug here must not propagate into the reconcile that wanted to record.
             self._count(Outcome.FAILED)
@@ -388,6 +393,9 @@ class EventRecorder:
                 _log.exception("posting an event failed unexpectedly", reason=pending.reason)
             finally:
                 self._queue.task_done()
+            if self._dropped and self._queue.empty():
+                _log.warning("event queue emptied", dropped=self._dropped)
+                self._dropped = 0
 
     async def _post(self, pending: _Pending) -> None:
         ref = pending.ref

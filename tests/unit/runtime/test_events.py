@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import structlog.testing
 
 from united.kube.client import JSON, PatchType, Resource
 from united.kube.errors import Fenced, NotFound, error_from_status
@@ -296,6 +297,28 @@ async def test_a_full_queue_drops_without_blocking(sink: FakeSink, metrics: Metr
     recorder.start()
     assert await recorder.close(within=5)
     assert [body["message"] for _, body in sink.created] == ["tick 0", "tick 1"]
+
+
+async def test_a_full_queue_is_logged_when_it_fills_and_when_it_empties_not_per_event(
+    sink: FakeSink, metrics: Metrics
+) -> None:
+    recorder = EventRecorder(sink, metrics=metrics, queue_size=2, burst=100)
+    with structlog.testing.capture_logs() as logs:
+        for i in range(50):
+            recorder.normal({**CONFIG_MAP}, "Tick", f"tick {i}")
+        recorder.start()
+        assert await recorder.flush(within=5)
+        for i in range(3):  # no await in between: the poster takes none of them yet
+            recorder.normal({**CONFIG_MAP}, "Tock", f"tock {i}")
+        assert await recorder.close(within=5)
+    warnings = [(entry["event"], entry.get("dropped")) for entry in logs if entry["log_level"] == "warning"]
+    assert warnings == [
+        ("event queue full; dropping events until it is emptied", None),
+        ("event queue emptied", 48),
+        ("event queue full; dropping events until it is emptied", None),
+        ("event queue emptied", 1),
+    ]
+    assert outcome(metrics, "queue_full") == 49
 
 
 async def test_flush_gives_up_at_its_deadline_and_close_stops_the_poster(sink: FakeSink) -> None:
