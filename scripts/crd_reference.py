@@ -55,8 +55,11 @@ def _rules(node: Json, required: bool) -> str:
     for key, word in (("minimum", "≥"), ("maximum", "≤")):
         if key in node:
             rules.append(f"{word} {node[key]}")
-    for key, word in (("minItems", "at least {} items"), ("maxItems", "at most {} items"),
-                      ("maxLength", "at most {} characters")):
+    for key, word in (
+        ("minItems", "at least {} items"),
+        ("maxItems", "at most {} items"),
+        ("maxLength", "at most {} characters"),
+    ):
         if key in node:
             rules.append(word.format(node[key]))
     if "pattern" in node:

@@ -228,9 +228,7 @@ def label_selector(description: str) -> Schema:
                 "Label selector requirements, ANDed.",
                 **{"x-kubernetes-list-type": "atomic"},
             ),
-            "matchLabels": map_of(
-                string(), "Map of {key: value} pairs, each equivalent to an In requirement."
-            ),
+            "matchLabels": map_of(string(), "Map of {key: value} pairs, each equivalent to an In requirement."),
         },
         description,
         extensions=ATOMIC_MAP,
@@ -245,8 +243,7 @@ def node_selector_term(description: str) -> Schema:
                 "operator": string("One of In, NotIn, Exists, DoesNotExist, Gt, Lt."),
                 "values": array(
                     string(),
-                    "Values; non-empty for In/NotIn, empty for Exists/DoesNotExist, "
-                    "a single integer for Gt/Lt.",
+                    "Values; non-empty for In/NotIn, empty for Exists/DoesNotExist, a single integer for Gt/Lt.",
                     **{"x-kubernetes-list-type": "atomic"},
                 ),
             },
@@ -271,15 +268,10 @@ def node_selector_term(description: str) -> Schema:
 def toleration() -> Schema:
     return obj(
         {
-            "effect": string(
-                "Taint effect to match (NoSchedule, PreferNoSchedule, NoExecute); "
-                "empty matches all."
-            ),
+            "effect": string("Taint effect to match (NoSchedule, PreferNoSchedule, NoExecute); empty matches all."),
             "key": string("Taint key; empty with operator Exists matches all taints."),
             "operator": string("Exists or Equal (default Equal)."),
-            "tolerationSeconds": int64(
-                "For NoExecute taints: how long the pod stays bound after the taint appears."
-            ),
+            "tolerationSeconds": int64("For NoExecute taints: how long the pod stays bound after the taint appears."),
             "value": string("Taint value to match; empty when the operator is Exists."),
         },
         "A toleration appended to the pods of this subset (typed like core/v1 Toleration).",
@@ -314,9 +306,7 @@ def condition(description: str, with_generation: bool) -> Schema:
 def workload_template(description: str, spec: Schema) -> Schema:
     return obj(
         {
-            "metadata": schemaless(
-                "Labels and annotations copied to every child workload (ObjectMeta, schemaless)."
-            ),
+            "metadata": schemaless("Labels and annotations copied to every child workload (ObjectMeta, schemaless)."),
             "spec": spec,
         },
         description,
@@ -334,8 +324,7 @@ def kruise_workload_spec(kind: str) -> Schema:
     )
     node["properties"] = {
         "selector": label_selector(
-            "Label selector of the workload; replaced by the UnitedDeployment's selector plus the "
-            "subset label."
+            "Label selector of the workload; replaced by the UnitedDeployment's selector plus the subset label."
         ),
         "template": schemaless("The pod template (core/v1 PodTemplateSpec, schemaless)."),
     }
@@ -396,8 +385,7 @@ def subset_schema(*, cluster: bool) -> Schema:
             ),
             "tolerations": array(
                 toleration(),
-                "Tolerations appended to the pods of the subset. Must not change for an existing "
-                "subset.",
+                "Tolerations appended to the pods of the subset. Must not change for an existing subset.",
             ),
             "replicas": int_or_string(
                 "Pods in this subset: an integer >= 0 or a percentage 'N%' (N in 0..100, rounded "
@@ -405,8 +393,7 @@ def subset_schema(*, cluster: bool) -> Schema:
                 "exclusive with minReplicas/maxReplicas; forbidden with the Adaptive strategy."
             ),
             "minReplicas": int_or_string(
-                "Elastic mode: lower bound (integer or 'N%'), satisfied in subset order. "
-                "Defaults to 0."
+                "Elastic mode: lower bound (integer or 'N%'), satisfied in subset order. Defaults to 0."
             ),
             "maxReplicas": int_or_string(
                 "Elastic mode: upper bound (integer or 'N%'); unset means unbounded. At least one "
@@ -474,12 +461,9 @@ def spec_schema(*, ours: bool = True) -> Schema:
     """``ours``: with our group's extensions (the Progressive strategy, multi-cluster subsets)."""
     return obj(
         {
-            "replicas": int32(
-                "Total desired pods over all subsets. Defaults to 1.", minimum=0, default=1
-            ),
+            "replicas": int32("Total desired pods over all subsets. Defaults to 1.", minimum=0, default=1),
             "selector": label_selector(
-                "Label selector over the pods and child workloads; must match the template's "
-                "labels. Use matchLabels."
+                "Label selector over the pods and child workloads; must match the template's labels. Use matchLabels."
             ),
             "template": template_schema(),
             "topology": obj(
@@ -592,23 +576,17 @@ def subset_status_schema() -> Schema:
         {
             "name": string("Subset name."),
             "desired": int32("Replicas allocated to the subset by the controller."),
-            "replicas": int32(
-                "Target replicas of the subset (OpenKruise v1beta1 meaning: the allocation)."
-            ),
+            "replicas": int32("Target replicas of the subset (OpenKruise v1beta1 meaning: the allocation)."),
             "readyReplicas": int32("Ready pods reported by the subset's workload."),
             "updatedReplicas": int32("Active pods of the subset at the updated revision."),
             "updatedReadyReplicas": int32("Ready pods of the subset at the updated revision."),
             "reservedPods": int32("Reserved (unschedulable, kept) pods in reservation mode."),
             "partition": int32("Effective partition requested for the subset."),
-            "partitionApplied": boolean(
-                "Whether the workload honours the partition (false for Deployment subsets)."
-            ),
+            "partitionApplied": boolean("Whether the workload honours the partition (false for Deployment subsets)."),
             "reason": string("Machine-readable reason for the subset's state."),
             "message": string("Human-readable details about the subset's state."),
             "rollout": string("Progressive rollout: Pending, Updating or Updated."),
-            "cluster": string(
-                "united: the Cluster holding the subset's child; absent for the UnitedDeployment's own."
-            ),
+            "cluster": string("united: the Cluster holding the subset's child; absent for the UnitedDeployment's own."),
             "conditions": list_map(
                 condition("A subset condition (Schedulable, ClusterReady).", with_generation=False),
                 ["type"],
@@ -632,24 +610,16 @@ def status_schema() -> Schema:
             "collisionCount": int32("Revision-name hash collision count."),
             "currentRevision": string("Revision considered fully rolled out."),
             "updatedRevision": string("Latest revision of the template."),
-            "labelSelector": string(
-                "Canonical label selector string of the pods, for the scale subresource (HPA)."
-            ),
+            "labelSelector": string("Canonical label selector string of the pods, for the scale subresource (HPA)."),
             "updateStatus": obj(
                 {
                     "updatedRevision": string("Latest revision (v1alpha1 legacy field)."),
-                    "currentPartitions": map_of(
-                        int32(), "Subset name -> effective partition (v1alpha1 legacy map)."
-                    ),
+                    "currentPartitions": map_of(int32(), "Subset name -> effective partition (v1alpha1 legacy map)."),
                 },
                 "Update progress (OpenKruise v1alpha1 legacy shape).",
             ),
-            "subsetReplicas": map_of(
-                int32(), "Subset name -> target replicas (OpenKruise v1alpha1 legacy map)."
-            ),
-            "subsetStatuses": list_map(
-                subset_status_schema(), ["name"], "Observed state per subset."
-            ),
+            "subsetReplicas": map_of(int32(), "Subset name -> target replicas (OpenKruise v1alpha1 legacy map)."),
+            "subsetStatuses": list_map(subset_status_schema(), ["name"], "Observed state per subset."),
             "rollout": rollout_status_schema(),
             "conditions": list_map(
                 condition("A UnitedDeployment condition.", with_generation=True),
@@ -802,9 +772,7 @@ def ws_subset_schema(alpha: bool) -> Schema:
     return obj(
         {
             "name": string("Subset name, unique within the WorkloadSpread.", maxLength=WS_SUBSET_NAME_MAX),
-            required_name: node_selector_term(
-                "ANDed into every required node-affinity term of the subset's pods."
-            ),
+            required_name: node_selector_term("ANDed into every required node-affinity term of the subset's pods."),
             preferred_name: array(preferred, "Appended to the pods' preferred node affinity."),
             "tolerations": array(toleration(), "Tolerations appended to the subset's pods."),
             "maxReplicas": int_or_string(
@@ -813,8 +781,7 @@ def ws_subset_schema(alpha: bool) -> Schema:
                 "StatefulSet."
             ),
             "minReplicas": int_or_string(
-                "united: at least this many pods go to the subset first (same type as "
-                "maxReplicas, at most it)."
+                "united: at least this many pods go to the subset first (same type as maxReplicas, at most it)."
             ),
             "patch": schemaless(
                 "A strategic merge patch applied to the subset's pods (metadata and spec); it may "
@@ -833,9 +800,7 @@ def ws_spec_schema(alpha: bool) -> Schema:
             "targetRef": obj(
                 {
                     "apiVersion": string("API version of the workload (only the group matters)."),
-                    "kind": string(
-                        "Deployment, ReplicaSet, StatefulSet, Job or CloneSet (immutable)."
-                    ),
+                    "kind": string("Deployment, ReplicaSet, StatefulSet, Job or CloneSet (immutable)."),
                     "name": string("Name of the workload, in the WorkloadSpread's namespace."),
                 },
                 "The workload whose pods are spread; group, kind and name are immutable.",
@@ -847,8 +812,7 @@ def ws_spec_schema(alpha: bool) -> Schema:
                     "selector": label_selector("Only pods matching it are managed."),
                     "replicasPathList": array(
                         string(),
-                        "Dot paths of integers in the workload whose sum replaces its replicas "
-                        "for percentages.",
+                        "Dot paths of integers in the workload whose sum replaces its replicas for percentages.",
                     ),
                 },
                 "Manage only part of the workload's pods.",
@@ -890,12 +854,8 @@ def ws_subset_status_schema(alpha: bool) -> Schema:
             "name": string("Subset name."),
             "replicas": int32("Active pods of the workload in the subset."),
             "missingReplicas": int32("Free slots under maxReplicas; -1 without a maximum."),
-            "creatingPods": map_of(
-                date_time(), "Pods booked by the webhook and not yet seen: name (or uid) -> time."
-            ),
-            "deletingPods": map_of(
-                date_time(), "Pods whose deletion was admitted and still seen: name -> time."
-            ),
+            "creatingPods": map_of(date_time(), "Pods booked by the webhook and not yet seen: name (or uid) -> time."),
+            "deletingPods": map_of(date_time(), "Pods whose deletion was admitted and still seen: name -> time."),
             "conditions": list_map(
                 condition("A subset condition (Schedulable).", with_generation=not alpha),
                 ["type"],
@@ -972,9 +932,7 @@ def ws_version(name: str, storage: bool, *, alpha: bool = False) -> Schema:
 
 
 def ws_united_crd() -> Schema:
-    return crd(
-        UNITED_GROUP, [ws_version("v1alpha1", storage=True)], kind="WorkloadSpread", short_name="ws"
-    )
+    return crd(UNITED_GROUP, [ws_version("v1alpha1", storage=True)], kind="WorkloadSpread", short_name="ws")
 
 
 def ws_kruise_compat_crd() -> Schema:
@@ -1012,9 +970,7 @@ def cluster_schema() -> Schema:
                 pattern=DNS1123_LABEL_PATTERN,
                 maxLength=63,
             ),
-            "name": string(
-                "Name of the Secret.", pattern=DNS1123_SUBDOMAIN_PATTERN, maxLength=DNS1123_SUBDOMAIN_MAX
-            ),
+            "name": string("Name of the Secret.", pattern=DNS1123_SUBDOMAIN_PATTERN, maxLength=DNS1123_SUBDOMAIN_MAX),
             "key": string(
                 "Key of the Secret's data holding the kubeconfig. Defaults to kubeconfig.",
                 pattern=CLUSTER_KEY_PATTERN,
@@ -1206,9 +1162,7 @@ def render_all() -> dict[Path, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument(
-        "--check", action="store_true", help="fail if the committed files are out of date"
-    )
+    parser.add_argument("--check", action="store_true", help="fail if the committed files are out of date")
     parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root")
     args = parser.parse_args(argv)
     root: Path = args.root

@@ -141,10 +141,14 @@ def unprivileged_user(request: pytest.FixtureRequest) -> Iterator[StaticUser]:
 
     async def account() -> StaticUser:
         async with await KubeClient.from_kubeconfig(existing.admin_kubeconfig) as kube:
-            await kube.create(NAMESPACES, {
-                "apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": home, "labels": {"e2e.united.dev/test": "true"}},
-            })
+            await kube.create(
+                NAMESPACES,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": home, "labels": {"e2e.united.dev/test": "true"}},
+                },
+            )
             body = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NOBODY.name}}
             await kube.create(SERVICE_ACCOUNTS, body, namespace=home)
             return await existing.service_account_user(kube, namespace=home, name=NOBODY.name)
@@ -165,8 +169,7 @@ def simulation(cluster: LocalCluster) -> Iterator[Simulation | None]:
     if EXTERNAL is not None:
         yield None
         return
-    simulation = Simulation(cluster.admin_kubeconfig, nodes=zone_nodes(ZONES),
-                            heartbeat_interval=5.0)
+    simulation = Simulation(cluster.admin_kubeconfig, nodes=zone_nodes(ZONES), heartbeat_interval=5.0)
     simulation.start()
     try:
         yield simulation

@@ -39,8 +39,7 @@ async def test_a_static_user_without_grants_is_forbidden(
 
 
 async def test_a_wrong_token_is_unauthorized(cluster: LocalCluster) -> None:
-    async with KubeClient.for_server(cluster.server, token="not-a-token",
-                                     ca_cert=cluster.ca_cert) as client:
+    async with KubeClient.for_server(cluster.server, token="not-a-token", ca_cert=cluster.ca_cert) as client:
         with pytest.raises(Unauthorized):
             await client.list(PODS, namespace="default")
 
@@ -49,23 +48,28 @@ async def test_a_service_account_gets_exactly_what_its_role_grants(
     cluster: LocalCluster, kube: KubeClient, namespace: str
 ) -> None:
     await kube.create(SERVICE_ACCOUNTS, {"metadata": {"name": "controller"}}, namespace=namespace)
-    kubeconfig = await cluster.service_account_kubeconfig(kube, namespace=namespace,
-                                                          name="controller")
+    kubeconfig = await cluster.service_account_kubeconfig(kube, namespace=namespace, name="controller")
     async with await KubeClient.from_kubeconfig(kubeconfig) as client:
         with pytest.raises(Forbidden, match="system:serviceaccount"):
             await client.list(PODS, namespace=namespace)
 
-        await kube.create(ROLES, {
-            "metadata": {"name": "read-pods"},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
-        }, namespace=namespace)
-        await kube.create(ROLE_BINDINGS, {
-            "metadata": {"name": "controller-reads-pods"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                        "name": "read-pods"},
-            "subjects": [{"kind": "ServiceAccount", "name": "controller",
-                          "namespace": namespace}],
-        }, namespace=namespace)
+        await kube.create(
+            ROLES,
+            {
+                "metadata": {"name": "read-pods"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+            },
+            namespace=namespace,
+        )
+        await kube.create(
+            ROLE_BINDINGS,
+            {
+                "metadata": {"name": "controller-reads-pods"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-pods"},
+                "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": namespace}],
+            },
+            namespace=namespace,
+        )
 
         async def allowed() -> None:
             await client.list(PODS, namespace=namespace)
@@ -136,11 +140,18 @@ REFUSED = [
 ]
 
 
-async def _allowed(client: KubeClient, verb: str, group: str, resource: str, namespace: str | None,
-                   name: str | None) -> bool:
+async def _allowed(
+    client: KubeClient, verb: str, group: str, resource: str, namespace: str | None, name: str | None
+) -> bool:
     plural, _, subresource = resource.partition("/")
-    attributes = {"verb": verb, "group": group, "resource": plural, "subresource": subresource,
-                  "namespace": namespace or "", "name": name or ""}
+    attributes = {
+        "verb": verb,
+        "group": group,
+        "resource": plural,
+        "subresource": subresource,
+        "namespace": namespace or "",
+        "name": name or "",
+    }
     review = await client.create(ACCESS_REVIEWS, {"spec": {"resourceAttributes": attributes}})
     return bool(review["status"].get("allowed"))
 
@@ -152,8 +163,12 @@ async def test_the_controller_may_do_what_workloadspread_needs_and_nothing_broad
     authorizer answers every case (SelfSubjectAccessReview), and a few real requests too."""
     await install_controller(kube)
     kubeconfig = await cluster.service_account_kubeconfig(kube, namespace=SYSTEM, name="united-controller")
-    foreign = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-               "metadata": {"name": "someone-elses"}, "webhooks": []}
+    foreign = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "someone-elses"},
+        "webhooks": [],
+    }
     with contextlib.suppress(AlreadyExists):
         await kube.create(MUTATING_WEBHOOK_CONFIGURATIONS, foreign)
     try:
@@ -168,8 +183,12 @@ async def test_the_controller_may_do_what_workloadspread_needs_and_nothing_broad
             assert not broader, f"granted more than WorkloadSpread needs: {broader}"
 
             with pytest.raises(Forbidden):
-                await client.patch(MUTATING_WEBHOOK_CONFIGURATIONS, "someone-elses",
-                                   {"metadata": {"labels": {"x": "y"}}}, patch_type=PatchType.MERGE)
+                await client.patch(
+                    MUTATING_WEBHOOK_CONFIGURATIONS,
+                    "someone-elses",
+                    {"metadata": {"labels": {"x": "y"}}},
+                    patch_type=PatchType.MERGE,
+                )
             with pytest.raises(Forbidden):
                 await client.get(SECRETS, "default-token", namespace="default")
             with contextlib.suppress(NotFound):  # allowed (an earlier controller may have made it)
@@ -179,8 +198,9 @@ async def test_the_controller_may_do_what_workloadspread_needs_and_nothing_broad
             await install_controller(kube, dev_webhooks=True)
 
             async def can_create() -> None:
-                assert await _allowed(client, "create", "admissionregistration.k8s.io",
-                                      "mutatingwebhookconfigurations", None, None)
+                assert await _allowed(
+                    client, "create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", None, None
+                )
 
             await eventually(can_create, within=30, what="the development role effective")
     finally:

@@ -33,8 +33,7 @@ def test_stop_ends_exactly_the_started_processes(cluster: LocalCluster) -> None:
     second = LocalCluster(cluster.binaries)
     with second:
         pids = second.pids
-        assert sorted(pids) == ["etcd", "kube-apiserver", "kube-controller-manager",
-                                "kube-scheduler"]
+        assert sorted(pids) == ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
         assert all(not _gone(pid) for pid in pids.values())
         workdir = second.workdir
     assert all(_gone(pid) for pid in pids.values())

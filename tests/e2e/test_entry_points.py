@@ -101,6 +101,13 @@ def _components(pid: int) -> dict[str, list[str]]:
     return found
 
 
+async def _spawn(module: str, *args: str) -> asyncio.subprocess.Process:
+    """``python -m module args``, its output and errors on one pipe."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", module, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+
+
 async def _cluster_files(proc: asyncio.subprocess.Process) -> list[Path]:
     """Once its API server runs: the cluster directory and etcd's data directory of ``proc``,
     after checking that every file the components were given lies in one of them (no key,
@@ -152,10 +159,7 @@ async def test_demo_removes_the_cluster_directory_on_sigterm_once_running() -> N
 
 async def test_ctrl_c_while_starting_keeps_nothing() -> None:
     """An interruption is not a failure: not even the logs stay."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "united.devcluster", "start",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )
+    proc = await _spawn("united.devcluster", "start")
     files = await _cluster_files(proc)
     proc.send_signal(signal.SIGINT)
     output = await _exit(proc)
@@ -183,10 +187,7 @@ async def test_a_sample_the_api_server_refuses_ends_the_demo_with_its_reason(tmp
     docs[0]["spec"]["selector"]["matchLabels"] = {"app": "not-web"}
     sample = tmp_path / "refused.yaml"
     sample.write_text(yaml.safe_dump_all(docs))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "united", "demo", "--sample", str(sample),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )
+    proc = await _spawn("united", "demo", "--sample", str(sample))
     files = await _cluster_files(proc)
     output = await asyncio.wait_for(_exit(proc), timeout=180)
     assert proc.returncode == 1, output
@@ -199,10 +200,7 @@ async def test_a_sample_the_api_server_refuses_ends_the_demo_with_its_reason(tmp
 async def test_what_a_killed_process_left_is_removed_by_the_next_cluster() -> None:
     """SIGKILL cannot be handled: its components die with it (PR_SET_PDEATHSIG), and the next
     LocalCluster created on the machine removes the directories it left."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "united.devcluster", "start",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )
+    proc = await _spawn("united.devcluster", "start")
     files = await _cluster_files(proc)
     proc.kill()
     await _exit(proc)

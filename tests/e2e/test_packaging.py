@@ -59,7 +59,12 @@ class Installed:
         """``united ARGS`` from the virtual environment."""
         return subprocess.run(
             [str(self.venv / "bin" / "united"), *args],
-            input=stdin, capture_output=True, text=True, cwd=self.home, env=self.env(), timeout=120,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            cwd=self.home,
+            env=self.env(),
+            timeout=120,
         )
 
     def env(self) -> dict[str, str]:
@@ -94,7 +99,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     started = time.monotonic()
     build = subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(root / "dist"), str(snapshot(root / "source"))],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     output = build.stdout + build.stderr
     assert build.returncode == 0, output
@@ -111,7 +118,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert pip.returncode == 0, pip.stdout + pip.stderr
     home = root / "home"
@@ -145,14 +154,19 @@ def test_the_distributions_carry_the_repository_files(installed: Installed) -> N
         members = {m.name: m for m in sdist.getmembers()}
     prefix = f"united-{__version__}/united/data/"
     assert {name.removeprefix(prefix) for name, m in members.items() if name.startswith(prefix) and m.isfile()} == {
-        "__init__.py", *_repo_files()
+        "__init__.py",
+        *_repo_files(),
     }
 
 
 def test_the_installed_package_is_not_the_checkout(installed: Installed) -> None:
     probe = subprocess.run(
         [str(installed.venv / "bin" / "python"), "-c", "import united.data; print(united.data.ROOT)"],
-        capture_output=True, text=True, cwd=installed.home, env=installed.env(), check=True,
+        capture_output=True,
+        text=True,
+        cwd=installed.home,
+        env=installed.env(),
+        check=True,
     )
     assert Path(probe.stdout.strip()).is_relative_to(installed.venv), probe.stdout
     assert installed.run("--version").stdout == f"united {__version__}\n"
@@ -205,7 +219,10 @@ def test_the_overlays_render_as_kubectl_kustomize_does(cluster: LocalCluster) ->
     for overlay, group in (("base", GROUP), ("kruise", KRUISE_GROUP)):
         kustomized = subprocess.run(
             [str(cluster.binaries.kubectl), "kustomize", str(REPO / "manifests" / overlay)],
-            capture_output=True, text=True, check=True, timeout=60,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
         ).stdout
         theirs = [unnamespaced(d) for d in yaml.safe_load_all(kustomized) if d]
         ours = [d for d in data.controller(group) if d["kind"] != "CustomResourceDefinition"]
@@ -220,7 +237,10 @@ def test_the_admission_policies_render_as_kubectl_kustomize_does(cluster: LocalC
     """``manifests/admission-policy`` (Kubernetes 1.30+, so only rendered here, not applied)."""
     kustomized = subprocess.run(
         [str(cluster.binaries.kubectl), "kustomize", str(REPO / "manifests" / "admission-policy")],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     ).stdout
     theirs = [d for d in yaml.safe_load_all(kustomized) if d]
     ours = kustomization.build(data.MANIFESTS, "admission-policy")

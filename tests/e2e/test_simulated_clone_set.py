@@ -18,13 +18,16 @@ COST = "controller.kubernetes.io/pod-deletion-cost"
 
 def clone_set(name: str, replicas: int) -> JSON:
     return {
-        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "CloneSet",
         "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                         "spec": {"containers": [{"name": "web", "image": "img:1"}]}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": "img:1"}]},
+            },
         },
     }
 
@@ -48,12 +51,19 @@ async def test_scale_in_removes_the_lowest_deletion_cost_first(
     pods.sort(key=lambda p: scale_down_order(p, ""))
     costs = dict(zip((p["metadata"]["name"] for p in pods), ("300", "200", "100", "-200", "-100"), strict=True))
     for name, cost in costs.items():
-        await kube.patch(PODS, name, {"metadata": {"annotations": {COST: cost}}}, namespace=namespace,
-                         patch_type=PatchType.MERGE)
+        await kube.patch(
+            PODS, name, {"metadata": {"annotations": {COST: cost}}}, namespace=namespace, patch_type=PatchType.MERGE
+        )
 
     for replicas, survivors in ((3, {"100", "200", "300"}), (1, {"300"})):
-        await kube.patch(CLONE_SETS, "web", {"spec": {"replicas": replicas}}, namespace=namespace,
-                         patch_type=PatchType.MERGE, subresource="scale")
+        await kube.patch(
+            CLONE_SETS,
+            "web",
+            {"spec": {"replicas": replicas}},
+            namespace=namespace,
+            patch_type=PatchType.MERGE,
+            subresource="scale",
+        )
 
         async def scaled(count: int = replicas, kept: set[str] = survivors) -> None:
             left = {costs[p["metadata"]["name"]] for p in await ready(count)}

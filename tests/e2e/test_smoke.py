@@ -57,8 +57,7 @@ def clone_set(name: str, replicas: int, *, image: str = IMAGE, partition: int | 
     }
     if partition is not None:
         spec["updateStrategy"] = {"type": "ReCreate", "partition": partition}
-    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
-            "metadata": {"name": name}, "spec": spec}
+    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "metadata": {"name": name}, "spec": spec}
 
 
 async def pods_of(kube: KubeClient, namespace: str, app: str) -> list[JSON]:
@@ -83,8 +82,7 @@ async def test_deployment_pods_become_ready_on_simulated_nodes(
         status = pod["status"]
         assert status["phase"] == "Running"
         conditions = {c["type"]: c["status"] for c in status["conditions"]}
-        assert conditions == {"PodScheduled": "True", "Initialized": "True",
-                              "ContainersReady": "True", "Ready": "True"}
+        assert conditions == {"PodScheduled": "True", "Initialized": "True", "ContainersReady": "True", "Ready": "True"}
         assert status["podIP"].startswith("127.244.")
         assert status["containerStatuses"][0]["ready"] is True
         assert pod["spec"]["nodeName"] in sim.node_names
@@ -106,9 +104,7 @@ async def test_simulated_nodes_are_ready_and_untainted(kube: KubeClient, sim: Si
     await eventually(healthy, within=30, what="simulated nodes healthy")
 
 
-async def test_scale_subresource_of_a_custom_resource(
-    kube: KubeClient, namespace: str, sim: Simulation
-) -> None:
+async def test_scale_subresource_of_a_custom_resource(kube: KubeClient, namespace: str, sim: Simulation) -> None:
     await kube.create(CLONE_SETS, clone_set("api", 2), namespace=namespace)
 
     async def scale_status(replicas: int) -> JSON:
@@ -120,8 +116,14 @@ async def test_scale_subresource_of_a_custom_resource(
     assert scale["kind"] == "Scale" and scale["spec"] == {"replicas": 2}
     assert scale["status"]["selector"] == "app=api"
 
-    await kube.patch(CLONE_SETS, "api", {"spec": {"replicas": 4}}, namespace=namespace,
-                     subresource="scale", patch_type=PatchType.MERGE)
+    await kube.patch(
+        CLONE_SETS,
+        "api",
+        {"spec": {"replicas": 4}},
+        namespace=namespace,
+        subresource="scale",
+        patch_type=PatchType.MERGE,
+    )
     live = await kube.get(CLONE_SETS, "api", namespace=namespace)
     assert live["spec"]["replicas"] == 4
     await eventually(lambda: scale_status(4), within=60, what="scale status 4")
@@ -131,11 +133,18 @@ async def test_deleting_an_owner_garbage_collects_its_dependents(
     kube: KubeClient, namespace: str, sim: Simulation
 ) -> None:
     owner = await kube.create(CONFIG_MAPS, {"metadata": {"name": "owner"}}, namespace=namespace)
-    await kube.create(CONFIG_MAPS, {"metadata": {
-        "name": "dependent",
-        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-                             "uid": owner["metadata"]["uid"]}],
-    }}, namespace=namespace)
+    await kube.create(
+        CONFIG_MAPS,
+        {
+            "metadata": {
+                "name": "dependent",
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+                ],
+            }
+        },
+        namespace=namespace,
+    )
     await kube.create(DEPLOYMENTS, deployment("gc", 2), namespace=namespace)
 
     async def running() -> None:
@@ -161,9 +170,7 @@ async def test_deleting_an_owner_garbage_collects_its_dependents(
     await eventually(collected, within=60, what="dependents collected")
 
 
-async def test_a_full_zone_leaves_new_pods_unschedulable(
-    kube: KubeClient, namespace: str, sim: Simulation
-) -> None:
+async def test_a_full_zone_leaves_new_pods_unschedulable(kube: KubeClient, namespace: str, sim: Simulation) -> None:
     await sim.set_zone_full("zone-c")
     await kube.create(DEPLOYMENTS, deployment("pinned", 1, zone="zone-c"), namespace=namespace)
 
@@ -189,9 +196,7 @@ async def test_a_full_zone_leaves_new_pods_unschedulable(
     await eventually(placed, within=60, what="pod placed after room freed")
 
 
-async def test_a_cordoned_zone_leaves_new_pods_unschedulable(
-    kube: KubeClient, namespace: str, sim: Simulation
-) -> None:
+async def test_a_cordoned_zone_leaves_new_pods_unschedulable(kube: KubeClient, namespace: str, sim: Simulation) -> None:
     await sim.cordon_zone("zone-b")
     await kube.create(DEPLOYMENTS, deployment("cordoned", 1, zone="zone-b"), namespace=namespace)
 
@@ -204,9 +209,7 @@ async def test_a_cordoned_zone_leaves_new_pods_unschedulable(
     await eventually(unschedulable, within=60, what="pod unschedulable on cordoned zone")
 
 
-async def test_pods_of_a_node_can_be_made_unready(
-    kube: KubeClient, namespace: str, sim: Simulation
-) -> None:
+async def test_pods_of_a_node_can_be_made_unready(kube: KubeClient, namespace: str, sim: Simulation) -> None:
     await kube.create(DEPLOYMENTS, deployment("flaky", 2, zone="zone-a"), namespace=namespace)
 
     async def ready_count(expected: int) -> None:
@@ -223,9 +226,7 @@ async def test_pods_of_a_node_can_be_made_unready(
     await eventually(lambda: ready_count(2), within=60, what="2 ready again")
 
 
-async def test_simulated_clone_set_reaches_its_replicas(
-    kube: KubeClient, namespace: str, sim: Simulation
-) -> None:
+async def test_simulated_clone_set_reaches_its_replicas(kube: KubeClient, namespace: str, sim: Simulation) -> None:
     created = await kube.create(CLONE_SETS, clone_set("shop", 3), namespace=namespace)
 
     async def converged(replicas: int) -> tuple[JSON, list[JSON]]:
@@ -243,21 +244,16 @@ async def test_simulated_clone_set_reaches_its_replicas(
     assert live["status"]["labelSelector"] == "app=shop"
     for pod in pods:
         assert pod["metadata"]["labels"]["tier"] == "web"
-        assert pod["metadata"]["labels"]["controller-revision-hash"] == (
-            live["status"]["updateRevision"]
-        )
+        assert pod["metadata"]["labels"]["controller-revision-hash"] == (live["status"]["updateRevision"])
         (ref,) = pod["metadata"]["ownerReferences"]
         assert ref["uid"] == created["metadata"]["uid"] and ref["controller"] is True
         assert ref["kind"] == "CloneSet"
 
-    await kube.patch(CLONE_SETS, "shop", {"spec": {"replicas": 1}}, namespace=namespace,
-                     patch_type=PatchType.MERGE)
+    await kube.patch(CLONE_SETS, "shop", {"spec": {"replicas": 1}}, namespace=namespace, patch_type=PatchType.MERGE)
     await eventually(lambda: converged(1), within=60, what="clone set scaled down")
 
 
-async def test_simulated_clone_set_honours_a_partition(
-    kube: KubeClient, namespace: str, sim: Simulation
-) -> None:
+async def test_simulated_clone_set_honours_a_partition(kube: KubeClient, namespace: str, sim: Simulation) -> None:
     await kube.create(CLONE_SETS, clone_set("canary", 3, partition=2), namespace=namespace)
 
     async def status_is(**expected: Any) -> JSON:
@@ -268,22 +264,24 @@ async def test_simulated_clone_set_honours_a_partition(
         assert status.get("observedGeneration") == live["metadata"]["generation"]
         return live
 
-    old = await eventually(lambda: status_is(readyReplicas=3, updatedReplicas=3), within=60,
-                           what="initial rollout")
+    old = await eventually(lambda: status_is(readyReplicas=3, updatedReplicas=3), within=60, what="initial rollout")
     old_revision = old["status"]["updateRevision"]
     template = clone_set("canary", 3, image=IMAGE + "-v2")["spec"]["template"]
-    await kube.patch(CLONE_SETS, "canary", {"spec": {"template": template}}, namespace=namespace,
-                     patch_type=PatchType.MERGE)
-    new = await eventually(lambda: status_is(readyReplicas=3, updatedReplicas=1), within=60,
-                           what="canary of one")
+    await kube.patch(
+        CLONE_SETS, "canary", {"spec": {"template": template}}, namespace=namespace, patch_type=PatchType.MERGE
+    )
+    new = await eventually(lambda: status_is(readyReplicas=3, updatedReplicas=1), within=60, what="canary of one")
     assert new["status"]["updateRevision"] != old_revision
     assert new["status"]["currentRevision"] == old_revision
-    images = sorted(p["spec"]["containers"][0]["image"]
-                    for p in await pods_of(kube, namespace, "canary"))
+    images = sorted(p["spec"]["containers"][0]["image"] for p in await pods_of(kube, namespace, "canary"))
     assert images == [IMAGE, IMAGE, IMAGE + "-v2"]
 
-    await kube.patch(CLONE_SETS, "canary", {"spec": {"updateStrategy": {"partition": 0}}},
-                     namespace=namespace, patch_type=PatchType.MERGE)
-    done = await eventually(lambda: status_is(readyReplicas=3, updatedReplicas=3), within=60,
-                            what="full rollout")
+    await kube.patch(
+        CLONE_SETS,
+        "canary",
+        {"spec": {"updateStrategy": {"partition": 0}}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+    )
+    done = await eventually(lambda: status_is(readyReplicas=3, updatedReplicas=3), within=60, what="full rollout")
     assert done["status"]["currentRevision"] == done["status"]["updateRevision"]

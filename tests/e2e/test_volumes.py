@@ -17,22 +17,31 @@ pytestmark = pytest.mark.e2e
 
 def stateful_set(name: str, replicas: int) -> JSON:
     return {
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
         "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
             "serviceName": name,
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                         "spec": {"containers": [{
-                             "name": "db", "image": "db:1",
-                             "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                         }]}},
-            "volumeClaimTemplates": [{
-                "metadata": {"name": "data"},
-                "spec": {"accessModes": ["ReadWriteOnce"],
-                         "resources": {"requests": {"storage": "5Gi"}}},
-            }],
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "db",
+                            "image": "db:1",
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                        }
+                    ]
+                },
+            },
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}},
+                }
+            ],
         },
     }
 
@@ -46,8 +55,10 @@ async def test_claims_of_a_stateful_set_are_bound_and_its_pods_run(
         pods = (await kube.list(PODS, namespace=namespace, label_selector="app=db")).items
         assert sorted(p["metadata"]["name"] for p in pods if is_pod_ready(p)) == ["db-0", "db-1"]
         claims = (await kube.list(PERSISTENT_VOLUME_CLAIMS, namespace=namespace)).items
-        assert sorted((c["metadata"]["name"], (c.get("status") or {}).get("phase"))
-                      for c in claims) == [("data-db-0", "Bound"), ("data-db-1", "Bound")]
+        assert sorted((c["metadata"]["name"], (c.get("status") or {}).get("phase")) for c in claims) == [
+            ("data-db-0", "Bound"),
+            ("data-db-1", "Bound"),
+        ]
         return claims
 
     claims = await eventually(running, within=90, what="stateful set with volumes running")
@@ -62,8 +73,7 @@ async def test_claims_of_a_stateful_set_are_bound_and_its_pods_run(
         assert not pods, f"{len(pods)} pods left"
 
     await eventually(pods_gone, within=60, what="stateful set pods deleted")
-    await kube.delete(PERSISTENT_VOLUME_CLAIMS, claims[0]["metadata"]["name"],
-                      namespace=namespace)
+    await kube.delete(PERSISTENT_VOLUME_CLAIMS, claims[0]["metadata"]["name"], namespace=namespace)
 
     async def volume_gone() -> None:
         try:

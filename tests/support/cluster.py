@@ -32,8 +32,10 @@ def local_cluster(
     they are never skipped."""
     layout = Layout.default(version)
     if not is_provisioned(layout):
-        progress(f"\n{suite}: the local control plane (Kubernetes {version}) is not provisioned in "
-                 f"{layout.root}; building it now (`python -m united.devcluster provision`)")
+        progress(
+            f"\n{suite}: the local control plane (Kubernetes {version}) is not provisioned in "
+            f"{layout.root}; building it now (`python -m united.devcluster provision`)"
+        )
     problem = ""
     try:
         binaries = provision(layout=layout, progress=progress)

@@ -31,6 +31,8 @@ CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False
 LOG_DIR = Path(os.environ.get("UNITED_E2E_LOGS", "/tmp/united-e2e-logs"))
 """Controller logs outlive the cluster's temporary directory, for post-mortems."""
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
+
+
 async def install_kruise_rbac(client: KubeClient) -> None:
     """The ``manifests/kruise`` overlay's extra rules: UnitedDeployments of apps.kruise.io."""
     await apply(client, documents(KRUISE_RBAC))

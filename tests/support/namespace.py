@@ -24,10 +24,14 @@ async def server_version(kube: KubeClient) -> versions.KubeVersion:
 @contextlib.asynccontextmanager
 async def fresh_namespace(kube: KubeClient, name: str) -> AsyncIterator[str]:
     """Namespace ``name``, usable (pods can be created in it), deleted on exit."""
-    await kube.create(NAMESPACES, {
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"e2e.united.dev/test": "true"}},
-    })
+    await kube.create(
+        NAMESPACES,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"e2e.united.dev/test": "true"}},
+        },
+    )
     try:
         await namespace_usable(kube, name, await server_version(kube))
         yield name

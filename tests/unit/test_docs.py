@@ -54,8 +54,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_site_builds_strict_with_the_crd_tables_rendered(site: Path) -> None:
     page = (site / "reference" / "crd-fields" / "index.html").read_text(encoding="utf-8")
     assert "<!-- crd-fields" not in page
-    for field in ("spec.topology.subsets[].weight", "spec.kubeconfigSecretRef.namespace",
-                  "status.versionedSubsetStatuses", "spec.updateStrategy.progressive.waves[].pause.duration"):
+    for field in (
+        "spec.topology.subsets[].weight",
+        "spec.kubeconfigSecretRef.namespace",
+        "status.versionedSubsetStatuses",
+        "spec.updateStrategy.progressive.waves[].pause.duration",
+    ):
         assert f"<code>{field}</code>" in page, field
     assert (site / "performance" / "index.html").is_file()
 
@@ -112,13 +116,35 @@ def test_the_tables_render_schema_rules() -> None:
             "group": "example.io",
             "names": {"kind": "Thing"},
             "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                    "properties": {"spec": {"type": "object", "required": ["mode"], "properties": {
-                        "mode": {"type": "string", "enum": ["A", ""], "description": "a | b"},
-                        "size": {"x-kubernetes-int-or-string": True, "default": "25%"},
-                        "items": {"type": "array", "maxItems": 3, "items": {"type": "object", "properties": {
-                            "n": {"type": "integer", "format": "int32", "minimum": 0}}}},
-                    }}}}}},
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "required": ["mode"],
+                                    "properties": {
+                                        "mode": {"type": "string", "enum": ["A", ""], "description": "a | b"},
+                                        "size": {"x-kubernetes-int-or-string": True, "default": "25%"},
+                                        "items": {
+                                            "type": "array",
+                                            "maxItems": 3,
+                                            "items": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "n": {"type": "integer", "format": "int32", "minimum": 0}
+                                                },
+                                            },
+                                        },
+                                    },
+                                }
+                            }
+                        }
+                    },
+                },
                 {"name": "v0", "served": False, "schema": {"openAPIV3Schema": {}}},
             ],
         }
@@ -145,8 +171,12 @@ README = ROOT / "README.md"
 def test_the_readme_is_a_front_door_with_the_start_commands() -> None:
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 200
-    for command in ("pip install united", "united demo", ".venv/bin/python -m pytest",
-                    "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'"):
+    for command in (
+        "pip install united",
+        "united demo",
+        ".venv/bin/python -m pytest",
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'",
+    ):
         assert command in text, command
 
 

@@ -40,6 +40,8 @@ async def kruise_v1beta1_served(kube: KubeClient) -> AsyncIterator[None]:
         yield
     finally:
         await install_crds(kube, crds)
+
+
 DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
 CLONESETS = Resource("apps.kruise.io", "v1alpha1", "clonesets", True, "CloneSet")

@@ -42,15 +42,27 @@ CONTROL = "united-e2e-no-configmaps"
 
 def control_policy(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A policy that refuses every ConfigMap CREATE in ``namespace``: shows policies are enforced here."""
-    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-              "metadata": {"name": CONTROL},
-              "spec": {"failurePolicy": "Fail",
-                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                               "operations": ["CREATE"], "resources": ["configmaps"]}]},
-                       "matchConditions": [{"name": "here", "expression": f"request.namespace == '{namespace}'"}],
-                       "validations": [{"expression": "false", "message": "no ConfigMaps here"}]}}
-    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-               "metadata": {"name": CONTROL}, "spec": {"policyName": CONTROL, "validationActions": ["Deny"]}}
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": CONTROL},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}
+                ]
+            },
+            "matchConditions": [{"name": "here", "expression": f"request.namespace == '{namespace}'"}],
+            "validations": [{"expression": "false", "message": "no ConfigMaps here"}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": CONTROL},
+        "spec": {"policyName": CONTROL, "validationActions": ["Deny"]},
+    }
     return policy, binding  # fmt: skip
 
 

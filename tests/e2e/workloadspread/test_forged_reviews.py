@@ -141,7 +141,9 @@ async def test_forged_reviews_to_the_running_controller_write_nothing(
     await kube.create(replace(PDBS, version=policy), budget, namespace=namespace)
     name = real["metadata"]["name"]
     eviction = {
-        "apiVersion": f"policy/{policy}", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}
+        "apiVersion": f"policy/{policy}",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
     }
     with pytest.raises(TooManyRequests):
         await kube._json("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=eviction)

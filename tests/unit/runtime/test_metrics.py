@@ -255,8 +255,9 @@ def test_subset_lines_parse_as_prometheus_clients_own_rendering_of_the_same_valu
     metrics.set_subsets("ns", "web", {"a": SubsetReplicas(3, 1), odd: SubsetReplicas(0, 7)})
     metrics.set_subsets("other", "api", {"b": SubsetReplicas(12, 12)})
     metrics.set_subset_replicas("other", "api", "c", desired=2, ready=0)
-    desired, ready = GaugeMetricFamily("united_subset_desired_replicas", "", labels=LABELS), GaugeMetricFamily(
-        "united_subset_ready_replicas", "", labels=LABELS
+    desired, ready = (
+        GaugeMetricFamily("united_subset_desired_replicas", "", labels=LABELS),
+        GaugeMetricFamily("united_subset_ready_replicas", "", labels=LABELS),
     )
     for (namespace, name, subset), (d, r) in {
         ("ns", "web", "a"): (3, 1), ("ns", "web", odd): (0, 7), ("other", "api", "b"): (12, 12),
