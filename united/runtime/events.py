@@ -12,7 +12,10 @@ built so that they can never make a reconcile slower or fail:
   not one per Event). A background task posts them (kopf does the same).
 * Posting failures (RBAC, a namespace being deleted, API-server trouble) are
   logged and counted in ``united_events_total{outcome="failed"}``, never retried:
-  a lost Event costs nothing, a retry storm does.
+  a lost Event costs nothing, a retry storm does. While the API server does not answer
+  at all (an outage), only the first failure is logged, and one line with the number
+  lost once it answers again: every failing pass records a Warning, and an
+  outage must not add a line per pass for it.
 
 **API group.** These are ``core/v1`` Events (``/api/v1/namespaces/{ns}/events``,
 with ``involvedObject``, ``source.component``, ``count``, first/last timestamps),
@@ -67,7 +70,7 @@ from typing import Any, NamedTuple, Protocol, Self
 import structlog
 
 from united.kube.client import JSON, PatchType, Resource
-from united.kube.errors import ApiError, Fenced
+from united.kube.errors import ApiError, Fenced, TransientError
 from united.runtime.metrics import Metrics
 
 CORE_EVENTS = Resource("", "v1", "events", True, "Event")
@@ -249,6 +252,8 @@ class EventRecorder:
         self._task: asyncio.Task[None] | None = None
         self._dropped = 0
         """Events dropped since the queue last filled; logged when the poster has emptied it."""
+        self._unanswered = 0
+        """Events lost since the API server last answered; logged when it answers again."""
 
     # -- recording (synchronous, never raises) ---------------------------------------------
 
@@ -397,6 +402,23 @@ class EventRecorder:
                 _log.warning("event queue emptied", dropped=self._dropped)
                 self._dropped = 0
 
+    def _failed(self, exc: ApiError, log: Any, message: str, **fields: Any) -> None:
+        """Counted every time; logged every time the API server refused it, once per outage
+        when it did not answer at all."""
+        self._count(Outcome.FAILED)
+        if not (isinstance(exc, TransientError) and exc.status == 0):
+            self._answered()
+            log.warning(message, error=str(exc), **fields)
+            return
+        if not self._unanswered:
+            log.warning(f"{message}; events are dropped until the API server answers", error=str(exc), **fields)
+        self._unanswered += 1
+
+    def _answered(self) -> None:
+        if self._unanswered:
+            _log.info("the API server answers events again", lost=self._unanswered)
+            self._unanswered = 0
+
     async def _post(self, pending: _Pending) -> None:
         ref = pending.ref
         key = (ref.identity, pending.type.value, pending.reason, pending.message)
@@ -413,9 +435,9 @@ class EventRecorder:
                 )
             except ApiError as exc:
                 self._posted.pop(key, None)
-                self._count(Outcome.FAILED)
-                log.warning("aggregating a repeated event failed; dropped", event_name=posted.name, error=str(exc))
+                self._failed(exc, log, "aggregating a repeated event failed; dropped", event_name=posted.name)
                 return
+            self._answered()
             posted.count += 1
             posted.last_seen = now
             self._posted.move_to_end(key)
@@ -442,9 +464,9 @@ class EventRecorder:
         try:
             created = await self._sink.create(CORE_EVENTS, body, namespace=namespace)
         except ApiError as exc:
-            self._count(Outcome.FAILED)
-            log.warning("posting an event failed", status=exc.status, error=str(exc))
+            self._failed(exc, log, "posting an event failed", status=exc.status)
             return
+        self._answered()
         name = str((created.get("metadata") or {}).get("name") or body["metadata"]["name"])
         self._posted[key] = _Posted(name=name, namespace=namespace, count=1, last_seen=now)
         if len(self._posted) > self._cache_size:

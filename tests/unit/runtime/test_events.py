@@ -14,7 +14,7 @@ import pytest
 import structlog.testing
 
 from united.kube.client import JSON, PatchType, Resource
-from united.kube.errors import Fenced, NotFound, error_from_status
+from united.kube.errors import Fenced, NotFound, TransientError, error_from_status
 from united.runtime.events import CORE_EVENTS, EventRecorder, EventType, truncate_message
 from united.runtime.metrics import Metrics
 
@@ -244,6 +244,27 @@ async def test_a_failed_post_never_raises_and_the_recorder_keeps_going(
     assert [body["message"] for _, body in sink.created] == ["kept"]
     assert outcome(metrics, "failed") == 1
     assert outcome(metrics, "created") == 1
+
+
+async def test_an_api_server_that_does_not_answer_is_logged_once_then_once_when_it_answers_again(
+    recorder: EventRecorder, sink: FakeSink, metrics: Metrics
+) -> None:
+    unanswered = TransientError("cannot reach https://api: connection refused", reason="ConnectionRefused")
+    forbidden = error_from_status(403, {"reason": "Forbidden", "message": "events is forbidden"})
+    sink.fail_with += [unanswered] * 5 + [forbidden, forbidden]
+    with structlog.testing.capture_logs() as logs:
+        for i in range(8):
+            recorder.warning({**CONFIG_MAP, "metadata": {**CONFIG_MAP["metadata"], "uid": f"u{i}"}}, "Failed", "pass")
+        assert await recorder.flush(within=5)
+    lines = [(entry["log_level"], entry["event"], entry.get("lost")) for entry in logs]
+    assert lines == [
+        ("warning", "posting an event failed; events are dropped until the API server answers", None),
+        ("info", "the API server answers events again", 5),
+        ("warning", "posting an event failed", None),  # an answer, if a refusal: logged each time
+        ("warning", "posting an event failed", None),
+    ]
+    assert outcome(metrics, "failed") == 7
+    assert len(sink.created) == 1
 
 
 async def test_an_event_refused_by_the_fence_is_dropped_as_fenced_not_failed(
