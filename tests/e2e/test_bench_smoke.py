@@ -60,7 +60,8 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
 
     profiled = results["scale"]["apiserver_profile"]  # kube-apiserver's pprof, read with `go tool pprof`
     assert Path(profiled["profile"]).read_bytes()[:2] == b"\x1f\x8b", profiled  # gzipped protobuf
-    assert profiled["cpu_seconds"] > 0 and profiled["duration_seconds"] >= 1, profiled
+    # the server times the asked second itself: 999.57ms has been seen
+    assert profiled["cpu_seconds"] > 0 and profiled["duration_seconds"] >= 0.9, profiled
     assert profiled["handlers"]["custom resource /scale update"]["requests"] >= 3, profiled
     assert "Scale bursts: API server profile" in table
     objects = profiled["objects"]  # what each write of the objects makes the API server process
