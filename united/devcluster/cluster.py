@@ -587,6 +587,15 @@ def _started(pid: int) -> str | None:
         return None
 
 
+def _mine(path: Path) -> bool:
+    """Whether ``path`` is there and this user's: the clusters of parallel test workers sweep
+    the same root, and another one may remove a directory between the listing and the look."""
+    try:
+        return path.stat().st_uid == os.getuid()
+    except OSError:
+        return False
+
+
 def sweep_abandoned(root: Path) -> list[Path]:
     """Remove the cluster directories under ``root`` (and their etcd data) whose process is
     gone without tearing down — SIGKILL, the OOM killer, a power cut of a CI job — so their
@@ -599,9 +608,9 @@ def sweep_abandoned(root: Path) -> list[Path]:
             pid, started, etcd = int(owner["pid"]), str(owner["started"]), Path(owner["etcd"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if _started(pid) == started or workdir.stat().st_uid != os.getuid():
+        if _started(pid) == started or not _mine(workdir):
             continue
-        if etcd.name.startswith("united-etcd-") and etcd.stat().st_uid == os.getuid():
+        if etcd.name.startswith("united-etcd-") and _mine(etcd):
             shutil.rmtree(etcd, ignore_errors=True)
         shutil.rmtree(workdir, ignore_errors=True)
         removed.append(workdir)

@@ -234,8 +234,12 @@ async def test_a_wave_that_never_becomes_ready_stalls_the_rollout(
     assert stalled["status"]["rollout"]["reason"] == "RolloutStuck"
     c = condition(stalled, "Stalled")
     assert (c["status"], c["reason"]) == ("True", "RolloutStuck")
-    events = (await kube.list(EVENTS, namespace=namespace)).items
-    assert any(e["reason"] == "RolloutStuck" and e["type"] == "Warning" for e in events)
+
+    async def warned() -> None:
+        events = (await kube.list(EVENTS, namespace=namespace)).items
+        assert any(e["reason"] == "RolloutStuck" and e["type"] == "Warning" for e in events)
+
+    await eventually(warned, within=10, what="a RolloutStuck Warning (Events are posted after the status)")
     per = {s["name"]: (s.get("updatedReplicas", 0), s.get("partition", 0)) for s in stalled["status"]["subsetStatuses"]}
     assert per["b"] == (0, 3) and per["c"] == (0, 3), per
     assert watched.peak <= BUDGET

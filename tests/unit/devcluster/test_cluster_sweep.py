@@ -50,3 +50,11 @@ def test_an_owner_file_cannot_point_the_sweep_elsewhere(tmp_path: Path) -> None:
     (workdir / OWNER_FILE).write_text(json.dumps({"pid": _dead_pid(), "started": "1", "etcd": str(victim)}))
     assert sweep_abandoned(tmp_path) == [workdir]
     assert victim.is_dir()
+
+
+def test_a_cluster_another_sweep_is_removing_is_no_error(tmp_path: Path) -> None:
+    half_gone, etcd = _cluster(tmp_path, "half-gone", {"pid": _dead_pid(), "started": "1"})
+    (etcd / "data").rmdir()
+    etcd.rmdir()
+    assert sweep_abandoned(tmp_path) == [half_gone]
+    assert not half_gone.exists()
