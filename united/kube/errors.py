@@ -41,6 +41,12 @@ class ApiError(Exception):
         self.body = body or {}
         self.retry_after = retry_after
 
+    @property
+    def unanswered(self) -> bool:
+        """No answer came at all (a refused or cut connection, a timeout): the server, or the
+        way to it, is down, which says nothing about this request itself."""
+        return self.status == 0
+
 
 class NotFound(ApiError):
     """404: the object (or its namespace, or its API) does not exist."""

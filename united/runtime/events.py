@@ -70,7 +70,7 @@ from typing import Any, NamedTuple, Protocol, Self
 import structlog
 
 from united.kube.client import JSON, PatchType, Resource
-from united.kube.errors import ApiError, Fenced, TransientError
+from united.kube.errors import ApiError, Fenced
 from united.runtime.metrics import Metrics
 
 CORE_EVENTS = Resource("", "v1", "events", True, "Event")
@@ -406,7 +406,7 @@ class EventRecorder:
         """Counted every time; logged every time the API server refused it, once per outage
         when it did not answer at all."""
         self._count(Outcome.FAILED)
-        if not (isinstance(exc, TransientError) and exc.status == 0):
+        if not exc.unanswered:
             self._answered()
             log.warning(message, error=str(exc), **fields)
             return

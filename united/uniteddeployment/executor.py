@@ -162,7 +162,7 @@ class Execution:
         Called while the failure is handled: ending the pass re-raises it."""
         if not w.collect or (error is not None and namespace_terminating(error)):
             raise
-        transport = error is not None and (error.status == 0 or error.status >= 500)
+        transport = error is not None and (error.unanswered or error.status >= 500)
         if transport and site is not None and site.suspect is not None:
             site.suspect()
         self.errors.append(f"{w.action} {w.what}: {why}")

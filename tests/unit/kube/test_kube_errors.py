@@ -124,6 +124,12 @@ async def test_a_server_that_hangs_up_is_described() -> None:
 def test_transport_errors_in_words(exc: BaseException, reason: str, words: str) -> None:
     error = transport_error(exc, "https://api:6443")
     assert (error.reason, str(error)) == (reason, f"cannot reach https://api:6443: {words}")
+    assert error.unanswered
+
+
+@pytest.mark.parametrize("code", [429, 500, 503, 403])
+def test_an_answer_of_the_server_is_not_unanswered(code: int) -> None:
+    assert not error_from_status(code, {"reason": "x"}).unanswered
 
 
 def test_config_error_is_one_line_naming_where() -> None:
