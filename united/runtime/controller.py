@@ -6,7 +6,9 @@ declares its informers (through :class:`Host`, which shares one informer between
 controllers asking for the same one), how their events map to keys on its own queue, and
 its reconcile function. The workers below are the same for every kind: a fenced pass is
 requeued with backoff (a late renewal may keep the Lease), a failed one too, and a pass
-may ask to run again after some seconds.
+may ask to run again after some seconds. A pass that got no answer at all is logged in the
+manager's :class:`FailureLog` with the informers failing the same way: an outage amid a
+thousand queued keys is a line per step, not a line per key and retry.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class Host(Protocol):
     metrics: Metrics
     recorder: EventRecorder
     namespaces: list[str | None]
+    failures: FailureLog
+    """Where failures that many share (the API server away) are logged, one line per step."""
 
     def watch(
         self,
@@ -178,6 +182,7 @@ class Controller:
             try:
                 with bind_reconcile(key), self.controller_metrics.active_worker():
                     outcome = await self.reconciler.reconcile(key)
+                self._answered(key)
                 self.queue.forget(key)
                 if outcome.requeue_after:
                     result = ReconcileResult.REQUEUE_AFTER
@@ -191,7 +196,12 @@ class Controller:
                 self.queue.add_rate_limited(key)
             except (RetryableError, ApiError) as e:
                 result = ReconcileResult.ERROR
-                log.warning("reconcile failed; requeued with backoff", error=str(e), **{self.log_key: key})
+                if isinstance(e, ApiError) and e.unanswered:
+                    attempt = self.queue.num_requeues(key) + 1
+                    self.host.failures.failed(resource=f"{self.name} {key}", error=e, attempt=attempt)
+                else:
+                    self._answered(key)
+                    log.warning("reconcile failed; requeued with backoff", error=str(e), **{self.log_key: key})
                 self.queue.add_rate_limited(key)
             except Exception:
                 result = ReconcileResult.ERROR
@@ -200,6 +210,12 @@ class Controller:
             finally:
                 self.controller_metrics.observe_reconcile(result, loop.time() - started)
                 self.queue.done(key)
+
+    def _answered(self, key: str) -> None:
+        """The API server answered this pass (yes or no): a key that got no answer before
+        leaves the failure log's group, whose last one to leave says it has recovered."""
+        if self.queue.num_requeues(key):
+            self.host.failures.recovered(f"{self.name} {key}")
 
 
 class RetryableError(Exception):
@@ -223,8 +239,6 @@ class Registry(Host, Protocol):
 
     webhook_client: KubeClient
     """A client without the leader fence: for writes every replica may make (webhook bookings)."""
-    failures: FailureLog
-    """Where list/watch failures are logged, one line per step when they all fail alike."""
 
     def add(self, controller: C) -> C:
         """Run ``controller`` from the start (its informers count in readiness)."""

@@ -13,7 +13,8 @@ failure is logged at once; later ones are counted and logged when the group's cu
 step has passed, with the count and the resources affected since the previous line; the
 step doubles from ``first_step`` up to ``max_step`` (a dead API server for 20 s gives about
 six lines, for an hour about seventy). When every resource of a group has recovered, one
-line says so, with the total and the duration.
+line says so, with the total and the duration. The informers report here, and so do the
+reconciles that got no answer (``uniteddeployment ns/web``), so an outage is one story.
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ import structlog
 
 from united.kube.errors import ApiError
 
-__all__ = ["FailureLog", "error_type"]
+__all__ = ["LISTED", "FailureLog", "error_type"]
 
 log = structlog.get_logger(__name__)
+
+LISTED = 20
+"""Resources named in a line at most; ``unlisted`` counts the rest (a thousand keys retrying
+through an outage are one line, not a page)."""
 
 
 def error_type(error: BaseException) -> str:
@@ -101,12 +106,15 @@ class FailureLog:
         group.recent.add(resource)
         if now < group.next_line:
             return
+        recent = sorted(group.recent)
+        if len(recent) > LISTED:
+            fields["unlisted"] = len(recent) - LISTED
         self._log.warning(
             f"{message}; still failing",
             resource=resource,
             error_type=kind,
             attempt=attempt,
-            resources=sorted(group.recent),
+            resources=recent[:LISTED],
             failures=group.unlogged,
             seconds=round(now - group.since, 1),
             **fields,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from united.kube.errors import Forbidden, TransientError
-from united.runtime.failures import FailureLog, error_type
+from united.runtime.failures import LISTED, FailureLog, error_type
 
 REFUSED = TransientError("cannot reach https://127.0.0.1:6999: connection refused", reason="ConnectionRefused")
 
@@ -118,3 +118,17 @@ def test_error_type_is_the_reason_or_the_class() -> None:
     assert error_type(REFUSED) == "ConnectionRefused"
     assert error_type(TransientError("x")) == "TransientError"
     assert error_type(ValueError("x")) == "ValueError"
+
+
+def test_a_line_names_a_bounded_number_of_resources_and_counts_the_rest() -> None:
+    failures, out, clock = make()
+    keys = [f"uniteddeployment ns/web-{n:04}" for n in range(1000)]
+    for key in keys:
+        failures.failed(resource=key, error=REFUSED, attempt=1)
+    clock.now += 1.0
+    failures.failed(resource=keys[0], error=REFUSED, attempt=2)
+    assert len(out.lines) == 2
+    fields = out.lines[1][2]
+    assert fields["resources"] == keys[:LISTED]
+    assert fields["unlisted"] == 1000 - LISTED
+    assert fields["failures"] == 1000
