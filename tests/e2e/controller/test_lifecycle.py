@@ -368,8 +368,8 @@ async def test_api_server_outage_is_logged_once_per_step_and_recovery_once(
 ) -> None:
     """A running controller whose API server goes away for 20 s (the proxy stopped: connection
     refused) and comes back: a bounded number of lines meanwhile, then one "recovered" line.
-    It serves a namespace of its own: other tests' UnitedDeployments retrying through the
-    outage would log lines of their own (each pass is bounded by its backoff, not by this count)."""
+    It serves a namespace of its own, so the lines are its informers' alone (the reconciles
+    of queued objects that get no answer join the same lines: a unit test of the workers)."""
     with running(proxied, "--namespace", namespace, name="outage") as run:
         await run.ready()
         before = len(run.lines())
