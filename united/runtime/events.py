@@ -15,7 +15,9 @@ built so that they can never make a reconcile slower or fail:
   a lost Event costs nothing, a retry storm does. While the API server does not answer
   at all (an outage), only the first failure is logged, and one line with the number
   lost once it answers again: every failing pass records a Warning, and an
-  outage must not add a line per pass for it.
+  outage must not add a line per pass for it. Not the manager's failure log, where
+  informers and reconciles retry until they recover: an Event is never retried, so it
+  would hold that log's recovery line until some later Event happened to be posted.
 
 **API group.** These are ``core/v1`` Events (``/api/v1/namespaces/{ns}/events``,
 with ``involvedObject``, ``source.component``, ``count``, first/last timestamps),
