@@ -129,8 +129,12 @@ async def test_delete_waits_for_unreachable_member(
             assert await remote_children(member_kube["member-2"], namespace) == [], "member-2's child not deleted"
 
         await eventually(waiting, within=30, what="the UD waits for member-1, member-2's child gone")
-        events = await kube.list(EVENTS, namespace=namespace)
-        assert any(e.get("reason") == "RemoteDeleteBlocked" for e in events.items)
+
+        async def warned() -> None:
+            events = await kube.list(EVENTS, namespace=namespace)
+            assert any(e.get("reason") == "RemoteDeleteBlocked" for e in events.items)
+
+        await eventually(warned, within=10, what="a RemoteDeleteBlocked Event (posted after the status)")
         annotation = {"metadata": {"annotations": {f"{G}/abandon-remote-children": "member-1"}}}
         await patch_ud(kube, namespace, doc, annotation)
 
