@@ -71,7 +71,8 @@ def test_every_scenario_runs_at_tiny_sizes(tmp_path: Path) -> None:
     assert objects["ud"]["status_bytes"] > 2, objects
     own = profiled["controller_requests"]  # the controller's own requests in the bursts: writes only
     assert any("verb=PATCH" in k and "resource=deployments" in k for k in own), own
-    assert not any("verb=GET" in k for k in own), own
+    # (discovery's timer, looking for kinds served late, may fire in the bursts: not an event's)
+    assert not any("verb=GET" in k and "resource=discovery" not in k for k in own), own
 
     for key in ("resync_restart", "resync_touch"):
         resync = results[key]
