@@ -103,8 +103,9 @@ class Manager:
         """While a controller of a kind served late is made: its new informers, kept out of
         readiness until they sync."""
         self.failures = FailureLog()
-        """One place for the list/watch failures of every informer: one line per step
-        when they all fail the same way (an unreachable API server)."""
+        """One place for the list/watch failures of every informer and the reconciles that
+        got no answer: one line per step when they all fail the same way (an unreachable API
+        server)."""
         self.controllers: list[Controller] = []
         self._optional: list[tuple[Resource, Factory, Precondition | None]] = []
         self._routes: dict[str, Route] = {}
